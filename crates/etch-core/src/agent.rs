@@ -1,0 +1,346 @@
+//! The run loop proper (E-LOOP-01, P-LOOP-05/06).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use etch_model::{
+    ContentPart, Message, ModelClient, ModelRequest, RequestOptions, StopReason, SystemLayer,
+    ToolCall,
+};
+use etch_session::event::{AssistantData, ReasoningData, ResponseData, ToolData, UserData};
+use etch_session::{LoadedSession, SessionWriter, dangling_tool_calls, types};
+use etch_tool::ToolRegistry;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{RunError, ToolRoundLimitError};
+use crate::exec::{ABORTED, BatchEnv, CallResult, run_batch};
+use crate::observer::{AgentEvent, Observer};
+use crate::pass::{Pass, collect};
+
+/// Settings of a run that do not change between rounds.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Bound on model/tool rounds per user turn (E-LOOP-02).
+    pub max_tool_rounds: u32,
+    /// Pinned system layers.
+    pub system: Vec<SystemLayer>,
+    /// Working directory for tools.
+    pub cwd: PathBuf,
+    /// Session temp directory for tools' large outputs.
+    pub temp_dir: PathBuf,
+    /// Request options (session id, reasoning).
+    pub options: RequestOptions,
+}
+
+/// A model client, the active tools and the run settings.
+pub struct Agent {
+    /// The provider.
+    client: Arc<dyn ModelClient>,
+    /// Active tools.
+    tools: ToolRegistry,
+    /// Settings.
+    config: AgentConfig,
+}
+
+/// A successful run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Text of the final assistant message.
+    pub final_text: String,
+    /// Rounds used.
+    pub rounds: u32,
+}
+
+/// The writer, history and observer of one run, so helpers can append
+/// durably and notify in one step.
+struct RunState<'a> {
+    /// The session file.
+    writer: &'a mut SessionWriter,
+    /// Projected history, extended as events are appended.
+    history: &'a mut Vec<Message>,
+    /// Who is watching.
+    observer: &'a mut dyn Observer,
+}
+
+impl RunState<'_> {
+    /// Appends one event and hands its line to the observer.
+    fn append<T: Serialize>(&mut self, kind: &str, data: &T) -> Result<(), RunError> {
+        let appended = self.writer.append(kind, data)?;
+        self.observer.durable_line(&appended.line);
+        Ok(())
+    }
+
+    /// Appends a user message and emits its start/end events.
+    fn user(&mut self, text: String) -> Result<(), RunError> {
+        let content = vec![ContentPart::text(text)];
+        self.append(
+            types::MESSAGE_USER,
+            &UserData {
+                content: content.clone(),
+            },
+        )?;
+        let message = Message::User { content };
+        self.observer.agent_event(&AgentEvent::MessageStart {
+            message: Some(&message),
+        });
+        self.observer
+            .agent_event(&AgentEvent::MessageEnd { message: &message });
+        self.history.push(message);
+        Ok(())
+    }
+
+    /// Appends one tool result and emits its start/end events.
+    fn tool_result(&mut self, call: &ToolCall, result: CallResult) -> Result<(), RunError> {
+        let content = vec![ContentPart::text(result.text)];
+        self.append(
+            types::MESSAGE_TOOL,
+            &ToolData {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                content: content.clone(),
+                is_error: result.is_error,
+            },
+        )?;
+        let message = Message::Tool {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content,
+            is_error: result.is_error,
+        };
+        self.observer.agent_event(&AgentEvent::MessageStart {
+            message: Some(&message),
+        });
+        self.observer
+            .agent_event(&AgentEvent::MessageEnd { message: &message });
+        self.history.push(message);
+        Ok(())
+    }
+}
+
+impl Agent {
+    /// Builds an agent.
+    pub fn new(client: Arc<dyn ModelClient>, tools: ToolRegistry, config: AgentConfig) -> Self {
+        Self {
+            client,
+            tools,
+            config,
+        }
+    }
+
+    /// Runs one prompt to completion: appends it, then alternates model passes
+    /// and tool batches until the model stops. `history` is the projection of
+    /// the session so far and is extended in place.
+    pub async fn run(
+        &self,
+        writer: &mut SessionWriter,
+        history: &mut Vec<Message>,
+        prompt: String,
+        observer: &mut dyn Observer,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        observer.agent_event(&AgentEvent::AgentStart);
+        let mut state = RunState {
+            writer,
+            history,
+            observer,
+        };
+        let result = self.run_rounds(&mut state, prompt, cancel).await;
+        let message = result.as_ref().err().map(ToString::to_string);
+        state.observer.agent_event(&AgentEvent::AgentEnd {
+            error: message.as_deref(),
+        });
+        result
+    }
+
+    /// The rounds of a run; split out so `agent_end` is emitted on every path.
+    async fn run_rounds(
+        &self,
+        state: &mut RunState<'_>,
+        prompt: String,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        let mut round = 0;
+        let mut pending_prompts = vec![prompt];
+        loop {
+            round += 1;
+            let started = Instant::now();
+            state.observer.agent_event(&AgentEvent::TurnStart { round });
+            for text in pending_prompts.drain(..) {
+                state.user(text)?;
+            }
+            if cancel.is_cancelled() {
+                return Err(RunError::Cancelled);
+            }
+            let pass = self.model_pass(state, cancel).await?;
+            let calls: Vec<ToolCall> = pass
+                .content
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::ToolCall(c) => Some(c.clone()),
+                    ContentPart::Text { .. } => None,
+                })
+                .collect();
+            let final_text = etch_model::content::joined_text(&pass.content);
+            let mut tool_results = 0;
+            if !calls.is_empty() {
+                let env = BatchEnv {
+                    registry: &self.tools,
+                    cwd: &self.config.cwd,
+                    temp_dir: &self.config.temp_dir,
+                    cancel,
+                };
+                let (results, cancelled) =
+                    run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
+                tool_results = results.len();
+                for (call, result) in calls.iter().zip(results) {
+                    state.tool_result(call, result)?;
+                }
+                if cancelled {
+                    return Err(RunError::Cancelled);
+                }
+            }
+            state.observer.agent_event(&AgentEvent::TurnEnd {
+                round,
+                elapsed: started.elapsed(),
+                tool_results,
+            });
+            pending_prompts = state.observer.drain_steering();
+            if calls.is_empty() && pending_prompts.is_empty() {
+                return Ok(RunOutcome {
+                    final_text,
+                    rounds: round,
+                });
+            }
+            if round >= self.config.max_tool_rounds {
+                return Err(ToolRoundLimitError {
+                    limit: self.config.max_tool_rounds,
+                    session_id: state.writer.session_id().to_string(),
+                    session_path: state.writer.path().to_path_buf(),
+                }
+                .into());
+            }
+        }
+    }
+
+    /// Streams one model pass and appends what it produced in canonical
+    /// order: reasoning, assistant message, usage, response, provider items,
+    /// metrics (E-SES-15). A failed pass is logged with stop reason `error`
+    /// (text only, never replayed) and returned as the run's error; a
+    /// cancelled pass appends nothing (G20).
+    async fn model_pass(
+        &self,
+        state: &mut RunState<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Pass, RunError> {
+        let request = ModelRequest {
+            system: self.config.system.clone(),
+            messages: state.history.clone(),
+            tools: self.tools.specs(),
+            options: self.config.options.clone(),
+        };
+        state
+            .observer
+            .agent_event(&AgentEvent::MessageStart { message: None });
+        let stream = self.client.stream(request, cancel.child_token());
+        let Some(mut pass) = collect(stream, cancel, &mut *state.observer).await else {
+            return Err(RunError::Cancelled);
+        };
+        let outcome = pass.outcome.take().unwrap_or(Ok(StopReason::Stop));
+        for text in &pass.reasoning {
+            state.append(
+                types::MODEL_REASONING,
+                &ReasoningData { text: text.clone() },
+            )?;
+        }
+        let has_calls = pass
+            .content
+            .iter()
+            .any(|p| matches!(p, ContentPart::ToolCall(_)));
+        let (stop_reason, error_message, content) = match &outcome {
+            Ok(_) if has_calls => (StopReason::ToolUse, None, pass.content.clone()),
+            Ok(reason) => (*reason, None, pass.content.clone()),
+            Err(err) => (
+                StopReason::Error,
+                Some(err.message.clone()),
+                pass.content
+                    .iter()
+                    .filter(|p| matches!(p, ContentPart::Text { .. }))
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        state.append(
+            types::MESSAGE_ASSISTANT,
+            &AssistantData {
+                content: content.clone(),
+                provider: self.client.provider().to_string(),
+                model: self.client.model().to_string(),
+                stop_reason,
+                error_message,
+            },
+        )?;
+        let message = Message::Assistant { content };
+        state
+            .observer
+            .agent_event(&AgentEvent::MessageEnd { message: &message });
+        if let Some(usage) = &pass.usage {
+            state.append(types::MODEL_USAGE, usage)?;
+        }
+        if let Some((response_id, model)) = &pass.response {
+            state.append(
+                types::MODEL_RESPONSE,
+                &ResponseData {
+                    provider: self.client.provider().to_string(),
+                    api: self.client.api().unwrap_or_default().to_string(),
+                    response_id: response_id.clone(),
+                    model: model.clone(),
+                },
+            )?;
+        }
+        for item in &pass.provider_items {
+            state.append(types::MODEL_PROVIDER_ITEM, item)?;
+        }
+        if let Some(metrics) = &pass.metrics {
+            state.append(types::MODEL_METRICS, metrics)?;
+        }
+        match outcome {
+            Ok(_) => {
+                state.history.push(message);
+                for item in &pass.provider_items {
+                    state.history.push(Message::ProviderItem(item.clone()));
+                }
+                Ok(pass)
+            }
+            Err(source) => Err(RunError::Model {
+                provider: self.client.provider().to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+/// Appends `tool error: Operation aborted` results for calls a previous run
+/// left unanswered (a crash or kill mid-batch), so the log is valid history
+/// before anything new is appended. Returns how many were closed.
+pub fn close_dangling_calls(
+    loaded: &LoadedSession,
+    writer: &mut SessionWriter,
+    observer: &mut dyn Observer,
+) -> Result<usize, RunError> {
+    let dangling = dangling_tool_calls(loaded);
+    for call in &dangling {
+        let appended = writer.append(
+            types::MESSAGE_TOOL,
+            &ToolData {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                content: vec![ContentPart::text(format!("tool error: {ABORTED}"))],
+                is_error: true,
+            },
+        )?;
+        observer.durable_line(&appended.line);
+    }
+    Ok(dangling.len())
+}

@@ -1,0 +1,46 @@
+//! How a run can fail, typed so callers pick the right exit code and message.
+
+use std::path::PathBuf;
+
+use etch_model::ModelError;
+use etch_session::SessionError;
+
+/// The round bound was exhausted (E-LOOP-04). Completed calls and results
+/// remain in the log; the turn is not retried (E-LOOP-05).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "stopped after {limit} model/tool rounds without a final answer (the --max-tool-rounds limit); \
+     every completed call is kept in {}; continue with: etch resume {session_id} -p \"continue\"",
+    session_path.display()
+)]
+pub struct ToolRoundLimitError {
+    /// The configured bound.
+    pub limit: u32,
+    /// Durable session id.
+    pub session_id: String,
+    /// Durable session file.
+    pub session_path: PathBuf,
+}
+
+/// A run that did not end with a final answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The round bound was hit.
+    #[error(transparent)]
+    ToolRoundLimit(#[from] ToolRoundLimitError),
+    /// The model pass failed (after the provider's own retries).
+    #[error("model error from {provider}: {source}")]
+    Model {
+        /// Provider name.
+        provider: String,
+        /// The provider's typed error.
+        #[source]
+        source: ModelError,
+    },
+    /// The run was cancelled (SIGINT, ESC).
+    #[error("cancelled")]
+    Cancelled,
+    /// The session log could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}

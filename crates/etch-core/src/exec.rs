@@ -1,0 +1,261 @@
+//! Executing the tool calls of one assistant message (C19, P-TEXEC).
+//!
+//! Preflight runs in the model's order: unknown tools, unparseable arguments
+//! and schema violations become `tool error:` results without running
+//! anything. The remaining calls are scheduled by conflict: a call starts
+//! once every earlier call it conflicts with has finished, so conflicting
+//! calls keep source order and everything else overlaps. Results are returned
+//! in source order whatever the completion order. On cancellation no new call
+//! starts, running calls get a short grace period to kill their processes,
+//! and every call without a result is answered `Operation aborted` (G20).
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etch_model::ToolCall;
+use etch_tool::{Access, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::observer::{AgentEvent, Observer};
+
+/// Text of a result for a call that was cancelled before it finished.
+pub const ABORTED: &str = "Operation aborted";
+
+/// How long running tools may take to wind down after cancellation before
+/// their tasks are dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// The result of one call as the model will see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    /// Result text; failures start with `tool error: `.
+    pub text: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl CallResult {
+    /// A failure result with the `tool error: ` prefix (C36).
+    pub fn error(message: &str) -> Self {
+        Self {
+            text: format!("tool error: {message}"),
+            is_error: true,
+        }
+    }
+
+    /// Converts what a tool returned.
+    fn from_tool(result: Result<ToolOutput, ToolError>) -> Self {
+        match result {
+            Ok(out) => Self {
+                text: out.text,
+                is_error: false,
+            },
+            Err(err) => Self::error(&err.0),
+        }
+    }
+}
+
+/// Where the calls of a batch run.
+#[derive(Debug, Clone)]
+pub struct BatchEnv<'a> {
+    /// The active tools.
+    pub registry: &'a ToolRegistry,
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// Session temp directory.
+    pub temp_dir: &'a Path,
+    /// Run cancellation.
+    pub cancel: &'a CancellationToken,
+}
+
+/// A call that passed preflight.
+struct Ready {
+    /// The tool to run.
+    tool: Arc<dyn Tool>,
+    /// Validated arguments.
+    args: Value,
+    /// What it touches.
+    access: Access,
+}
+
+/// Checks one call before anything runs.
+fn preflight(
+    call: &ToolCall,
+    argument_error: Option<&String>,
+    registry: &ToolRegistry,
+    cwd: &Path,
+) -> Result<Ready, CallResult> {
+    let Some(tool) = registry.get(&call.name) else {
+        return Err(CallResult::error(&format!("Tool {} not found", call.name)));
+    };
+    if let Some(err) = argument_error {
+        return Err(CallResult::error(&format!(
+            "could not parse the arguments of tool {}: {err}; send the arguments as one JSON object",
+            call.name
+        )));
+    }
+    if let Err(errors) = etch_tool::schema::validate(&tool.spec().parameters, &call.arguments) {
+        return Err(CallResult::error(&etch_tool::schema::format_errors(
+            &call.name,
+            &errors,
+            &call.arguments,
+        )));
+    }
+    let access = tool.access(&call.arguments, cwd);
+    Ok(Ready {
+        tool: Arc::clone(tool),
+        args: call.arguments.clone(),
+        access,
+    })
+}
+
+/// Runs a batch; returns results in source order and whether it was cancelled.
+pub async fn run_batch<S: BuildHasher>(
+    calls: &[ToolCall],
+    argument_errors: &HashMap<String, String, S>,
+    env: &BatchEnv<'_>,
+    observer: &mut dyn Observer,
+) -> (Vec<CallResult>, bool) {
+    let n = calls.len();
+    let mut results: Vec<Option<CallResult>> = vec![None; n];
+    let mut pending: Vec<Option<Ready>> = Vec::with_capacity(n);
+    observer.agent_event(&AgentEvent::ToolBatchStart { calls });
+    for (i, call) in calls.iter().enumerate() {
+        observer.agent_event(&AgentEvent::ToolExecutionStart { call });
+        let checked = if env.cancel.is_cancelled() {
+            Err(CallResult::error(ABORTED))
+        } else {
+            preflight(call, argument_errors.get(&call.id), env.registry, env.cwd)
+        };
+        match checked {
+            Ok(ready) => pending.push(Some(ready)),
+            Err(result) => {
+                observer.agent_event(&AgentEvent::ToolExecutionEnd {
+                    call_id: &call.id,
+                    text: &result.text,
+                    is_error: true,
+                    elapsed: Duration::ZERO,
+                });
+                results[i] = Some(result);
+                pending.push(None);
+            }
+        }
+    }
+    let deps: Vec<Vec<usize>> = (0..n)
+        .map(|i| match &pending[i] {
+            None => Vec::new(),
+            Some(ready) => (0..i)
+                .filter(|&j| {
+                    pending[j]
+                        .as_ref()
+                        .is_some_and(|r| r.access.conflicts_with(&ready.access))
+                })
+                .collect(),
+        })
+        .collect();
+    let cancelled = schedule(calls, &mut pending, &deps, &mut results, env, observer).await;
+    let results = results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| CallResult::error(ABORTED)))
+        .collect();
+    (results, cancelled)
+}
+
+/// The scheduling loop: starts calls whose conflicting predecessors are done,
+/// forwards progress, and records completions until nothing is left.
+async fn schedule(
+    calls: &[ToolCall],
+    pending: &mut [Option<Ready>],
+    deps: &[Vec<usize>],
+    results: &mut [Option<CallResult>],
+    env: &BatchEnv<'_>,
+    observer: &mut dyn Observer,
+) -> bool {
+    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<(String, String)>();
+    let mut set: JoinSet<(usize, CallResult, Duration)> = JoinSet::new();
+    let mut tasks: HashMap<tokio::task::Id, usize> = HashMap::new();
+    let mut cancel_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        if cancel_deadline.is_none() {
+            for i in 0..calls.len() {
+                let ready = deps[i].iter().all(|&j| results[j].is_some());
+                if !ready {
+                    continue;
+                }
+                if let Some(Ready { tool, args, .. }) = pending[i].take() {
+                    let ctx = ToolContext {
+                        call_id: calls[i].id.clone(),
+                        cwd: env.cwd.to_path_buf(),
+                        cancel: env.cancel.child_token(),
+                        progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone()),
+                        temp_dir: PathBuf::from(env.temp_dir),
+                    };
+                    let handle = set.spawn(async move {
+                        let started = Instant::now();
+                        let result = CallResult::from_tool(tool.execute(args, ctx).await);
+                        (i, result, started.elapsed())
+                    });
+                    tasks.insert(handle.id(), i);
+                }
+            }
+        }
+        if set.is_empty() {
+            break;
+        }
+        let grace = async {
+            match cancel_deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = env.cancel.cancelled(), if cancel_deadline.is_none() => {
+                cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+            }
+            () = grace => {
+                set.abort_all();
+                while set.join_next().await.is_some() {}
+                break;
+            }
+            Some((call_id, text)) = progress_rx.recv() => {
+                observer.agent_event(&AgentEvent::ToolExecutionUpdate { call_id: &call_id, text: &text });
+            }
+            joined = set.join_next_with_id() => match joined {
+                Some(Ok((_, (i, result, elapsed)))) => {
+                    observer.agent_event(&AgentEvent::ToolExecutionEnd {
+                        call_id: &calls[i].id,
+                        text: &result.text,
+                        is_error: result.is_error,
+                        elapsed,
+                    });
+                    results[i] = Some(result);
+                }
+                Some(Err(err)) => {
+                    if let Some(&i) = tasks.get(&err.id()) {
+                        let result = if err.is_panic() {
+                            CallResult::error(&format!("tool {} crashed; this is a bug in the tool", calls[i].name))
+                        } else {
+                            CallResult::error(ABORTED)
+                        };
+                        observer.agent_event(&AgentEvent::ToolExecutionEnd {
+                            call_id: &calls[i].id,
+                            text: &result.text,
+                            is_error: true,
+                            elapsed: Duration::ZERO,
+                        });
+                        results[i] = Some(result);
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    cancel_deadline.is_some() || env.cancel.is_cancelled()
+}

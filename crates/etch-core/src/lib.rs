@@ -1,0 +1,29 @@
+//! The agent loop: turns a prompt into model passes, tool executions and
+//! session events.
+//!
+//! The loop follows the seed's eight steps (E-LOOP-01): the caller loads the
+//! session branch and hands over its projected messages; each round builds a
+//! request from the pinned system layers, the history and the tool specs,
+//! streams one model pass, appends the answer and its metadata in canonical
+//! order (E-SES-15), validates and runs the requested tools, scheduled by
+//! conflict (C19), appends their results in the model's order, drains steering
+//! and goes round again until the model stops, the round bound is hit
+//! (`ToolRoundLimitError`) or the run is cancelled. Observers receive Pi's
+//! lifecycle events in Pi's order and every durable line as it is appended.
+//!
+//! This crate must not know which provider answers, how a tool works inside,
+//! or how anything is rendered: it sees only `etch-model`, `etch-tool` and
+//! `etch-session` types.
+
+pub mod agent;
+pub mod error;
+pub mod exec;
+pub mod observer;
+pub mod pass;
+
+pub use agent::{Agent, AgentConfig, RunOutcome, close_dangling_calls};
+pub use error::{RunError, ToolRoundLimitError};
+pub use observer::{AgentEvent, Delta, NoopObserver, Observer};
+
+/// Default bound on model/tool rounds per user turn (E-LOOP-02).
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 32;

@@ -1,0 +1,124 @@
+//! Observer callbacks: Pi's lifecycle events plus durable lines (E-LOOP-14,
+//! P-EVT-01, C26).
+//!
+//! Callbacks are synchronous and called in order from the loop's task, so an
+//! observer sees `agent_end` only after every earlier event returned
+//! (P-EVT-02). Renderers, JSON output and (later) RPC attach here; the core
+//! never depends on them.
+
+use std::time::Duration;
+
+use etch_model::{Message, ToolCall};
+
+/// A streamed piece of the assistant message in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    /// Assistant text.
+    Text(&'a str),
+    /// Reasoning summary text.
+    Reasoning(&'a str),
+    /// A tool call began.
+    ToolCallStart {
+        /// Call id.
+        id: &'a str,
+        /// Tool name.
+        name: &'a str,
+    },
+    /// A fragment of tool-call arguments.
+    ToolCallArguments(&'a str),
+}
+
+/// Pi's lifecycle events, in the order Pi emits them.
+#[derive(Debug, Clone, Copy)]
+pub enum AgentEvent<'a> {
+    /// The run began.
+    AgentStart,
+    /// A round (model pass plus its tools) began; rounds count from 1.
+    TurnStart {
+        /// Round number.
+        round: u32,
+    },
+    /// A message began: the user prompt, the streaming assistant message or a
+    /// tool result. `message` is `None` while the assistant is streaming.
+    MessageStart {
+        /// The message, when already complete.
+        message: Option<&'a Message>,
+    },
+    /// The streaming assistant message grew.
+    MessageUpdate {
+        /// What was added.
+        delta: Delta<'a>,
+    },
+    /// A message is complete and appended.
+    MessageEnd {
+        /// The final message.
+        message: &'a Message,
+    },
+    /// The calls of one assistant message are about to run.
+    ToolBatchStart {
+        /// The calls, in the model's order.
+        calls: &'a [ToolCall],
+    },
+    /// One call started.
+    ToolExecutionStart {
+        /// The call.
+        call: &'a ToolCall,
+    },
+    /// A running call reported partial output.
+    ToolExecutionUpdate {
+        /// Call id.
+        call_id: &'a str,
+        /// Partial output.
+        text: &'a str,
+    },
+    /// One call finished (completion order).
+    ToolExecutionEnd {
+        /// Call id.
+        call_id: &'a str,
+        /// Result text as the model receives it.
+        text: &'a str,
+        /// Whether it failed.
+        is_error: bool,
+        /// How long it ran.
+        elapsed: Duration,
+    },
+    /// The round ended.
+    TurnEnd {
+        /// Round number.
+        round: u32,
+        /// Wall time of the round.
+        elapsed: Duration,
+        /// Tool results appended in this round.
+        tool_results: usize,
+    },
+    /// The run ended; `error` says why when it did not succeed.
+    AgentEnd {
+        /// Failure message, if any.
+        error: Option<&'a str>,
+    },
+}
+
+/// Receives a run's events. All methods have no-op defaults.
+pub trait Observer: Send {
+    /// A lifecycle event.
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        let _ = event;
+    }
+
+    /// A line was appended to the session file (exactly as written).
+    fn durable_line(&mut self, line: &str) {
+        let _ = line;
+    }
+
+    /// Steering prompts queued since the last call, admitted after a tool
+    /// batch, before the next model request (the seed's DrainSteering).
+    fn drain_steering(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopObserver;
+
+impl Observer for NoopObserver {}

@@ -1,0 +1,76 @@
+//! Provider-neutral conversation messages, as projected from the session log.
+//!
+//! The core builds a `Vec<Message>` for every request; each provider maps it to
+//! its own wire format. Provider-native replay items travel in the same list so
+//! their position is kept, and providers that do not understand them skip them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::content::{ContentPart, ToolCall};
+
+/// One model-visible message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Input from the user (or a summary/steering text projected as user input).
+    User {
+        /// The message content (text parts).
+        content: Vec<ContentPart>,
+    },
+    /// A model answer: text and tool calls.
+    Assistant {
+        /// The message content (text and tool-call parts).
+        content: Vec<ContentPart>,
+    },
+    /// The result of one tool call.
+    Tool {
+        /// Id of the tool call this answers.
+        tool_call_id: String,
+        /// Name of the tool that ran.
+        tool_name: String,
+        /// Result content (text parts); a failure's text starts `tool error: `.
+        content: Vec<ContentPart>,
+        /// Whether the result is an error (C36).
+        is_error: bool,
+    },
+    /// Opaque provider-native state (for example encrypted reasoning) that only
+    /// the provider and API named inside may send back (E-MOD-18).
+    ProviderItem(ProviderItem),
+}
+
+impl Message {
+    /// Builds a user message from plain text.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::User {
+            content: vec![ContentPart::text(text)],
+        }
+    }
+
+    /// Returns the tool calls of an assistant message (empty for other roles).
+    pub fn tool_calls(&self) -> Vec<&ToolCall> {
+        match self {
+            Self::Assistant { content } => content
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::ToolCall(call) => Some(call),
+                    ContentPart::Text { .. } => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// An opaque provider-native replay item (`model.provider_item`, G4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderItem {
+    /// Provider that produced the item, e.g. `openai`.
+    pub provider: String,
+    /// API of that provider, e.g. `responses`.
+    pub api: String,
+    /// Kind of item, e.g. `reasoning`.
+    pub item_type: String,
+    /// The item exactly as the provider returned it.
+    pub item: Value,
+}

@@ -1,0 +1,10 @@
+//! Model providers: adapters from vendor APIs to the provider-neutral
+//! [`etch_model::ModelClient`] stream.
+//!
+//! Each provider lives in its own module and knows only its own wire format
+//! and `etch-model` types; none knows about sessions, tools or the loop. The
+//! `echo` provider is the deterministic offline fixture (G9).
+
+pub mod echo;
+
+pub use echo::EchoClient;

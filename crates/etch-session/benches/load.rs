@@ -1,0 +1,63 @@
+//! Loading and projecting a large session (issue 2 target: at least 100 MB/s
+//! of JSONL for 100,000 events).
+//!
+//! The file is generated with a realistic mix of events: user prompts,
+//! assistant tool calls, tool results of a few hundred bytes, usage and
+//! metrics, all on one linear branch.
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use etch_session::{parse_session, project_messages};
+use serde_json::json;
+
+/// Number of events in the generated session.
+const EVENTS: usize = 100_000;
+
+/// Builds the JSONL text of a session with `EVENTS` events.
+fn generate() -> Vec<u8> {
+    let mut out = String::new();
+    let mut parent: Option<String> = None;
+    let result_text = "fn main() {\n    println!(\"hello\");\n}\n".repeat(8);
+    for i in 0..EVENTS {
+        let id = format!("01K{i:023}");
+        let (kind, data) = match i % 6 {
+            _ if i == 0 => (
+                "session.started",
+                json!({"sessionId": "S", "formatVersion": 1, "cwd": "/w", "etchVersion": "0.1.0", "provider": "openai", "model": "m"}),
+            ),
+            0 => ("message.user", json!({"content": [{"type": "text", "text": format!("please look at file {i} and fix the failing test")}]})),
+            1 => ("message.assistant", json!({"content": [{"type": "text", "text": "Let me read it."}, {"type": "tool_call", "id": format!("call_{i}"), "name": "read", "arguments": {"path": format!("src/file{i}.rs")}}], "provider": "openai", "model": "m", "stopReason": "toolUse"})),
+            2 => ("model.usage", json!({"inputTokens": 1200, "cachedInputTokens": 800, "outputTokens": 40, "reasoningOutputTokens": 0, "totalTokens": 1240})),
+            3 => ("model.metrics", json!({"transport": "chat-sse", "requests": 1, "requestBytes": 5000, "responseBytes": 900})),
+            4 => ("message.tool", json!({"toolCallId": format!("call_{}", i - 3), "toolName": "read", "content": [{"type": "text", "text": result_text}], "isError": false})),
+            _ => ("message.assistant", json!({"content": [{"type": "text", "text": "The test fails because the fixture path is wrong; I fixed it."}], "provider": "openai", "model": "m", "stopReason": "stop"})),
+        };
+        let line = json!({"type": kind, "id": id, "parentId": parent, "time": "2026-12-02T10:00:00.000Z", "data": data});
+        out.push_str(&line.to_string());
+        out.push('\n');
+        parent = Some(id);
+    }
+    out.into_bytes()
+}
+
+/// Measures load plus projection throughput in bytes of JSONL.
+fn bench_load(c: &mut Criterion) {
+    let bytes = generate();
+    let mut group = c.benchmark_group("session");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("load_and_project_100k_events", |b| {
+        b.iter(|| {
+            let session = parse_session(Path::new("bench.jsonl"), black_box(&bytes)).unwrap();
+            let projection = project_messages(&session);
+            black_box(projection.messages.len())
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_load);
+criterion_main!(benches);

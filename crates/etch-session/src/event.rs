@@ -1,0 +1,214 @@
+//! The event envelope and the typed `data` of each event type.
+//!
+//! The envelope field order (`type`, `id`, `parentId`, `time`, `data`) and the
+//! dotted type names are the on-disk contract (E-SES-04, C5). Data structs use
+//! camelCase field names; unknown fields written by a newer etch or by hand
+//! are ignored on read so old binaries can still project new logs.
+
+use etch_model::{ContentPart, StopReason};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Event type names.
+pub mod types {
+    /// First event of every session file (G3).
+    pub const SESSION_STARTED: &str = "session.started";
+    /// User input.
+    pub const MESSAGE_USER: &str = "message.user";
+    /// A finished model answer.
+    pub const MESSAGE_ASSISTANT: &str = "message.assistant";
+    /// One tool result.
+    pub const MESSAGE_TOOL: &str = "message.tool";
+    /// Provider-reported token usage of a model pass.
+    pub const MODEL_USAGE: &str = "model.usage";
+    /// A displayable reasoning summary.
+    pub const MODEL_REASONING: &str = "model.reasoning";
+    /// Provider response identity.
+    pub const MODEL_RESPONSE: &str = "model.response";
+    /// Opaque provider-native replay item.
+    pub const MODEL_PROVIDER_ITEM: &str = "model.provider_item";
+    /// Transport metrics of a model pass.
+    pub const MODEL_METRICS: &str = "model.metrics";
+    /// A compaction summary (C23).
+    pub const CONTEXT_SUMMARY: &str = "context.summary";
+}
+
+/// One loaded event. `data` stays raw JSON until someone needs it typed, which
+/// keeps loading large logs fast and lets unknown event types pass through.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Event {
+    /// Dotted event type, e.g. `message.user`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// ULID of the event.
+    pub id: String,
+    /// Id of the parent event; `null` for the root.
+    #[serde(rename = "parentId")]
+    pub parent_id: Option<String>,
+    /// RFC 3339 timestamp.
+    pub time: String,
+    /// Type-specific payload, unparsed.
+    pub data: Box<RawValue>,
+    /// 1-based line number in the file, for diagnostics.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+impl Event {
+    /// Parses `data` into the typed struct for this event type.
+    pub fn parse_data<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.data.get())
+    }
+}
+
+/// The envelope as written; borrowed so appending never clones payloads.
+#[derive(Serialize)]
+pub(crate) struct EnvelopeOut<'a, T: Serialize> {
+    /// Event type.
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    /// Fresh ULID.
+    pub id: &'a str,
+    /// Current leaf, or `None` for the first event.
+    #[serde(rename = "parentId")]
+    pub parent_id: Option<&'a str>,
+    /// Time of the append.
+    pub time: &'a str,
+    /// Payload.
+    pub data: &'a T,
+}
+
+/// `session.started` data (G3, E-SES-08).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStarted {
+    /// The session's ULID (also the file stem).
+    pub session_id: String,
+    /// On-disk format version; `1` for this layout.
+    pub format_version: u32,
+    /// Working directory the session was started in.
+    pub cwd: String,
+    /// Version of the etch binary that created the file.
+    pub etch_version: String,
+    /// Provider name at creation.
+    pub provider: String,
+    /// Model name at creation.
+    pub model: String,
+    /// OpenAI API shape, when the provider is `openai`.
+    #[serde(default)]
+    pub openai_api: Option<String>,
+    /// Parent session of a subagent child (M2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    /// Parent tool call that spawned a child (M2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+    /// Subagent profile of a child (M2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_profile: Option<String>,
+    /// Session file a child forks its context from (M2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_session_path: Option<String>,
+    /// Event before which the fork's context ends (M2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_before_event_id: Option<String>,
+}
+
+/// Current on-disk format version written to `session.started` (C5).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `message.user` data (E-SES-05).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserData {
+    /// Text parts of the prompt.
+    pub content: Vec<ContentPart>,
+}
+
+/// `message.assistant` data (E-SES-06, C5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantData {
+    /// Text and tool-call parts.
+    pub content: Vec<ContentPart>,
+    /// Provider that answered.
+    #[serde(default)]
+    pub provider: String,
+    /// Model that answered.
+    #[serde(default)]
+    pub model: String,
+    /// Why the pass ended.
+    #[serde(default = "default_stop")]
+    pub stop_reason: StopReason,
+    /// The failure message of an `error` pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// Hand-written logs without a stop reason are treated as finished answers.
+fn default_stop() -> StopReason {
+    StopReason::Stop
+}
+
+/// `message.tool` data (E-SES-07, C36).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolData {
+    /// The call this result answers.
+    pub tool_call_id: String,
+    /// The tool that ran.
+    #[serde(default)]
+    pub tool_name: String,
+    /// Result text parts.
+    pub content: Vec<ContentPart>,
+    /// Whether the call failed.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// `model.reasoning` data (G4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningData {
+    /// The displayable summary text.
+    pub text: String,
+}
+
+/// `model.response` data (G4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseData {
+    /// Provider name.
+    pub provider: String,
+    /// Provider API.
+    pub api: String,
+    /// Provider response id.
+    pub response_id: String,
+    /// Model that answered.
+    pub model: String,
+}
+
+/// `context.summary` data (C23).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryData {
+    /// The summary text.
+    pub summary: String,
+    /// `manual`, `auto` or `overflow`.
+    pub trigger: String,
+    /// First raw event replayed after the summary.
+    pub first_kept_event_id: Option<String>,
+    /// Estimated tokens before compaction.
+    #[serde(default)]
+    pub tokens_before: u64,
+    /// Estimated tokens after compaction.
+    #[serde(default)]
+    pub tokens_after: u64,
+    /// Files read in the summarized prefix.
+    #[serde(default)]
+    pub read_files: Vec<String>,
+    /// Files modified in the summarized prefix.
+    #[serde(default)]
+    pub modified_files: Vec<String>,
+    /// Focus text given to the summarizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}

@@ -1,0 +1,34 @@
+//! The session log: etch's durable source of truth.
+//!
+//! A session is one append-only JSONL file. Its first line is a
+//! `session.started` event; every line is an envelope
+//! `{"type","id","parentId","time","data"}` with ULID ids and a `parentId`
+//! chain that forms a tree whose current leaf is the last valid event. This
+//! crate owns writing events (one `write` per line on an `O_APPEND` file),
+//! loading files that may be torn or hand-edited, projecting the active branch
+//! into model messages, and the `index.jsonl` used for listing and prefix
+//! resolution.
+//!
+//! It must not know about providers, tools, prompts or the terminal: it
+//! stores what the core hands it and projects it back as
+//! [`etch_model::Message`]s.
+
+pub mod error;
+pub mod event;
+pub mod id;
+pub mod index;
+pub mod loader;
+pub mod projection;
+pub mod store;
+pub mod writer;
+
+pub use error::{ResolveError, SessionError};
+pub use event::{
+    AssistantData, Event, ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData,
+    UserData, types,
+};
+pub use index::IndexRow;
+pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};
+pub use projection::{dangling_tool_calls, project_messages};
+pub use store::SessionStore;
+pub use writer::SessionWriter;

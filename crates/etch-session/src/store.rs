@@ -1,0 +1,319 @@
+//! The session directory: creating sessions, listing them and resolving id
+//! prefixes (C4, G2, C27, G23).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ResolveError, SessionError};
+use crate::event::{FORMAT_VERSION, SessionStarted, types};
+use crate::id::{is_ulid, new_id, now_rfc3339};
+use crate::index::{self, IndexRow};
+use crate::loader::{LoadedSession, load_session};
+use crate::writer::{Appended, SessionWriter};
+
+/// Number of trailing id characters a prefix may also match (C27).
+const SUFFIX_CHARS: usize = 10;
+
+/// A directory of session files plus its index.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    /// The session directory (absolute).
+    dir: PathBuf,
+}
+
+/// Parameters of a new session's `session.started` event.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// Working directory.
+    pub cwd: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// OpenAI API shape, when relevant.
+    pub openai_api: Option<String>,
+    /// Version of etch.
+    pub etch_version: String,
+    /// The first prompt, for the index title.
+    pub first_prompt: String,
+}
+
+impl SessionStore {
+    /// A store rooted at `dir`, which need not exist yet.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The session directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates a session: the directory (with `.etch/.gitignore` when an
+    /// `.etch` directory is created on the way, G2), the file with its
+    /// `session.started` event, and the index row.
+    pub fn create(&self, new: &NewSession) -> Result<(SessionWriter, Appended), SessionError> {
+        self.ensure_dir()?;
+        let id = new_id();
+        let path = index::session_path(&self.dir, &id);
+        let mut writer = SessionWriter::create(&path, &id)?;
+        let header = SessionStarted {
+            session_id: id.clone(),
+            format_version: FORMAT_VERSION,
+            cwd: new.cwd.clone(),
+            etch_version: new.etch_version.clone(),
+            provider: new.provider.clone(),
+            model: new.model.clone(),
+            openai_api: new.openai_api.clone(),
+            parent_session_id: None,
+            parent_tool_call_id: None,
+            subagent_profile: None,
+            fork_session_path: None,
+            fork_before_event_id: None,
+        };
+        let appended = writer.append(types::SESSION_STARTED, &header)?;
+        index::append_row(
+            &self.dir,
+            &IndexRow {
+                id,
+                path: path.to_string_lossy().into_owned(),
+                created_at: now_rfc3339(),
+                cwd: new.cwd.clone(),
+                title: index::title_from_prompt(&new.first_prompt),
+                parent_session_id: None,
+            },
+        )?;
+        Ok((writer, appended))
+    }
+
+    /// Creates the session directory, writing `.gitignore` (`*`) into any
+    /// `.etch` directory that this call brings into existence.
+    fn ensure_dir(&self) -> Result<(), SessionError> {
+        let new_etch: Option<PathBuf> = self
+            .dir
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == ".etch"))
+            .filter(|a| !a.exists())
+            .map(Path::to_path_buf);
+        std::fs::create_dir_all(&self.dir).map_err(|source| SessionError::Io {
+            action: "create session directory",
+            path: self.dir.clone(),
+            source,
+        })?;
+        if let Some(etch) = new_etch {
+            let ignore = etch.join(".gitignore");
+            std::fs::write(&ignore, "*\n").map_err(|source| SessionError::Io {
+                action: "write",
+                path: ignore,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every known session: index rows plus session files that have no row
+    /// (a lost index line must not hide a session). Newest first.
+    pub fn list(&self) -> Result<(Vec<IndexRow>, Vec<String>), SessionError> {
+        if !self.dir.exists() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let (mut rows, warnings) = index::read_rows(&self.dir)?;
+        let mut seen: HashSet<String> = HashSet::new();
+        rows.retain(|r| seen.insert(r.id.clone()));
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| SessionError::Io {
+            action: "read session directory",
+            path: self.dir.clone(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if is_ulid(stem) && !seen.contains(stem) {
+                seen.insert(stem.to_string());
+                rows.push(IndexRow {
+                    id: stem.to_string(),
+                    path: entry.path().to_string_lossy().into_owned(),
+                    created_at: ulid_time(stem),
+                    cwd: String::new(),
+                    title: "(not in index)".to_string(),
+                    parent_session_id: None,
+                });
+            }
+        }
+        rows.sort_by(|a, b| b.id.cmp(&a.id));
+        Ok((rows, warnings))
+    }
+
+    /// Resolves a prefix of a full id, or of an id's last 10 characters, to
+    /// exactly one session (C27, G23). Matching ignores case.
+    pub fn resolve(&self, prefix: &str) -> Result<IndexRow, ResolveError> {
+        let wanted = prefix.trim().to_ascii_uppercase();
+        if wanted.is_empty() {
+            return Err(ResolveError::Empty);
+        }
+        let (rows, _) = self.list()?;
+        let mut matches: Vec<IndexRow> = rows
+            .into_iter()
+            .filter(|r| {
+                let id = r.id.to_ascii_uppercase();
+                let tail = &id[id.len().saturating_sub(SUFFIX_CHARS)..];
+                id.starts_with(&wanted) || tail.starts_with(&wanted)
+            })
+            .collect();
+        match matches.len() {
+            0 => Err(ResolveError::Unknown(prefix.to_string())),
+            1 => Ok(matches.remove(0)),
+            _ => Err(ResolveError::Ambiguous {
+                prefix: prefix.to_string(),
+                ids: matches.into_iter().map(|r| r.id).collect(),
+            }),
+        }
+    }
+
+    /// Loads a session and opens it for appending after its leaf.
+    pub fn open(&self, row: &IndexRow) -> Result<(LoadedSession, SessionWriter), SessionError> {
+        let path = self.session_file(row);
+        let loaded = load_session(&path)?;
+        let writer = SessionWriter::open(
+            &path,
+            loaded.session_id(),
+            loaded.leaf().map(str::to_string),
+        )?;
+        Ok((loaded, writer))
+    }
+
+    /// The file of an index row: its recorded path when it exists, otherwise
+    /// `<dir>/<id>.jsonl` (the directory may have been moved).
+    pub fn session_file(&self, row: &IndexRow) -> PathBuf {
+        let recorded = PathBuf::from(&row.path);
+        if recorded.exists() {
+            recorded
+        } else {
+            index::session_path(&self.dir, &row.id)
+        }
+    }
+}
+
+/// The creation time encoded in a ULID, as RFC 3339.
+fn ulid_time(id: &str) -> String {
+    ulid::Ulid::from_string(id)
+        .ok()
+        .map(|u| {
+            let dt: chrono::DateTime<chrono::Utc> = u.datetime().into();
+            dt.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::UserData;
+    use etch_model::ContentPart;
+
+    /// Parameters for test sessions.
+    fn new_session(prompt: &str) -> NewSession {
+        NewSession {
+            cwd: "/w".into(),
+            provider: "echo".into(),
+            model: "echo".into(),
+            openai_api: None,
+            etch_version: "0.1.0".into(),
+            first_prompt: prompt.into(),
+        }
+    }
+
+    /// G2: creating `.etch/sessions` writes `.etch/.gitignore` with `*`, and
+    /// the new session is listed and resolvable by either prefix rule.
+    #[test]
+    fn create_list_resolve() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path().join(".etch/sessions"));
+        let (writer, first) = store.create(&new_session("hello world")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.path().join(".etch/.gitignore")).unwrap(),
+            "*\n"
+        );
+        assert!(
+            first
+                .line
+                .starts_with(r#"{"type":"session.started","id":""#)
+        );
+        let id = writer.session_id().to_string();
+        drop(writer);
+        let (rows, _) = store.list().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].title, "hello world");
+        assert_eq!(store.resolve(&id[..6]).unwrap().id, id);
+        assert_eq!(store.resolve(&id[16..20].to_lowercase()).unwrap().id, id);
+        assert!(matches!(
+            store.resolve("zzzz"),
+            Err(ResolveError::Unknown(_))
+        ));
+        assert!(matches!(store.resolve(" "), Err(ResolveError::Empty)));
+    }
+
+    /// G23: a prefix matching two sessions names both ids.
+    #[test]
+    fn ambiguous_prefix_lists_ids() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path());
+        let a = store
+            .create(&new_session("a"))
+            .unwrap()
+            .0
+            .session_id()
+            .to_string();
+        let b = store
+            .create(&new_session("b"))
+            .unwrap()
+            .0
+            .session_id()
+            .to_string();
+        let err = store.resolve(&a[..2]).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("session prefix \"{}\" is ambiguous: ", &a[..2])));
+        assert!(err.contains(&a) && err.contains(&b), "{err}");
+    }
+
+    /// A session whose index row was lost is still listed and resolvable.
+    #[test]
+    fn sessions_without_index_rows_are_found() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path());
+        let id = store
+            .create(&new_session("a"))
+            .unwrap()
+            .0
+            .session_id()
+            .to_string();
+        std::fs::remove_file(root.path().join(index::INDEX_FILE)).unwrap();
+        assert_eq!(store.resolve(&id).unwrap().id, id);
+    }
+
+    /// Reopening appends after the leaf, and a second writer is refused while
+    /// the first holds the session.
+    #[test]
+    fn reopen_appends_after_leaf_and_locks() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path());
+        let (mut w, header) = store.create(&new_session("a")).unwrap();
+        let user = UserData {
+            content: vec![ContentPart::text("a")],
+        };
+        let first = w.append(types::MESSAGE_USER, &user).unwrap();
+        let row = store.resolve(w.session_id()).unwrap();
+        assert!(matches!(store.open(&row), Err(SessionError::Busy { .. })));
+        drop(w);
+        let (loaded, mut w2) = store.open(&row).unwrap();
+        assert_eq!(loaded.leaf(), Some(first.id.as_str()));
+        let second = w2.append(types::MESSAGE_USER, &user).unwrap();
+        assert!(
+            second
+                .line
+                .contains(&format!("\"parentId\":\"{}\"", first.id))
+        );
+        assert!(header.line.contains("\"parentId\":null"));
+    }
+}

@@ -1,0 +1,176 @@
+//! Appending events to a session file.
+//!
+//! Each event is serialized to one buffer ending in `\n` and written with a
+//! single `write` on a file opened with `O_APPEND`, so a crash can tear at most
+//! the line being written and never interleaves with earlier lines. The writer
+//! holds an exclusive advisory lock for its lifetime, so two etch processes
+//! cannot grow the same session into a confused tree.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::SessionError;
+use crate::event::EnvelopeOut;
+use crate::id::{new_id, now_rfc3339};
+
+/// An open, locked session file that events are appended to.
+#[derive(Debug)]
+pub struct SessionWriter {
+    /// The open file (append mode, exclusively locked).
+    file: File,
+    /// Path of the file, for messages.
+    path: PathBuf,
+    /// Session id.
+    session_id: String,
+    /// Id of the last appended event: the parent of the next one.
+    leaf: Option<String>,
+}
+
+/// What an append produced: the new id and the exact line written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The new event's id.
+    pub id: String,
+    /// The JSON line as written, without the trailing newline.
+    pub line: String,
+}
+
+impl SessionWriter {
+    /// Creates a new session file; fails if it already exists.
+    pub(crate) fn create(path: &Path, session_id: &str) -> Result<Self, SessionError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|source| SessionError::Io {
+                action: "create session file",
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Self::locked(file, path, session_id, None)
+    }
+
+    /// Opens an existing session file for appending after `leaf`.
+    ///
+    /// A torn last line (no trailing newline) is closed with a newline first,
+    /// so the next event starts on a line of its own and the torn fragment
+    /// stays a reportable malformed line instead of corrupting new data.
+    pub fn open(path: &Path, session_id: &str, leaf: Option<String>) -> Result<Self, SessionError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .open(path)
+            .map_err(|source| SessionError::Io {
+                action: "open session file",
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let mut writer = Self::locked(file, path, session_id, leaf)?;
+        if !writer.ends_with_newline()? {
+            writer.write_raw(b"\n")?;
+        }
+        Ok(writer)
+    }
+
+    /// Takes the exclusive lock or reports the session as busy.
+    fn locked(
+        file: File,
+        path: &Path,
+        session_id: &str,
+        leaf: Option<String>,
+    ) -> Result<Self, SessionError> {
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SessionError::Busy {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(SessionError::Io {
+                    action: "lock session file",
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        }
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            session_id: session_id.to_string(),
+            leaf,
+        })
+    }
+
+    /// Whether the file is empty or its last byte is a newline.
+    fn ends_with_newline(&mut self) -> Result<bool, SessionError> {
+        let io = |source| SessionError::Io {
+            action: "read session file",
+            path: self.path.clone(),
+            source,
+        };
+        let len = self.file.metadata().map_err(io)?.len();
+        if len == 0 {
+            return Ok(true);
+        }
+        let mut last = [0u8; 1];
+        self.file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
+        self.file.read_exact(&mut last).map_err(io)?;
+        Ok(last[0] == b'\n')
+    }
+
+    /// Writes bytes at the end of the file in one call.
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+        self.file
+            .write_all(bytes)
+            .map_err(|source| SessionError::Io {
+                action: "append to",
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Appends one event of type `kind` whose parent is the current leaf, and
+    /// makes it the new leaf.
+    pub fn append<T: Serialize>(&mut self, kind: &str, data: &T) -> Result<Appended, SessionError> {
+        let id = new_id();
+        let time = now_rfc3339();
+        let envelope = EnvelopeOut {
+            kind,
+            id: &id,
+            parent_id: self.leaf.as_deref(),
+            time: &time,
+            data,
+        };
+        let mut buf = serde_json::to_vec(&envelope).map_err(|source| SessionError::Encode {
+            kind: kind.to_string(),
+            source,
+        })?;
+        buf.push(b'\n');
+        self.write_raw(&buf)?;
+        buf.pop();
+        // serde_json only ever produces UTF-8.
+        let line = String::from_utf8_lossy(&buf).into_owned();
+        self.leaf = Some(id.clone());
+        Ok(Appended { id, line })
+    }
+
+    /// The session file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The id of the last appended event.
+    pub fn leaf(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+}

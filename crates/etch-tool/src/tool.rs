@@ -1,0 +1,102 @@
+//! The [`Tool`] trait and what a tool receives and returns.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+
+use etch_model::ToolSpec;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::access::Access;
+
+/// The future a tool's execution returns.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+
+/// A model-callable tool.
+pub trait Tool: Send + Sync {
+    /// Name, description and argument schema shown to the model.
+    fn spec(&self) -> &ToolSpec;
+
+    /// What this concrete call touches, for scheduling (E-LOOP-09). The
+    /// default is the conservative barrier; read-only tools and path-bound
+    /// mutations override it. Arguments have already passed validation.
+    fn access(&self, args: &Value, cwd: &Path) -> Access {
+        let _ = (args, cwd);
+        Access::Barrier
+    }
+
+    /// Runs the call. Must return promptly once `ctx.cancel` fires, leaving no
+    /// child process or half-written file behind.
+    fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_>;
+}
+
+/// Everything a running call may use besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The call id, as the model sent it.
+    pub call_id: String,
+    /// Working directory that relative paths resolve against.
+    pub cwd: PathBuf,
+    /// Fires when the run is cancelled.
+    pub cancel: CancellationToken,
+    /// Where streamed progress goes.
+    pub progress: ProgressSink,
+    /// Session temp directory for large outputs (`.etch/tmp/<session-id>/`).
+    pub temp_dir: PathBuf,
+}
+
+/// Receives partial results of running calls (`tool_execution_update`).
+#[derive(Debug, Clone, Default)]
+pub struct ProgressSink {
+    /// Channel to the loop; `None` discards updates (direct CLI use).
+    tx: Option<mpsc::UnboundedSender<(String, String)>>,
+    /// Id of the call this sink reports for.
+    call_id: String,
+}
+
+impl ProgressSink {
+    /// A sink reporting `call_id`'s updates into `tx`.
+    pub fn new(call_id: impl Into<String>, tx: mpsc::UnboundedSender<(String, String)>) -> Self {
+        Self {
+            tx: Some(tx),
+            call_id: call_id.into(),
+        }
+    }
+
+    /// Reports partial output; silently dropped when nobody listens.
+    pub fn update(&self, text: impl Into<String>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send((self.call_id.clone(), text.into()));
+        }
+    }
+}
+
+/// A successful result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the model receives.
+    pub text: String,
+}
+
+impl ToolOutput {
+    /// Wraps result text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { text: text.into() }
+    }
+}
+
+/// An ordinary tool failure. The loop turns it into a `message.tool` whose
+/// text is `tool error: {message}` with `isError: true` (C36); it never ends
+/// the turn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// Builds an error from any message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}

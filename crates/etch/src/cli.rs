@@ -1,0 +1,121 @@
+//! Command-line surface: every flag and subcommand, with help text that
+//! answers what each does and shows an example.
+//!
+//! This module only declares; `main.rs` dispatches and `run.rs`,
+//! `sessions.rs` and `show.rs` do the work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Examples shown at the end of `etch --help`.
+const EXAMPLES: &str = "\
+Examples:
+  etch -p \"summarize README.md\"          run one prompt and print the answer
+  etch \"why does the build fail?\"        same as -p
+  cat error.log | etch \"fix this\"        piped input is appended as a fenced block
+  etch --json -p \"hello\"                 session events as JSONL, then a result line
+  etch sessions                          list sessions, newest first
+  etch show 01JX                         print a session transcript
+  etch resume 01JX -p \"now add tests\"    continue a session headless
+
+Exit codes: 0 success, 1 the run failed, 2 usage error or unknown session,
+130 interrupted (Ctrl-C).";
+
+/// etch: a terminal coding agent with an append-only session log.
+#[derive(Debug, Parser)]
+#[command(
+    name = "etch",
+    version,
+    about = "etch: a terminal coding agent with an append-only session log",
+    long_about = "etch runs a coding agent against a model provider and records every step \
+                  in an append-only JSONL session log under .etch/sessions/.\n\n\
+                  Give a prompt with -p (or as the first argument) to run headless.",
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// Options of a headless run.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The prompt, as an alternative to -p ("etch 'question'" = "etch -p 'question'").
+    #[arg(value_name = "PROMPT")]
+    pub positional_prompt: Option<String>,
+    /// A subcommand; without one, etch runs the prompt.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options that every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Change to DIR before doing anything else.
+    #[arg(short = 'C', long = "workspace", value_name = "DIR", global = true)]
+    pub workspace: Option<PathBuf>,
+    /// Directory holding session files and index.jsonl (default: .etch/sessions
+    /// in the project root). A relative path resolves against the current directory.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub session_dir: Option<PathBuf>,
+}
+
+/// Options of a headless run (`etch -p`, `etch resume`).
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Run one prompt non-interactively and print the final answer.
+    #[arg(short = 'p', long = "prompt", value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Print the session's events as JSONL while they are appended, then a result line.
+    #[arg(long)]
+    pub json: bool,
+    /// Model provider: echo (offline), openai or anthropic. Default: picked from
+    /// the credentials found, else echo.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name to request from the provider.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Most model/tool rounds in one run before it stops with an error (default 32).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tool_rounds: Option<u32>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List local sessions, newest first.
+    #[command(after_help = "Example:\n  etch sessions --json | jq '.[0].id'")]
+    Sessions {
+        /// Print the index rows as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's transcript.
+    #[command(
+        after_help = "Examples:\n  etch show 01JX\n  etch show --json 01JX > copy.jsonl\n\n\
+                            PREFIX matches the start of a session id or of its last 10 characters."
+    )]
+    Show {
+        /// Print the session file's valid JSONL lines verbatim.
+        #[arg(long)]
+        json: bool,
+        /// Session id prefix.
+        #[arg(value_name = "PREFIX")]
+        prefix: String,
+    },
+    /// Continue a session with a new prompt, headless.
+    #[command(
+        after_help = "Example:\n  etch resume 01JX -p \"now run the tests\"\n\n\
+                            PREFIX matches the start of a session id or of its last 10 characters."
+    )]
+    Resume {
+        /// Session id prefix.
+        #[arg(value_name = "PREFIX")]
+        prefix: String,
+        /// Run options.
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}

@@ -1,0 +1,82 @@
+//! The `etch` binary: process entry and top-level dispatch.
+//!
+//! This crate stays thin. It parses the command line, changes directory for
+//! `-C` before anything else, builds a single-threaded Tokio runtime (tools
+//! that need CPU use blocking threads of their own), dispatches to the
+//! command modules, and turns their outcome into an exit code (G14). All agent
+//! behaviour lives in the library crates.
+
+mod cli;
+mod exit;
+mod output;
+mod paths;
+mod provider;
+mod run;
+mod sessions;
+mod show;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Failure;
+use crate::run::Place;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(failure) => {
+            if let Some(error) = failure.error {
+                eprintln!("etch: error: {error:#}");
+            }
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// Applies global options and runs the chosen command.
+fn dispatch(cli: Cli) -> Result<(), Failure> {
+    if let Some(dir) = &cli.global.workspace {
+        std::env::set_current_dir(dir).map_err(|e| {
+            Failure::usage(format!("cannot change to directory {}: {e}", dir.display()))
+        })?;
+    }
+    let cwd: PathBuf = std::env::current_dir().map_err(|e| {
+        Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("cannot read the current directory: {e}"),
+        )
+    })?;
+    let session_dir = paths::session_dir(&cwd, cli.global.session_dir.as_deref());
+    let place = Place { cwd, session_dir };
+    match cli.command {
+        Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
+        Some(Command::Show { json, prefix }) => show::show(&place.session_dir, &prefix, json),
+        Some(Command::Resume { prefix, run }) => {
+            let prompt = run::prompt_text(run.prompt.clone())?;
+            runtime()?.block_on(run::run_resume(&place, &prefix, &run, prompt))
+        }
+        None => {
+            let text = cli.run.prompt.clone().or(cli.positional_prompt);
+            let prompt = run::prompt_text(text)?;
+            runtime()?.block_on(run::run_new(&place, &cli.run, prompt))
+        }
+    }
+}
+
+/// A current-thread runtime: starts in microseconds and keeps the process
+/// small; concurrency inside a run is cooperative.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!("could not start the async runtime: {e}"),
+            )
+        })
+}

@@ -1,0 +1,54 @@
+//! Observers that turn a run into process output.
+//!
+//! `--json` prints every durable line as it is appended, byte-identical to
+//! the session file, flushed at once (G1). Plain `-p` prints nothing while the
+//! run is going and the final answer at the end (C24); diagnostics go to
+//! stderr.
+
+use std::io::Write;
+
+use etch_core::Observer;
+use serde::Serialize;
+
+/// Streams durable lines to stdout.
+#[derive(Debug, Default)]
+pub struct JsonLines;
+
+impl Observer for JsonLines {
+    fn durable_line(&mut self, line: &str) {
+        print_line(line);
+    }
+}
+
+/// Prints one line to stdout and flushes, ignoring a closed pipe (the reader
+/// went away; the session log still has everything).
+pub fn print_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// The last line of `--json` output (G1).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultLine<'a> {
+    /// Always `result`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Whether the run succeeded.
+    pub ok: bool,
+    /// Session id.
+    pub session_id: &'a str,
+    /// Session file path.
+    pub session_path: &'a str,
+    /// Final assistant text (empty on failure).
+    pub text: &'a str,
+    /// Failure message, or null.
+    pub error: Option<&'a str>,
+}
+
+/// A plain observer for `-p`: nothing live yet.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}

@@ -1,0 +1,57 @@
+//! Where a project's state lives: the project root and the session directory
+//! (G2, C4).
+//!
+//! The project root is the nearest ancestor of the working directory that
+//! holds an `.etch/` directory, other than the user's `~/.etch`, or the
+//! working directory itself when there is none. Sessions default to
+//! `<root>/.etch/sessions`, so running etch from a subdirectory finds the
+//! project's sessions instead of starting a second store.
+
+use std::path::{Path, PathBuf};
+
+/// Finds the project root for `cwd`.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    let home_etch = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".etch"));
+    cwd.ancestors()
+        .find(|dir| {
+            let candidate = dir.join(".etch");
+            candidate.is_dir() && home_etch.as_deref() != Some(candidate.as_path())
+        })
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// The session directory: `--session-dir` against the cwd, else
+/// `<project root>/.etch/sessions`.
+pub fn session_dir(cwd: &Path, flag: Option<&Path>) -> PathBuf {
+    match flag {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        Some(dir) => cwd.join(dir),
+        None => project_root(cwd).join(".etch").join("sessions"),
+    }
+}
+
+/// The temp directory of a session: `<project root>/.etch/tmp/<session-id>/`.
+pub fn session_temp_dir(cwd: &Path, session_id: &str) -> PathBuf {
+    project_root(cwd).join(".etch").join("tmp").join(session_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A subdirectory of a project with `.etch/` resolves to the project's
+    /// sessions; a flag resolves against the cwd.
+    #[test]
+    fn nearest_etch_directory_is_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".etch")).unwrap();
+        let sub = root.path().join("a/b");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(project_root(&sub), root.path());
+        assert_eq!(session_dir(&sub, None), root.path().join(".etch/sessions"));
+        assert_eq!(session_dir(&sub, Some(Path::new("s"))), sub.join("s"));
+        let bare = tempfile::tempdir().unwrap();
+        assert_eq!(project_root(bare.path()), bare.path());
+    }
+}

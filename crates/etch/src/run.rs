@@ -1,0 +1,261 @@
+//! Headless runs: `etch -p` and `etch resume PREFIX -p`.
+//!
+//! This is the bridge between the command line and the core: it picks the
+//! client, opens or creates the session, wires SIGINT to the run's
+//! cancellation token, and maps the outcome to output and an exit code.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use etch_core::{
+    Agent, AgentConfig, DEFAULT_MAX_TOOL_ROUNDS, Observer, RunError, close_dangling_calls,
+};
+use etch_model::{Message, RequestOptions};
+use etch_session::store::NewSession;
+use etch_session::{SessionStore, SessionWriter, project_messages};
+use etch_tool::ToolRegistry;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::RunArgs;
+use crate::exit::{self, Failure};
+use crate::output::{self, JsonLines, Quiet, ResultLine};
+use crate::paths;
+use crate::provider;
+
+/// Where a run happens.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Session directory.
+    pub session_dir: PathBuf,
+}
+
+/// Builds the prompt text: the given prompt plus piped stdin as a fenced
+/// block (C40). Errors when there is neither.
+pub fn prompt_text(prompt: Option<String>) -> Result<String, Failure> {
+    let stdin = std::io::stdin();
+    let piped = if stdin.is_terminal() {
+        String::new()
+    } else {
+        let mut bytes = Vec::new();
+        stdin.lock().read_to_end(&mut bytes).map_err(|e| {
+            Failure::new(exit::FAILED, anyhow::anyhow!("could not read stdin: {e}"))
+        })?;
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let prompt = prompt.unwrap_or_default();
+    if piped.trim().is_empty() {
+        if prompt.trim().is_empty() {
+            return Err(Failure::usage(
+                "no prompt given: use etch -p \"question\" (or pipe input into etch); see etch --help",
+            ));
+        }
+        return Ok(prompt);
+    }
+    let block = fenced(&piped);
+    Ok(if prompt.trim().is_empty() {
+        block
+    } else {
+        format!("{prompt}\n\n{block}")
+    })
+}
+
+/// Wraps text in a code fence longer than any backtick run inside it.
+fn fenced(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    format!("{fence}\n{body}\n{fence}")
+}
+
+/// Runs `prompt` in a new session.
+pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<(), Failure> {
+    let selection = provider::select(args.provider.as_deref(), args.model.as_deref())?;
+    if let Some(notice) = &selection.notice {
+        eprintln!("{notice}");
+    }
+    let store = SessionStore::new(&place.session_dir);
+    let (writer, first) = store
+        .create(&NewSession {
+            cwd: place.cwd.to_string_lossy().into_owned(),
+            provider: selection.client.provider().to_string(),
+            model: selection.client.model().to_string(),
+            openai_api: selection.client.api().map(str::to_string),
+            etch_version: env!("CARGO_PKG_VERSION").to_string(),
+            first_prompt: prompt.clone(),
+        })
+        .map_err(|e| Failure::new(exit::FAILED, e))?;
+    let mut observer = make_observer(args.json);
+    observer.durable_line(&first.line);
+    execute(place, args, selection, writer, Vec::new(), prompt, observer).await
+}
+
+/// Continues the session matching `prefix` with `prompt`.
+pub async fn run_resume(
+    place: &Place,
+    prefix: &str,
+    args: &RunArgs,
+    prompt: String,
+) -> Result<(), Failure> {
+    let store = SessionStore::new(&place.session_dir);
+    let row = store
+        .resolve(prefix)
+        .map_err(|e| Failure::new(exit::USAGE, e))?;
+    let (loaded, mut writer) = store
+        .open(&row)
+        .map_err(|e| Failure::new(exit::FAILED, e))?;
+    for warning in &loaded.warnings {
+        eprintln!("etch: warning: {}: {warning}", loaded.path.display());
+    }
+    let selection = provider::select(
+        args.provider
+            .as_deref()
+            .or(Some(loaded.header.provider.as_str())),
+        args.model.as_deref().or(Some(loaded.header.model.as_str())),
+    )?;
+    if let Some(notice) = &selection.notice {
+        eprintln!("{notice}");
+    }
+    let mut observer = make_observer(args.json);
+    close_dangling_calls(&loaded, &mut writer, observer.as_mut())
+        .map_err(|e| Failure::new(exit::FAILED, e))?;
+    let projection = project_messages(&loaded);
+    for warning in &projection.warnings {
+        eprintln!("etch: warning: {}: {warning}", loaded.path.display());
+    }
+    execute(
+        place,
+        args,
+        selection,
+        writer,
+        projection.messages,
+        prompt,
+        observer,
+    )
+    .await
+}
+
+/// The observer for the output mode.
+fn make_observer(json: bool) -> Box<dyn Observer> {
+    if json {
+        Box::new(JsonLines)
+    } else {
+        Box::new(Quiet)
+    }
+}
+
+/// Runs the agent and reports the outcome.
+async fn execute(
+    place: &Place,
+    args: &RunArgs,
+    selection: provider::Selection,
+    mut writer: SessionWriter,
+    mut history: Vec<Message>,
+    prompt: String,
+    mut observer: Box<dyn Observer>,
+) -> Result<(), Failure> {
+    let tools = ToolRegistry::new();
+    let names = tools.names();
+    let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let config = AgentConfig {
+        max_tool_rounds: args.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
+        system: etch_prompt::system_layers(&names, &place.cwd, &date),
+        cwd: place.cwd.clone(),
+        temp_dir: paths::session_temp_dir(&place.cwd, writer.session_id()),
+        options: RequestOptions {
+            session_id: writer.session_id().to_string(),
+            ..RequestOptions::default()
+        },
+    };
+    let agent = Agent::new(selection.client, tools, config);
+    let cancel = CancellationToken::new();
+    let interrupted = watch_sigint(cancel.clone());
+    let result = agent
+        .run(
+            &mut writer,
+            &mut history,
+            prompt,
+            observer.as_mut(),
+            &cancel,
+        )
+        .await;
+    interrupted.abort();
+    report(args.json, &writer, &result)
+}
+
+/// Cancels the run on the first SIGINT and exits on a second one.
+fn watch_sigint(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("etch: interrupted twice; exiting without waiting for tools");
+                std::process::exit(i32::from(exit::INTERRUPTED));
+            }
+        }
+    })
+}
+
+/// Prints the final answer or the error and picks the exit code.
+fn report(
+    json: bool,
+    writer: &SessionWriter,
+    result: &Result<etch_core::RunOutcome, RunError>,
+) -> Result<(), Failure> {
+    let path = writer.path().to_string_lossy().into_owned();
+    let (code, text, error) = match result {
+        Ok(outcome) => (exit::OK, outcome.final_text.as_str(), None),
+        Err(RunError::Cancelled) => (exit::INTERRUPTED, "", Some(cancel_message(writer.path()))),
+        Err(err) => (exit::FAILED, "", Some(err.to_string())),
+    };
+    if json {
+        let line = ResultLine {
+            kind: "result",
+            ok: code == exit::OK,
+            session_id: writer.session_id(),
+            session_path: &path,
+            text,
+            error: error.as_deref(),
+        };
+        let encoded = serde_json::to_string(&line).map_err(|e| {
+            Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!("could not encode result: {e}"),
+            )
+        })?;
+        output::print_line(&encoded);
+        if let Some(error) = &error {
+            eprintln!("etch: error: {error}");
+        }
+        return if code == exit::OK {
+            Ok(())
+        } else {
+            Err(Failure::silent(code))
+        };
+    }
+    match error {
+        None => {
+            output::print_line(text);
+            Ok(())
+        }
+        Some(message) => Err(Failure::new(code, anyhow::anyhow!(message))),
+    }
+}
+
+/// What to say when a run was interrupted.
+fn cancel_message(path: &Path) -> String {
+    format!("interrupted; the session log is intact: {}", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C40: the fence is longer than any backtick run in the piped text.
+    #[test]
+    fn fences_outgrow_inner_backticks() {
+        assert_eq!(fenced("a\n"), "```\na\n```");
+        assert_eq!(fenced("x ```` y"), "`````\nx ```` y\n`````");
+    }
+}
