@@ -6,7 +6,7 @@
 //! persistence and rendering without network or credentials, and is the
 //! fallback model when no credentials are found (C42).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use etch_model::{
     Message, Metrics, ModelClient, ModelRequest, ModelStream, StopReason, StreamEvent,
@@ -22,6 +22,8 @@ pub const NAME: &str = "echo";
 pub struct EchoClient {
     /// Model name to record (defaults to `echo`).
     model: String,
+    /// Pause before the reply, so tests can interrupt a run in flight.
+    delay: Duration,
 }
 
 impl EchoClient {
@@ -29,7 +31,17 @@ impl EchoClient {
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
+            delay: Duration::ZERO,
         }
+    }
+
+    /// Waits `delay` before replying (cancellation still ends the wait at
+    /// once). The CLI sets this from `ETCH_ECHO_DELAY_MS`, a testing knob for
+    /// exercising interruption of a live run offline.
+    #[must_use]
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 }
 
@@ -73,7 +85,14 @@ impl ModelClient for EchoClient {
             instruction_bytes: request.system_prompt().len() as u64,
             ..Metrics::default()
         };
+        let delay = self.delay;
         tokio::spawn(async move {
+            if !delay.is_zero() {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = cancel.cancelled() => return,
+                }
+            }
             let events = [
                 StreamEvent::TextStart,
                 StreamEvent::TextDelta(text),

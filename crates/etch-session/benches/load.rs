@@ -1,9 +1,10 @@
 //! Loading and projecting a large session (issue 2 target: at least 100 MB/s
 //! of JSONL for 100,000 events).
 //!
-//! The file is generated with a realistic mix of events: user prompts,
-//! assistant tool calls, tool results of a few hundred bytes, usage and
-//! metrics, all on one linear branch.
+//! The file is generated with a realistic mix of events on one linear
+//! branch: user prompts, assistant tool calls, tool results cycling through
+//! small, medium and large outputs (about 0.2, 1.5 and 4 KB of code-like
+//! text, as grep, read and bash results tend to be), usage and metrics.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use std::hint::black_box;
@@ -20,7 +21,8 @@ const EVENTS: usize = 100_000;
 fn generate() -> Vec<u8> {
     let mut out = String::new();
     let mut parent: Option<String> = None;
-    let result_text = "fn main() {\n    println!(\"hello\");\n}\n".repeat(8);
+    let snippet = "    let value = compute(\"input\", 42)?; // keep the old behaviour\n";
+    let results: Vec<String> = [3, 24, 64].iter().map(|n| snippet.repeat(*n)).collect();
     for i in 0..EVENTS {
         let id = format!("01K{i:023}");
         let (kind, data) = match i % 6 {
@@ -28,12 +30,30 @@ fn generate() -> Vec<u8> {
                 "session.started",
                 json!({"sessionId": "S", "formatVersion": 1, "cwd": "/w", "etchVersion": "0.1.0", "provider": "openai", "model": "m"}),
             ),
-            0 => ("message.user", json!({"content": [{"type": "text", "text": format!("please look at file {i} and fix the failing test")}]})),
-            1 => ("message.assistant", json!({"content": [{"type": "text", "text": "Let me read it."}, {"type": "tool_call", "id": format!("call_{i}"), "name": "read", "arguments": {"path": format!("src/file{i}.rs")}}], "provider": "openai", "model": "m", "stopReason": "toolUse"})),
-            2 => ("model.usage", json!({"inputTokens": 1200, "cachedInputTokens": 800, "outputTokens": 40, "reasoningOutputTokens": 0, "totalTokens": 1240})),
-            3 => ("model.metrics", json!({"transport": "chat-sse", "requests": 1, "requestBytes": 5000, "responseBytes": 900})),
-            4 => ("message.tool", json!({"toolCallId": format!("call_{}", i - 3), "toolName": "read", "content": [{"type": "text", "text": result_text}], "isError": false})),
-            _ => ("message.assistant", json!({"content": [{"type": "text", "text": "The test fails because the fixture path is wrong; I fixed it."}], "provider": "openai", "model": "m", "stopReason": "stop"})),
+            0 => (
+                "message.user",
+                json!({"content": [{"type": "text", "text": format!("please look at file {i} and fix the failing test")}]}),
+            ),
+            1 => (
+                "message.assistant",
+                json!({"content": [{"type": "text", "text": "Let me read it."}, {"type": "tool_call", "id": format!("call_{i}"), "name": "read", "arguments": {"path": format!("src/file{i}.rs")}}], "provider": "openai", "model": "m", "stopReason": "toolUse"}),
+            ),
+            2 => (
+                "model.usage",
+                json!({"inputTokens": 1200, "cachedInputTokens": 800, "outputTokens": 40, "reasoningOutputTokens": 0, "totalTokens": 1240}),
+            ),
+            3 => (
+                "model.metrics",
+                json!({"transport": "chat-sse", "requests": 1, "requestBytes": 5000, "responseBytes": 900}),
+            ),
+            4 => (
+                "message.tool",
+                json!({"toolCallId": format!("call_{}", i - 3), "toolName": "read", "content": [{"type": "text", "text": results[(i / 6) % 3]}], "isError": false}),
+            ),
+            _ => (
+                "message.assistant",
+                json!({"content": [{"type": "text", "text": "The test fails because the fixture path is wrong; I fixed it."}], "provider": "openai", "model": "m", "stopReason": "stop"}),
+            ),
         };
         let line = json!({"type": kind, "id": id, "parentId": parent, "time": "2026-12-02T10:00:00.000Z", "data": data});
         out.push_str(&line.to_string());
@@ -55,6 +75,10 @@ fn bench_load(c: &mut Criterion) {
             let projection = project_messages(&session);
             black_box(projection.messages.len())
         });
+    });
+    let session = parse_session(Path::new("bench.jsonl"), &bytes).unwrap();
+    group.bench_function("project_only_100k_events", |b| {
+        b.iter(|| black_box(project_messages(black_box(&session)).messages.len()));
     });
     group.finish();
 }

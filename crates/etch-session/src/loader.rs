@@ -75,29 +75,27 @@ pub fn load_session(path: &Path) -> Result<LoadedSession, SessionError> {
 pub fn parse_session(path: &Path, bytes: &[u8]) -> Result<LoadedSession, SessionError> {
     let mut events: Vec<Event> = Vec::new();
     let mut warnings = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let ends_with_newline = bytes.last().is_none_or(|&b| b == b'\n');
-    let line_count = bytes.split(|&b| b == b'\n').count();
-    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line_no = i + 1;
+    let mut rest = bytes;
+    let mut line_no = 0;
+    while !rest.is_empty() {
+        line_no += 1;
+        let (raw, torn) = match memchr::memchr(b'\n', rest) {
+            Some(end) => {
+                let line = &rest[..end];
+                rest = &rest[end + 1..];
+                (line, false)
+            }
+            None => (std::mem::take(&mut rest), true),
+        };
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let is_last = line_no == line_count;
         match serde_json::from_slice::<Event>(raw) {
             Ok(mut event) => {
-                if seen.contains_key(&event.id) {
-                    warnings.push(LoadWarning {
-                        line: line_no,
-                        message: format!("duplicate event id {}; line skipped", event.id),
-                    });
-                    continue;
-                }
                 event.line = line_no;
-                seen.insert(event.id.clone(), events.len());
                 events.push(event);
             }
-            Err(err) if is_last && !ends_with_newline => warnings.push(LoadWarning {
+            Err(err) if torn => warnings.push(LoadWarning {
                 line: line_no,
                 message: format!(
                     "torn last line (an interrupted write); ignored, later appends start after it ({err})"
@@ -132,7 +130,14 @@ pub fn parse_session(path: &Path, bytes: &[u8]) -> Result<LoadedSession, Session
             });
         }
     };
-    let active = active_branch(&events, &seen, &mut warnings);
+    drop_duplicates(&mut events, &mut warnings);
+    let index: HashMap<&str, usize> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let active = active_branch(&events, &index, &mut warnings);
+    drop(index);
     Ok(LoadedSession {
         path: path.to_path_buf(),
         header,
@@ -140,6 +145,27 @@ pub fn parse_session(path: &Path, bytes: &[u8]) -> Result<LoadedSession, Session
         active,
         warnings,
     })
+}
+
+/// Removes events whose id already appeared earlier in the file (a
+/// copy-paste repair gone wrong), keeping the first and warning about the rest.
+fn drop_duplicates(events: &mut Vec<Event>, warnings: &mut Vec<LoadWarning>) {
+    let mut seen: std::collections::HashSet<&str> =
+        std::collections::HashSet::with_capacity(events.len());
+    let duplicates: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !seen.insert(e.id.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    for &i in duplicates.iter().rev() {
+        let event = events.remove(i);
+        warnings.push(LoadWarning {
+            line: event.line,
+            message: format!("duplicate event id {}; line skipped", event.id),
+        });
+    }
+    warnings.sort_by_key(|w| w.line);
 }
 
 /// Walks `parentId` links from the last event back to the root.
@@ -150,7 +176,7 @@ pub fn parse_session(path: &Path, bytes: &[u8]) -> Result<LoadedSession, Session
 /// event of a linear session in context.
 fn active_branch(
     events: &[Event],
-    index: &HashMap<String, usize>,
+    index: &HashMap<&str, usize>,
     warnings: &mut Vec<LoadWarning>,
 ) -> Vec<usize> {
     let mut path = Vec::new();

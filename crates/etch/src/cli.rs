@@ -31,8 +31,7 @@ Exit codes: 0 success, 1 the run failed, 2 usage error or unknown session,
     long_about = "etch runs a coding agent against a model provider and records every step \
                   in an append-only JSONL session log under .etch/sessions/.\n\n\
                   Give a prompt with -p (or as the first argument) to run headless.",
-    after_help = EXAMPLES,
-    args_conflicts_with_subcommands = true
+    after_help = EXAMPLES
 )]
 pub struct Cli {
     /// Options shared by every command.
@@ -118,4 +117,15 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+}
+
+impl Command {
+    /// The subcommand's name as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Sessions { .. } => "sessions",
+            Self::Show { .. } => "show",
+            Self::Resume { .. } => "resume",
+        }
+    }
 }

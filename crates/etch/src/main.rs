@@ -50,6 +50,9 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             anyhow::anyhow!("cannot read the current directory: {e}"),
         )
     })?;
+    if let Some(command) = &cli.command {
+        reject_run_options(&cli, command.name())?;
+    }
     let session_dir = paths::session_dir(&cwd, cli.global.session_dir.as_deref());
     let place = Place { cwd, session_dir };
     match cli.command {
@@ -64,6 +67,29 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             let prompt = run::prompt_text(text)?;
             runtime()?.block_on(run::run_new(&place, &cli.run, prompt))
         }
+    }
+}
+
+/// Run options written before a subcommand would be silently ignored; say so
+/// instead (they go after the subcommand, e.g. `etch sessions --json`).
+fn reject_run_options(cli: &Cli, command: &str) -> Result<(), Failure> {
+    let run = &cli.run;
+    let given = [
+        (
+            run.prompt.is_some() || cli.positional_prompt.is_some(),
+            "a prompt",
+        ),
+        (run.json, "--json"),
+        (run.provider.is_some(), "--provider"),
+        (run.model.is_some(), "--model"),
+        (run.max_tool_rounds.is_some(), "--max-tool-rounds"),
+    ];
+    match given.iter().find(|(set, _)| *set) {
+        Some((_, what)) => Err(Failure::usage(format!(
+            "{what} cannot come before the {command} subcommand; put options after it \
+             (see etch {command} --help)"
+        ))),
+        None => Ok(()),
     }
 }
 

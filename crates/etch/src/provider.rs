@@ -4,8 +4,12 @@
 //! providers (`openai`, `anthropic`) are named here so the flag's vocabulary
 //! and the auto-selection rule are already the final ones, and asking for
 //! them gives a clear error rather than a silent fallback.
+//!
+//! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying; it exists
+//! so tests can interrupt a live run without a network provider.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use etch_model::ModelClient;
 use etch_provider::EchoClient;
@@ -37,8 +41,14 @@ fn env_set(name: &str) -> bool {
 
 /// Picks the provider named by `--provider`, or the automatic choice.
 pub fn select(provider: Option<&str>, model: Option<&str>) -> Result<Selection, Failure> {
+    let delay = std::env::var("ETCH_ECHO_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis);
     let echo = |notice| Selection {
-        client: Arc::new(EchoClient::new(model.unwrap_or(etch_provider::echo::NAME))),
+        client: Arc::new(
+            EchoClient::new(model.unwrap_or(etch_provider::echo::NAME)).with_delay(delay),
+        ),
         notice,
     };
     match provider {

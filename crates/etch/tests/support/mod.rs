@@ -1,0 +1,155 @@
+//! Test support: run the real `etch` binary in a throwaway workspace.
+//!
+//! Every run gets a fresh temp directory as its working directory and as
+//! `HOME`, stdin from `/dev/null` unless a test pipes something, and an
+//! environment without model credentials, so tests are hermetic and leave
+//! nothing behind.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// Credential variables removed from every child environment.
+const CREDENTIALS: [&str; 4] = [
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "CODEX_ACCESS_TOKEN",
+    "ANTHROPIC_API_KEY",
+];
+
+/// A temp workspace with its own HOME.
+pub struct Workspace {
+    /// The project directory (cwd of runs).
+    pub dir: tempfile::TempDir,
+    /// HOME of runs.
+    pub home: tempfile::TempDir,
+}
+
+impl Workspace {
+    /// Creates an empty workspace.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The project directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A command running etch in the workspace.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_etch"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("HOME", self.home.path())
+            .env_remove("ETCH_ECHO_DELAY_MS")
+            .stdin(Stdio::null());
+        for var in CREDENTIALS {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
+
+    /// Runs etch to completion.
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run(self.command(args).output().unwrap())
+    }
+
+    /// Runs etch with `input` piped to stdin.
+    pub fn run_with_stdin(&self, args: &[&str], input: &str) -> Run {
+        let mut child: Child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        Run(child.wait_with_output().unwrap())
+    }
+
+    /// The default session directory.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.path().join(".etch/sessions")
+    }
+
+    /// Paths of all session files, sorted (oldest first).
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.sessions_dir())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.extension().is_some_and(|e| e == "jsonl")
+                            && p.file_name().is_some_and(|n| n != "index.jsonl")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
+
+    /// The only session file; fails if there is not exactly one.
+    pub fn only_session(&self) -> PathBuf {
+        let files = self.session_files();
+        assert_eq!(files.len(), 1, "expected one session, found {files:?}");
+        files[0].clone()
+    }
+}
+
+/// The output of one run.
+pub struct Run(pub Output);
+
+impl Run {
+    /// Standard output as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.0.stdout).into_owned()
+    }
+
+    /// Standard error as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.0.stderr).into_owned()
+    }
+
+    /// Exit code (-1 when killed by a signal).
+    pub fn code(&self) -> i32 {
+        self.0.status.code().unwrap_or(-1)
+    }
+
+    /// Asserts success and returns stdout.
+    pub fn ok(&self) -> String {
+        assert_eq!(self.code(), 0, "stderr: {}", self.stderr());
+        self.stdout()
+    }
+}
+
+/// Parses every non-blank line of a JSONL file.
+pub fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `type` of each event.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
