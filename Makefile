@@ -5,7 +5,7 @@ build:
 	cargo build --release --locked
 
 test:
-	cargo test --workspace --locked
+	cargo nextest run --workspace --locked
 
 fmt:
 	cargo fmt --all
