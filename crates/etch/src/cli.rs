@@ -18,6 +18,7 @@ Examples:
   etch sessions                          list sessions, newest first
   etch show 01JX                         print a session transcript
   etch resume 01JX -p \"now add tests\"    continue a session headless
+  etch tool grep TODO src                run one tool directly, as the model would
 
 Exit codes: 0 success, 1 the run failed, 2 usage error or unknown session,
 130 interrupted (Ctrl-C).";
@@ -79,6 +80,18 @@ pub struct RunArgs {
     /// Most model/tool rounds in one run before it stops with an error (default 32).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tool_rounds: Option<u32>,
+    /// Active built-in tools, comma-separated (default: all seven:
+    /// bash, edit, find, grep, ls, read, write).
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        conflicts_with = "read_only"
+    )]
+    pub tools: Option<Vec<String>>,
+    /// Only the read-only tools: read, grep, find, ls.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// Subcommands.
@@ -104,6 +117,12 @@ pub enum Command {
         #[arg(value_name = "PREFIX")]
         prefix: String,
     },
+    /// Run one built-in tool directly and print exactly what the model would get.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  etch tool read --offset 20 --limit 40 README.md\n  etch tool grep TODO src\n  etch tool bash -- cargo test"
+    )]
+    Tool(crate::tool_cmd::ToolCommand),
     /// Continue a session with a new prompt, headless.
     #[command(
         after_help = "Example:\n  etch resume 01JX -p \"now run the tests\"\n\n\
@@ -126,6 +145,7 @@ impl Command {
             Self::Sessions { .. } => "sessions",
             Self::Show { .. } => "show",
             Self::Resume { .. } => "resume",
+            Self::Tool(_) => "tool",
         }
     }
 }

@@ -14,6 +14,7 @@ mod provider;
 mod run;
 mod sessions;
 mod show;
+mod tool_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,6 +59,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
         Some(Command::Show { json, prefix }) => show::show(&place.session_dir, &prefix, json),
+        Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Resume { prefix, run }) => {
             let prompt = run::prompt_text(run.prompt.clone())?;
             runtime()?.block_on(run::run_resume(&place, &prefix, &run, prompt))
@@ -83,6 +85,7 @@ fn reject_run_options(cli: &Cli, command: &str) -> Result<(), Failure> {
         (run.provider.is_some(), "--provider"),
         (run.model.is_some(), "--model"),
         (run.max_tool_rounds.is_some(), "--max-tool-rounds"),
+        (run.tools.is_some() || run.read_only, "--tools/--read-only"),
     ];
     match given.iter().find(|(set, _)| *set) {
         Some((_, what)) => Err(Failure::usage(format!(

@@ -14,6 +14,7 @@ use etch_model::{Message, RequestOptions};
 use etch_session::store::NewSession;
 use etch_session::{SessionStore, SessionWriter, project_messages};
 use etch_tool::ToolRegistry;
+use etch_tools::builtin::{self, BuiltinOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
@@ -155,7 +156,7 @@ async fn execute(
     prompt: String,
     mut observer: Box<dyn Observer>,
 ) -> Result<(), Failure> {
-    let tools = ToolRegistry::new();
+    let tools = active_tools(args)?;
     let names = tools.names();
     let date = chrono::Local::now().format("%Y-%m-%d").to_string();
     let config = AgentConfig {
@@ -182,6 +183,21 @@ async fn execute(
         .await;
     interrupted.abort();
     report(args.json, &writer, &result)
+}
+
+/// The registry of active built-in tools: `--tools`, `--read-only`, or all
+/// seven (C1).
+fn active_tools(args: &RunArgs) -> Result<ToolRegistry, Failure> {
+    let names: Vec<&str> = match (&args.tools, args.read_only) {
+        (Some(list), _) => list
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        (None, true) => builtin::READ_ONLY.to_vec(),
+        (None, false) => builtin::ALL.to_vec(),
+    };
+    builtin::registry(&names, &BuiltinOptions::default()).map_err(Failure::usage)
 }
 
 /// Cancels the run on the first SIGINT and exits on a second one.

@@ -1,0 +1,85 @@
+//! The set of built-in tools and how a selection of them becomes a registry
+//! (C1, E-CLI-23).
+
+use std::sync::Arc;
+
+use etch_tool::{Tool, ToolRegistry};
+
+use crate::bash::BashTool;
+use crate::edit::EditTool;
+use crate::find::FindTool;
+use crate::grep::GrepTool;
+use crate::lock::MutationLocks;
+use crate::ls::LsTool;
+use crate::read::ReadTool;
+use crate::write::WriteTool;
+
+/// Every built-in tool, sorted; all are active by default (C1).
+pub const ALL: [&str; 7] = ["bash", "edit", "find", "grep", "ls", "read", "write"];
+
+/// The `--read-only` selection (Pi's read-only set).
+pub const READ_ONLY: [&str; 4] = ["find", "grep", "ls", "read"];
+
+/// Settings that shape built-in tools.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltinOptions {
+    /// Let `bash` children keep the model credential variables (G18).
+    pub inherit_credentials: bool,
+}
+
+/// A tool name that is not a built-in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool \"{0}\": expected one of bash, edit, find, grep, ls, read, write")]
+pub struct UnknownTool(pub String);
+
+/// Builds one built-in tool; mutation tools share `locks`.
+pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Option<Arc<dyn Tool>> {
+    Some(match name {
+        "bash" => Arc::new(BashTool::new(options.inherit_credentials)),
+        "edit" => Arc::new(EditTool::new(locks.clone())),
+        "find" => Arc::new(FindTool::new()),
+        "grep" => Arc::new(GrepTool::new()),
+        "ls" => Arc::new(LsTool::new()),
+        "read" => Arc::new(ReadTool::new()),
+        "write" => Arc::new(WriteTool::new(locks.clone())),
+        _ => return None,
+    })
+}
+
+/// A registry holding the named built-ins (duplicates ignored).
+pub fn registry(names: &[&str], options: &BuiltinOptions) -> Result<ToolRegistry, UnknownTool> {
+    let locks = MutationLocks::new();
+    let mut registry = ToolRegistry::new();
+    for name in names {
+        if registry.get(name).is_some() {
+            continue;
+        }
+        let tool = tool(name, options, &locks).ok_or_else(|| UnknownTool((*name).to_string()))?;
+        // Built-in specs are valid by construction; a failure here is a bug
+        // worth surfacing as an unknown tool rather than a panic.
+        registry
+            .register(tool)
+            .map_err(|e| UnknownTool(format!("{name} ({e})")))?;
+    }
+    Ok(registry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C1: all seven register with valid specs; unknown names are refused.
+    #[test]
+    fn all_builtins_register() {
+        let r = registry(&ALL, &BuiltinOptions::default()).unwrap();
+        assert_eq!(r.names(), ALL);
+        let r = registry(&READ_ONLY, &BuiltinOptions::default()).unwrap();
+        assert_eq!(r.names(), READ_ONLY);
+        assert_eq!(
+            registry(&["read", "nope"], &BuiltinOptions::default())
+                .unwrap_err()
+                .to_string(),
+            "unknown tool \"nope\": expected one of bash, edit, find, grep, ls, read, write"
+        );
+    }
+}

@@ -1,0 +1,566 @@
+//! The `edit` tool (E-TOOL-09..13, C2, P-TOOL-20..26): exact replacement of
+//! unique text regions in an existing UTF-8 file.
+//!
+//! Every `oldText` is located against the original file before anything is
+//! replaced. Matching is exact on a view with CRLF folded to LF; an `oldText`
+//! with no exact match gets one retry on a normalized view (trailing
+//! whitespace ignored, typographic quotes, dashes and non-breaking spaces
+//! folded to ASCII), which must still be unique. Both views keep a map back
+//! to original byte offsets, so only the matched span of the original is
+//! replaced and every other byte (BOM, line endings, untouched lines) stays
+//! as it was. Missing, ambiguous, empty, whitespace-only and overlapping
+//! edits fail without writing.
+
+use std::path::Path;
+
+use etch_model::ToolSpec;
+use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::lock::MutationLocks;
+use crate::{args, diff, fsutil, paths};
+
+/// The UTF-8 byte-order mark.
+const BOM: &str = "\u{feff}";
+
+/// One replacement.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Edit {
+    /// Text to find (exactly once).
+    #[serde(rename = "oldText")]
+    pub old_text: String,
+    /// Replacement text.
+    #[serde(rename = "newText")]
+    pub new_text: String,
+}
+
+/// Arguments of `edit`, including the legacy forms of P-TOOL-21.
+#[derive(Debug, Deserialize)]
+struct EditArgs {
+    /// File to edit.
+    path: String,
+    /// Edits as an array, or as a JSON string holding the array.
+    edits: Option<Value>,
+    /// Legacy single `oldText`.
+    #[serde(rename = "oldText")]
+    old_text: Option<String>,
+    /// Legacy single `newText`.
+    #[serde(rename = "newText")]
+    new_text: Option<String>,
+    /// Validate and diff without writing.
+    #[serde(rename = "dryRun", default)]
+    dry_run: bool,
+}
+
+/// The `edit` tool.
+#[derive(Debug)]
+pub struct EditTool {
+    /// Model-facing spec.
+    spec: ToolSpec,
+    /// Shared per-path mutation locks.
+    locks: MutationLocks,
+}
+
+impl EditTool {
+    /// Builds the tool over shared mutation locks.
+    pub fn new(locks: MutationLocks) -> Self {
+        let pair = json!({
+            "type": "object",
+            "properties": {
+                "oldText": {"type": "string", "description": "Exact text to replace; must match exactly one place"},
+                "newText": {"type": "string", "description": "Replacement text"}
+            },
+            "required": ["oldText", "newText"],
+            "additionalProperties": false
+        });
+        Self {
+            spec: args::spec(
+                "edit",
+                "Replace exact text in an existing file. Each oldText must match exactly one region \
+                 of the original file (copy it from read output, without the line numbers); all edits \
+                 apply to the original content. To insert a line, replace a unique neighbouring block \
+                 with that block plus the new line. Use write for new files or full rewrites. \
+                 dryRun previews the diff without writing.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File to edit (relative to the working directory)"},
+                        "edits": {"anyOf": [{"type": "array", "items": pair}, {"type": "string"}], "description": "Replacements, applied to the original file"},
+                        "oldText": {"type": "string", "description": "Legacy single-edit form"},
+                        "newText": {"type": "string", "description": "Legacy single-edit form"},
+                        "dryRun": {"type": "boolean", "description": "Preview the diff without writing"}
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
+            ),
+            locks,
+        }
+    }
+}
+
+/// Turns the argument forms into a list of edits (P-TOOL-21).
+fn collect_edits(a: &EditArgs) -> Result<Vec<Edit>, ToolError> {
+    let mut edits: Vec<Edit> = match &a.edits {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(text)) => serde_json::from_str(text).map_err(|e| {
+            ToolError::new(format!(
+                "edits was given as a string that is not a JSON array of {{oldText, newText}}: {e}"
+            ))
+        })?,
+        Some(other) => serde_json::from_value(other.clone())
+            .map_err(|e| ToolError::new(format!("invalid edits: {e}")))?,
+    };
+    match (&a.old_text, &a.new_text) {
+        (Some(old), Some(new)) => edits.push(Edit {
+            old_text: old.clone(),
+            new_text: new.clone(),
+        }),
+        (None, None) => {}
+        _ => {
+            return Err(ToolError::new(
+                "oldText and newText must be given together (or use edits)",
+            ));
+        }
+    }
+    if edits.is_empty() {
+        return Err(ToolError::new(
+            "edit needs at least one {oldText, newText} pair in edits",
+        ));
+    }
+    Ok(edits)
+}
+
+/// A normalized view of the file with a map back to original offsets.
+struct View {
+    /// The normalized text.
+    text: String,
+    /// For each byte of `text`, the original offset where its source starts.
+    starts: Vec<usize>,
+    /// For each byte of `text`, the original offset just after its source.
+    ends: Vec<usize>,
+}
+
+impl View {
+    /// Builds a view of `original`: CRLF folded to LF, and with `fuzzy`,
+    /// trailing whitespace dropped and typographic characters folded.
+    fn new(original: &str, fuzzy: bool) -> Self {
+        let mut view = Self {
+            text: String::with_capacity(original.len()),
+            starts: Vec::with_capacity(original.len()),
+            ends: Vec::with_capacity(original.len()),
+        };
+        let mut pos = 0;
+        for line in original.split_inclusive('\n') {
+            let (body, newline_len) = if let Some(b) = line.strip_suffix("\r\n") {
+                (b, 2)
+            } else if let Some(b) = line.strip_suffix('\n') {
+                (b, 1)
+            } else {
+                (line, 0)
+            };
+            let kept = if fuzzy { body.trim_end() } else { body };
+            for (i, ch) in kept.char_indices() {
+                let folded = if fuzzy { fold(ch) } else { ch };
+                let start = pos + i;
+                let end = start + ch.len_utf8();
+                let mut buf = [0u8; 4];
+                for _ in folded.encode_utf8(&mut buf).bytes() {
+                    view.starts.push(start);
+                    view.ends.push(end);
+                }
+                view.text.push(folded);
+            }
+            if newline_len > 0 {
+                view.text.push('\n');
+                view.starts.push(pos + body.len());
+                view.ends.push(pos + line.len());
+            }
+            pos += line.len();
+        }
+        view
+    }
+
+    /// Every position where `needle` occurs, overlapping ones included.
+    fn find_all(&self, needle: &str) -> Vec<usize> {
+        let mut found = Vec::new();
+        let mut from = 0;
+        while let Some(i) = self.text[from..].find(needle) {
+            found.push(from + i);
+            let step = self.text[from + i..]
+                .chars()
+                .next()
+                .map_or(1, char::len_utf8);
+            from += i + step;
+        }
+        found
+    }
+
+    /// The original byte span of the view span `[at, at + len)`.
+    fn original_span(&self, at: usize, len: usize) -> (usize, usize) {
+        (self.starts[at], self.ends[at + len - 1])
+    }
+}
+
+/// Folds typographic quotes, dashes and non-breaking spaces to ASCII (C2).
+fn fold(ch: char) -> char {
+    match ch {
+        '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' | '\u{2032}' => '\'',
+        '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{2033}' => '"',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+        '\u{00a0}' | '\u{2007}' | '\u{202f}' => ' ',
+        other => other,
+    }
+}
+
+/// Applies the fuzzy normalization to a needle: CRLF folded, trailing
+/// whitespace per line dropped, typographic characters folded.
+fn fuzz(text: &str) -> String {
+    View::new(text, true).text
+}
+
+/// The outcome of planning edits against a file.
+pub struct Plan {
+    /// The new file content (BOM and line endings preserved).
+    pub new_content: String,
+    /// The hunked diff.
+    pub diff: String,
+    /// How many edits needed the normalized retry.
+    pub normalized: usize,
+}
+
+/// Locates every edit in `content` and computes the result, or fails with
+/// the reason; never touches the disk.
+pub fn plan(content: &str, edits: &[Edit], shown: &str) -> Result<Plan, ToolError> {
+    let (bom, body) = match content.strip_prefix(BOM) {
+        Some(rest) => (BOM, rest),
+        None => ("", content),
+    };
+    let exact = View::new(body, false);
+    let mut fuzzy: Option<View> = None;
+    let crlf = body.matches("\r\n").count();
+    let use_crlf = crlf > 0 && crlf * 2 >= body.matches('\n').count();
+    let mut spans: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
+    let mut normalized = 0;
+    for (i, edit) in edits.iter().enumerate() {
+        if edit.old_text.is_empty() {
+            return Err(ToolError::new(format!(
+                "edits[{i}].oldText is empty; use write to create or rewrite a whole file"
+            )));
+        }
+        if edit.old_text.trim().is_empty() {
+            return Err(ToolError::new(format!(
+                "edits[{i}].oldText is only whitespace; include surrounding text so it matches exactly one place"
+            )));
+        }
+        let needle = edit.old_text.replace("\r\n", "\n");
+        let found = exact.find_all(&needle);
+        let (start, end) = match found.len() {
+            1 => exact.original_span(found[0], needle.len()),
+            0 => {
+                let view = fuzzy.get_or_insert_with(|| View::new(body, true));
+                let needle = fuzz(&needle);
+                let found = if needle.trim().is_empty() {
+                    Vec::new()
+                } else {
+                    view.find_all(&needle)
+                };
+                match found.len() {
+                    1 => {
+                        normalized += 1;
+                        view.original_span(found[0], needle.len())
+                    }
+                    0 => {
+                        return Err(ToolError::new(format!(
+                            "could not find edits[{i}].oldText in {shown}. It must match the file exactly, \
+                             including whitespace and indentation; read the file again and copy the text"
+                        )));
+                    }
+                    n => return Err(ambiguous(i, n, shown)),
+                }
+            }
+            n => return Err(ambiguous(i, n, shown)),
+        };
+        spans.push((start, end, i));
+    }
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        if pair[0].1 > pair[1].0 {
+            let (a, b) = (pair[0].2.min(pair[1].2), pair[0].2.max(pair[1].2));
+            return Err(ToolError::new(format!(
+                "edits[{a}] and edits[{b}] overlap in {shown}; merge them into one edit"
+            )));
+        }
+    }
+    let mut new_body = String::with_capacity(body.len());
+    let mut at = 0;
+    for &(start, end, i) in &spans {
+        new_body.push_str(&body[at..start]);
+        let text = edits[i].new_text.replace("\r\n", "\n");
+        if use_crlf {
+            new_body.push_str(&text.replace('\n', "\r\n"));
+        } else {
+            new_body.push_str(&text);
+        }
+        at = end;
+    }
+    new_body.push_str(&body[at..]);
+    let diff = diff::unified(
+        &body.replace("\r\n", "\n"),
+        &new_body.replace("\r\n", "\n"),
+        shown,
+    );
+    Ok(Plan {
+        new_content: format!("{bom}{new_body}"),
+        diff,
+        normalized,
+    })
+}
+
+/// The ambiguity error.
+fn ambiguous(i: usize, n: usize, shown: &str) -> ToolError {
+    ToolError::new(format!(
+        "edits[{i}].oldText matches {n} places in {shown}; include more surrounding lines so it matches exactly one"
+    ))
+}
+
+/// Runs an edit call on disk.
+fn edit_file(cwd: &Path, a: &EditArgs) -> Result<String, ToolError> {
+    let edits = collect_edits(a)?;
+    let shown = &a.path;
+    let target = paths::mutation_target(cwd, shown)?;
+    let bytes = std::fs::read(&target).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::new(format!(
+            "{shown} does not exist; use write to create a file"
+        )),
+        std::io::ErrorKind::IsADirectory => ToolError::new(format!("{shown} is a directory")),
+        _ => ToolError::new(format!("cannot read {shown}: {e}")),
+    })?;
+    if fsutil::looks_binary(&bytes) {
+        return Err(ToolError::new(format!(
+            "{shown} looks like a binary file; edit changes text files only"
+        )));
+    }
+    let content = String::from_utf8(bytes).map_err(|_| {
+        ToolError::new(format!(
+            "{shown} is not valid UTF-8 text; edit changes UTF-8 text files only"
+        ))
+    })?;
+    let plan = plan(&content, &edits, shown)?;
+    let n = edits.len();
+    let note = if plan.normalized > 0 {
+        format!(
+            " ({} matched after normalizing whitespace/quotes)",
+            plan.normalized
+        )
+    } else {
+        String::new()
+    };
+    if a.dry_run {
+        return Ok(format!(
+            "Dry run: would replace {n} block(s) in {shown}{note}.\n\n{}",
+            plan.diff
+        ));
+    }
+    fsutil::atomic_write(&target, plan.new_content.as_bytes(), shown)?;
+    Ok(format!(
+        "Successfully replaced {n} block(s) in {shown}{note}.\n\n{}",
+        plan.diff
+    ))
+}
+
+impl Tool for EditTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn access(&self, args: &Value, cwd: &Path) -> Access {
+        let raw = args.get("path").and_then(Value::as_str).unwrap_or_default();
+        let path = paths::resolve(cwd, raw);
+        Access::Write(vec![paths::real_path(&path).unwrap_or(path)])
+    }
+
+    fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let a: EditArgs = args::parse(&self.spec, args)?;
+            let target = paths::mutation_target(&ctx.cwd, &a.path)?;
+            let _guard = self.locks.lock(&target).await;
+            if ctx.cancel.is_cancelled() {
+                return Err(ToolError::new("Operation aborted"));
+            }
+            let cwd = ctx.cwd.clone();
+            tokio::task::spawn_blocking(move || edit_file(&cwd, &a))
+                .await
+                .map_err(|e| ToolError::new(format!("edit failed: {e}")))?
+                .map(ToolOutput::text)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shorthand for one edit.
+    fn e(old: &str, new: &str) -> Edit {
+        Edit {
+            old_text: old.into(),
+            new_text: new.into(),
+        }
+    }
+
+    /// Runs `edit_file` on a fresh file holding `content`; returns the result
+    /// and the file's bytes afterwards.
+    fn run(content: &[u8], args: Value) -> (Result<String, ToolError>, Vec<u8>) {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f.txt"), content).unwrap();
+        let mut args = args;
+        args["path"] = json!("f.txt");
+        let a: EditArgs = serde_json::from_value(args).unwrap();
+        let out = edit_file(d.path(), &a);
+        (out, std::fs::read(d.path().join("f.txt")).unwrap())
+    }
+
+    /// C2: exact result line plus the hunked diff; untouched bytes stay.
+    #[test]
+    fn replaces_and_reports() {
+        let (out, after) = run(
+            b"one\ntwo\nthree\n",
+            json!({"edits": [{"oldText": "two", "newText": "2"}]}),
+        );
+        assert_eq!(
+            out.unwrap(),
+            "Successfully replaced 1 block(s) in f.txt.\n\n--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three"
+        );
+        assert_eq!(after, b"one\n2\nthree\n");
+    }
+
+    /// E-TOOL-09: missing, ambiguous, empty, whitespace-only and overlapping
+    /// oldText fail and leave the file byte-identical.
+    #[test]
+    fn bad_edits_leave_the_file_untouched() {
+        let original = b"alpha beta\nalpha gamma\n";
+        let cases = [
+            (
+                json!({"edits": [{"oldText": "delta", "newText": "x"}]}),
+                "could not find edits[0].oldText in f.txt",
+            ),
+            (
+                json!({"edits": [{"oldText": "alpha", "newText": "x"}]}),
+                "edits[0].oldText matches 2 places in f.txt",
+            ),
+            (
+                json!({"edits": [{"oldText": "", "newText": "x"}]}),
+                "edits[0].oldText is empty",
+            ),
+            (
+                json!({"edits": [{"oldText": "  \n", "newText": "x"}]}),
+                "edits[0].oldText is only whitespace",
+            ),
+            (
+                json!({"edits": [{"oldText": "alpha beta", "newText": "x"}, {"oldText": "beta\nalpha", "newText": "y"}]}),
+                "edits[0] and edits[1] overlap in f.txt",
+            ),
+            (json!({"edits": []}), "edit needs at least one"),
+        ];
+        for (args, want) in cases {
+            let (out, after) = run(original, args);
+            let err = out.unwrap_err().0;
+            assert!(err.starts_with(want), "{err}");
+            assert_eq!(after, original);
+        }
+    }
+
+    /// P-TOOL-25: edits are located against the original, applied together.
+    #[test]
+    fn multiple_edits_against_the_original() {
+        let (out, after) = run(
+            b"a\nb\nc\n",
+            json!({"edits": [{"oldText": "c", "newText": "a"}, {"oldText": "a", "newText": "c"}]}),
+        );
+        assert!(
+            out.unwrap()
+                .starts_with("Successfully replaced 2 block(s) in f.txt.")
+        );
+        assert_eq!(after, b"c\nb\na\n");
+    }
+
+    /// P-TOOL-23/24: BOM and CRLF are kept; the new text takes CRLF too.
+    #[test]
+    fn keeps_bom_and_crlf() {
+        let (out, after) = run(
+            "\u{feff}x\r\ny\r\nz\r\n".as_bytes(),
+            json!({"edits": [{"oldText": "y\nz", "newText": "Y\nZ"}]}),
+        );
+        assert!(out.is_ok(), "{out:?}");
+        assert_eq!(after, "\u{feff}x\r\nY\r\nZ\r\n".as_bytes());
+    }
+
+    /// C2: the normalized retry replaces only the matched span, counts it,
+    /// and keeps the rest byte-identical (trailing spaces, curly quotes).
+    #[test]
+    fn normalized_retry() {
+        let original = "keep  \nsay \u{201c}hi\u{201d} \u{2014} now   \ntail\n";
+        let (out, after) = run(
+            original.as_bytes(),
+            json!({"edits": [{"oldText": "say \"hi\" - now", "newText": "say hello"}]}),
+        );
+        assert!(out.unwrap().starts_with("Successfully replaced 1 block(s) in f.txt (1 matched after normalizing whitespace/quotes)."));
+        assert_eq!(
+            String::from_utf8(after).unwrap(),
+            "keep  \nsay hello   \ntail\n"
+        );
+    }
+
+    /// C2: dry runs say so and do not write.
+    #[test]
+    fn dry_run() {
+        let (out, after) = run(
+            b"a\n",
+            json!({"edits": [{"oldText": "a", "newText": "b"}], "dryRun": true}),
+        );
+        assert!(
+            out.unwrap()
+                .starts_with("Dry run: would replace 1 block(s) in f.txt.\n\n--- a/f.txt")
+        );
+        assert_eq!(after, b"a\n");
+    }
+
+    /// P-TOOL-21: legacy top-level pair and edits as a JSON string.
+    #[test]
+    fn legacy_forms() {
+        let (out, after) = run(b"a\n", json!({"oldText": "a", "newText": "b"}));
+        assert!(out.is_ok());
+        assert_eq!(after, b"b\n");
+        let (out, after) = run(
+            b"a\n",
+            json!({"edits": "[{\"oldText\":\"a\",\"newText\":\"c\"}]"}),
+        );
+        assert!(out.is_ok());
+        assert_eq!(after, b"c\n");
+    }
+
+    /// Binary and invalid UTF-8 files are refused untouched.
+    #[test]
+    fn binary_and_invalid_utf8() {
+        let (out, after) = run(
+            b"a\0b",
+            json!({"edits": [{"oldText": "a", "newText": "b"}]}),
+        );
+        assert!(out.unwrap_err().0.contains("binary"));
+        assert_eq!(after, b"a\0b");
+        let (out, _) = run(
+            b"caf\xe9",
+            json!({"edits": [{"oldText": "caf", "newText": "b"}]}),
+        );
+        assert!(out.unwrap_err().0.contains("not valid UTF-8"));
+    }
+
+    /// Overlapping occurrences of a needle count as ambiguous.
+    #[test]
+    fn overlapping_occurrences_are_ambiguous() {
+        let err = plan("aaa", &[e("aa", "b")], "f").err().unwrap().0;
+        assert!(err.contains("matches 2 places"), "{err}");
+    }
+}

@@ -1,0 +1,98 @@
+//! File helpers shared by the mutation tools: the atomic write path and the
+//! text checks. `write` and `edit` both go through [`atomic_write`], so a
+//! crash or cancellation leaves either the old file or the new one, never a
+//! half-written mix (E-TOOL-06, E-TOOL-10, E-TOOL-23).
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use etch_tool::ToolError;
+
+/// Bytes inspected for a NUL when deciding whether a file is binary.
+pub const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// Whether `bytes` look binary: a NUL byte in the first 8 KiB (G10).
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some()
+}
+
+/// Writes `bytes` to `path` through a temp file in the same directory and a
+/// rename, creating parent directories and keeping an existing file's
+/// permissions. `shown` is the path as the model gave it, for messages.
+pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
+    let fail = |what: &str, e: std::io::Error| {
+        ToolError::new(format!("cannot write {shown}: {what}: {e}"))
+    };
+    let dir = path.parent().ok_or_else(|| {
+        ToolError::new(format!("cannot write {shown}: it has no parent directory"))
+    })?;
+    std::fs::create_dir_all(dir).map_err(|e| fail("creating parent directories", e))?;
+    let existing_mode = std::fs::metadata(path).ok().map(|m| m.permissions().mode());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut attempt = 0u32;
+    let (tmp_path, mut file) = loop {
+        let candidate = dir.join(format!(".{name}.etch-tmp-{}-{attempt}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(file) => break (candidate, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1;
+            }
+            Err(e) => return Err(fail("creating a temp file", e)),
+        }
+    };
+    let result = (|| {
+        file.write_all(bytes).map_err(|e| fail("writing", e))?;
+        if let Some(mode) = existing_mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(|e| fail("keeping permissions", e))?;
+        }
+        file.sync_all().map_err(|e| fail("flushing", e))?;
+        drop(file);
+        std::fs::rename(&tmp_path, path).map_err(|e| fail("replacing the file", e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replacing a file keeps its mode and leaves no temp file behind.
+    #[test]
+    fn keeps_permissions_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.sh");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
+        atomic_write(&path, b"new", "run.sh").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o750
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        atomic_write(&dir.path().join("a/b/c.txt"), b"x", "a/b/c.txt").unwrap();
+        assert!(dir.path().join("a/b/c.txt").exists());
+    }
+
+    /// A NUL in the first 8 KiB marks binary; later NULs do not.
+    #[test]
+    fn binary_sniffing() {
+        assert!(looks_binary(b"ab\0c"));
+        assert!(!looks_binary(b"plain text"));
+        let mut late = vec![b'a'; 9000];
+        late.push(0);
+        assert!(!looks_binary(&late));
+    }
+}

@@ -1,0 +1,582 @@
+//! The `read` tool (E-TOOL-04/05, C15, P-TOOL-05..10): numbered lines of a
+//! text file, 2000 lines or 51200 bytes at a time, with continuation hints,
+//! and `files` batches.
+//!
+//! Files are streamed line by line, so reading the start of a multi-gigabyte
+//! file costs the lines shown, not the file. The total line count in the
+//! hints is exact for files up to [`COUNT_LIMIT_BYTES`]; for larger ones
+//! counting would cost a scan of the whole file, so the hint names the file
+//! size instead.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use etch_model::ToolSpec;
+use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::args;
+use crate::fsutil::looks_binary;
+use crate::limits::{READ_MAX_BYTES, READ_MAX_LINES};
+use crate::paths;
+
+/// Files up to this size get an exact total line count in hints.
+pub const COUNT_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Image extensions answered with the C15 error.
+const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];
+
+/// Most files in one `files` batch.
+const MAX_BATCH: usize = 20;
+
+/// One range to read.
+#[derive(Debug, Deserialize)]
+struct Range {
+    /// File path.
+    path: String,
+    /// 1-indexed first line.
+    offset: Option<usize>,
+    /// Most lines.
+    limit: Option<usize>,
+}
+
+/// Arguments of `read`.
+#[derive(Debug, Deserialize)]
+struct ReadArgs {
+    /// Single file path.
+    path: Option<String>,
+    /// 1-indexed first line.
+    offset: Option<usize>,
+    /// Most lines.
+    limit: Option<usize>,
+    /// Independent ranges; wins over `path` when non-empty.
+    #[serde(default)]
+    files: Vec<Range>,
+}
+
+/// The `read` tool.
+#[derive(Debug)]
+pub struct ReadTool {
+    /// Model-facing spec.
+    spec: ToolSpec,
+}
+
+impl Default for ReadTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReadTool {
+    /// Builds the tool.
+    pub fn new() -> Self {
+        let range = json!({
+            "path": {"type": "string", "description": "File to read (relative to the working directory or absolute)"},
+            "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-indexed"},
+            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines"}
+        });
+        let mut props = range.as_object().cloned().unwrap_or_default();
+        props.insert(
+            "files".into(),
+            json!({
+                "type": "array",
+                "maxItems": MAX_BATCH,
+                "description": "Several independent ranges to read at once; wins over path when non-empty",
+                "items": {"type": "object", "properties": range, "required": ["path"], "additionalProperties": false}
+            }),
+        );
+        Self {
+            spec: args::spec(
+                "read",
+                "Read a text file with numbered lines (cat -n style). Shows at most 2000 lines or 50KB; \
+                 use offset and limit for more, as the continuation hint says. Use files to read several \
+                 ranges in one call.",
+                json!({"type": "object", "properties": props, "additionalProperties": false}),
+            ),
+        }
+    }
+}
+
+/// Formats a byte size like Pi: `512B`, `50.0KB`, `3.2MB`.
+#[allow(clippy::cast_precision_loss)]
+fn format_size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes}B")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1}KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1}MB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// Counts the lines of the rest of `reader` (a final line without newline
+/// counts too).
+fn count_rest(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut count = 0;
+    let mut last = b'\n';
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        count += memchr::memchr_iter(b'\n', buf).count();
+        last = buf[buf.len() - 1];
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(count + usize::from(last != b'\n'))
+}
+
+/// Reads one range of one file, as the model sees it.
+pub fn read_range(
+    cwd: &Path,
+    raw: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<String, ToolError> {
+    let path = paths::resolve(cwd, raw);
+    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::new(format!("{raw} does not exist")),
+        _ => ToolError::new(format!("cannot read {raw}: {e}")),
+    })?;
+    if meta.is_dir() {
+        return Err(ToolError::new(format!("{raw} is a directory; use ls")));
+    }
+    let is_image = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+    if is_image {
+        return Err(ToolError::new("image files are not supported"));
+    }
+    let file = std::fs::File::open(&path)
+        .map_err(|e| ToolError::new(format!("cannot read {raw}: {e}")))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let io = |e: std::io::Error| ToolError::new(format!("cannot read {raw}: {e}"));
+    if looks_binary(reader.fill_buf().map_err(io)?) {
+        return Err(ToolError::new(format!(
+            "{raw} looks like a binary file (it contains NUL bytes); read shows text files only"
+        )));
+    }
+    let start = offset.unwrap_or(1);
+    // Skip to the first wanted line without keeping anything.
+    let mut line_no = 1;
+    let mut skip = Vec::new();
+    while line_no < start {
+        skip.clear();
+        if reader.read_until(b'\n', &mut skip).map_err(io)? == 0 {
+            break;
+        }
+        line_no += 1;
+    }
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut buf = Vec::new();
+    let max_lines = limit.map_or(READ_MAX_LINES, |l| l.min(READ_MAX_LINES));
+    let mut hit_cap = false;
+    // A line consumed from the file but not shown (it did not fit).
+    let mut unshown = 0;
+    loop {
+        buf.clear();
+        // Never hold more than the byte budget of one line: a 10 MB line
+        // is detected without reading it all.
+        let n = (&mut reader)
+            .take((READ_MAX_BYTES + 1) as u64)
+            .read_until(b'\n', &mut buf)
+            .map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        let complete = buf.last() == Some(&b'\n');
+        let mut content: &[u8] = &buf;
+        if complete {
+            content = &content[..content.len() - 1];
+        }
+        if content.last() == Some(&b'\r') {
+            content = &content[..content.len() - 1];
+        }
+        let partial = !complete && n > READ_MAX_BYTES;
+        let rendered = if partial {
+            String::new()
+        } else {
+            format!(
+                "{:>6}\t{}\n",
+                start + shown,
+                String::from_utf8_lossy(content)
+            )
+        };
+        if partial || out.len() + rendered.len() > READ_MAX_BYTES {
+            let size = if partial {
+                line_size(&mut reader, n).map_err(io)?
+            } else {
+                content.len()
+            };
+            if shown == 0 {
+                return Ok(format!(
+                    "[Line {start} is {}, exceeds {} limit. Use bash: sed -n '{start}p' {raw} | head -c {READ_MAX_BYTES}]",
+                    format_size(size),
+                    format_size(READ_MAX_BYTES)
+                ));
+            }
+            if partial {
+                skip_line(&mut reader).map_err(io)?;
+            }
+            unshown = 1;
+            hit_cap = true;
+            break;
+        }
+        out.push_str(&rendered);
+        shown += 1;
+        if shown == max_lines {
+            hit_cap = limit.is_none_or(|l| l > READ_MAX_LINES);
+            break;
+        }
+    }
+    if shown == 0 {
+        let total = line_no - 1;
+        if start > 1 && start > total {
+            return Err(ToolError::new(format!(
+                "Offset {start} is beyond end of file ({total} lines total)"
+            )));
+        }
+        return Ok("(empty file)".to_string());
+    }
+    let last = start + shown - 1;
+    let has_more = unshown > 0 || !reader.fill_buf().map_err(io)?.is_empty();
+    if !has_more {
+        return Ok(out.trim_end_matches('\n').to_string());
+    }
+    let total = if meta.len() <= COUNT_LIMIT_BYTES {
+        Some(last + unshown + count_rest(&mut reader).map_err(io)?)
+    } else {
+        None
+    };
+    let next = last + 1;
+    let mut text = out.trim_end_matches('\n').to_string();
+    let _ = match (hit_cap, total) {
+        (true, Some(total)) => write!(
+            text,
+            "\n\n[Showing lines {start}-{last} of {total}. Use offset={next} to continue.]"
+        ),
+        (true, None) => write!(
+            text,
+            "\n\n[Showing lines {start}-{last} of a {} file. Use offset={next} to continue.]",
+            format_size(usize::try_from(meta.len()).unwrap_or(usize::MAX))
+        ),
+        (false, Some(total)) => write!(
+            text,
+            "\n\n[{} more lines in file. Use offset={next} to continue.]",
+            total - last
+        ),
+        (false, None) => write!(
+            text,
+            "\n\n[More lines in file. Use offset={next} to continue.]"
+        ),
+    };
+    Ok(text)
+}
+
+/// Measures the full byte length of a line whose first `seen` bytes were
+/// already consumed, without holding it in memory. Leaves the reader at the
+/// line's newline (not consumed).
+fn line_size(reader: &mut impl BufRead, seen: usize) -> std::io::Result<usize> {
+    let mut size = seen;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(size);
+        }
+        if let Some(i) = memchr::memchr(b'\n', buf) {
+            reader.consume(i);
+            return Ok(size + i);
+        }
+        size += buf.len();
+        let n = buf.len();
+        reader.consume(n);
+    }
+}
+
+/// Consumes the rest of the current line, including its newline.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    let buf = reader.fill_buf()?;
+    if buf.first() == Some(&b'\n') {
+        reader.consume(1);
+    }
+    Ok(())
+}
+
+impl Tool for ReadTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn access(&self, args: &Value, cwd: &Path) -> Access {
+        let mut paths_read = Vec::new();
+        if let Some(files) = args.get("files").and_then(Value::as_array) {
+            for f in files {
+                if let Some(p) = f.get("path").and_then(Value::as_str) {
+                    paths_read.push(paths::resolve(cwd, p));
+                }
+            }
+        }
+        if paths_read.is_empty()
+            && let Some(p) = args.get("path").and_then(Value::as_str)
+        {
+            paths_read.push(paths::resolve(cwd, p));
+        }
+        Access::Read(paths_read)
+    }
+
+    fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let a: ReadArgs = args::parse(&self.spec, args)?;
+            let cwd = ctx.cwd.clone();
+            tokio::task::spawn_blocking(move || run(&cwd, a))
+                .await
+                .map_err(|e| ToolError::new(format!("read failed: {e}")))?
+                .map(ToolOutput::text)
+        })
+    }
+}
+
+/// Runs a single read or a batch.
+fn run(cwd: &Path, a: ReadArgs) -> Result<String, ToolError> {
+    if a.files.is_empty() {
+        let Some(path) = a.path else {
+            return Err(ToolError::new("read needs a path (or a files array)"));
+        };
+        return read_range(cwd, &path, a.offset, a.limit);
+    }
+    let mut sections = Vec::with_capacity(a.files.len());
+    let mut failures = 0;
+    for range in &a.files {
+        let body = match read_range(cwd, &range.path, range.offset, range.limit) {
+            Ok(text) => text,
+            Err(err) => {
+                failures += 1;
+                format!("[error: {err}]")
+            }
+        };
+        sections.push(format!("==> {} <==\n{body}", range.path));
+    }
+    let text = sections.join("\n\n");
+    if failures == a.files.len() {
+        return Err(ToolError::new(text));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes a file of numbered lines `line 1`..`line n`.
+    fn numbered(dir: &Path, name: &str, n: usize) {
+        let text: String = (1..=n).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    /// C15: cat -n numbering, offset/limit, and the early-limit hint.
+    #[test]
+    fn numbering_offset_and_limit_hint() {
+        let d = tempfile::tempdir().unwrap();
+        numbered(d.path(), "f", 10);
+        assert_eq!(
+            read_range(d.path(), "f", Some(9), None).unwrap(),
+            "     9\tline 9\n    10\tline 10"
+        );
+        assert_eq!(
+            read_range(d.path(), "f", Some(2), Some(2)).unwrap(),
+            "     2\tline 2\n     3\tline 3\n\n[7 more lines in file. Use offset=4 to continue.]"
+        );
+    }
+
+    /// C15: the 2000-line cap gives the continuation hint with the total.
+    #[test]
+    fn line_cap_hint() {
+        let d = tempfile::tempdir().unwrap();
+        numbered(d.path(), "f", 2500);
+        let out = read_range(d.path(), "f", None, None).unwrap();
+        assert!(
+            out.ends_with(
+                "  2000\tline 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"
+            ),
+            "{}",
+            &out[out.len() - 200..]
+        );
+    }
+
+    /// A long line that overflows the byte budget after earlier lines is
+    /// counted, not lost, in the hint's total.
+    #[test]
+    fn overflowing_long_line_is_counted() {
+        let d = tempfile::tempdir().unwrap();
+        let text = format!("short\n{}\nlast\n", "z".repeat(60_000));
+        std::fs::write(d.path().join("f"), text).unwrap();
+        assert_eq!(
+            read_range(d.path(), "f", None, None).unwrap(),
+            "     1\tshort\n\n[Showing lines 1-1 of 3. Use offset=2 to continue.]"
+        );
+    }
+
+    /// C15: the 51200-byte cap stops early with the same hint.
+    #[test]
+    fn byte_cap_hint() {
+        let d = tempfile::tempdir().unwrap();
+        let line = "x".repeat(1000);
+        std::fs::write(d.path().join("f"), format!("{line}\n").repeat(100)).unwrap();
+        let out = read_range(d.path(), "f", None, None).unwrap();
+        assert!(out.len() <= READ_MAX_BYTES + 100);
+        assert!(
+            out.ends_with("[Showing lines 1-50 of 100. Use offset=51 to continue.]"),
+            "{}",
+            &out[out.len() - 100..]
+        );
+    }
+
+    /// P-TOOL-07: exact beyond-EOF error.
+    #[test]
+    fn offset_beyond_eof() {
+        let d = tempfile::tempdir().unwrap();
+        numbered(d.path(), "f", 3);
+        assert_eq!(
+            read_range(d.path(), "f", Some(5), None).unwrap_err().0,
+            "Offset 5 is beyond end of file (3 lines total)"
+        );
+    }
+
+    /// P-TOOL-09: a 10 MB single line gets the sed/head advice, without
+    /// holding the line in memory.
+    #[test]
+    fn huge_single_line() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("big"), "y".repeat(10 * 1024 * 1024)).unwrap();
+        assert_eq!(
+            read_range(d.path(), "big", None, None).unwrap(),
+            "[Line 1 is 10.0MB, exceeds 50.0KB limit. Use bash: sed -n '1p' big | head -c 51200]"
+        );
+    }
+
+    /// C15 and bad input: directories, images, missing, binary and
+    /// unreadable files are errors; invalid UTF-8 is shown lossily.
+    #[test]
+    fn bad_inputs() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        assert_eq!(
+            read_range(d.path(), "dir", None, None).unwrap_err().0,
+            "dir is a directory; use ls"
+        );
+        std::fs::write(d.path().join("a.PNG"), "x").unwrap();
+        assert_eq!(
+            read_range(d.path(), "a.PNG", None, None).unwrap_err().0,
+            "image files are not supported"
+        );
+        assert_eq!(
+            read_range(d.path(), "nope", None, None).unwrap_err().0,
+            "nope does not exist"
+        );
+        std::fs::write(d.path().join("bin"), b"ab\0cd").unwrap();
+        assert!(
+            read_range(d.path(), "bin", None, None)
+                .unwrap_err()
+                .0
+                .contains("binary")
+        );
+        std::fs::write(d.path().join("latin1"), b"caf\xe9\n").unwrap();
+        assert_eq!(
+            read_range(d.path(), "latin1", None, None).unwrap(),
+            "     1\tcaf\u{fffd}"
+        );
+        std::fs::write(d.path().join("empty"), "").unwrap();
+        assert_eq!(
+            read_range(d.path(), "empty", None, None).unwrap(),
+            "(empty file)"
+        );
+        std::fs::write(d.path().join("crlf"), "a\r\nb\r\n").unwrap();
+        assert_eq!(
+            read_range(d.path(), "crlf", None, None).unwrap(),
+            "     1\ta\n     2\tb"
+        );
+    }
+
+    /// A symlink loop is an error naming the path, not a hang.
+    #[test]
+    fn symlink_loop() {
+        let d = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(d.path().join("b"), d.path().join("a")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("a"), d.path().join("b")).unwrap();
+        let err = read_range(d.path(), "a", None, None).unwrap_err().0;
+        assert!(err.starts_with("cannot read a:"), "{err}");
+    }
+
+    /// Unreadable files (mode 000) are errors, unless running as root.
+    #[test]
+    fn unreadable_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("secret");
+        std::fs::write(&p, "x").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(&p).is_err() {
+            assert!(
+                read_range(d.path(), "secret", None, None)
+                    .unwrap_err()
+                    .0
+                    .starts_with("cannot read secret:")
+            );
+        }
+    }
+
+    /// E-TOOL-05: batches are sectioned per file; one failure does not fail
+    /// the batch; files wins over path.
+    #[test]
+    fn batches() {
+        let d = tempfile::tempdir().unwrap();
+        numbered(d.path(), "a", 2);
+        let out = run(
+            d.path(),
+            ReadArgs {
+                path: Some("ignored".into()),
+                offset: None,
+                limit: None,
+                files: vec![
+                    Range {
+                        path: "a".into(),
+                        offset: Some(2),
+                        limit: None,
+                    },
+                    Range {
+                        path: "missing".into(),
+                        offset: None,
+                        limit: None,
+                    },
+                ],
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "==> a <==\n     2\tline 2\n\n==> missing <==\n[error: missing does not exist]"
+        );
+    }
+
+    /// Limits of 0 and negative offsets are schema errors.
+    #[tokio::test]
+    async fn zero_and_negative_rejected() {
+        let tool = ReadTool::new();
+        let ctx = crate::testutil::ctx(Path::new("/"));
+        for bad in [
+            json!({"path": "x", "limit": 0}),
+            json!({"path": "x", "offset": -1}),
+        ] {
+            let err = tool.execute(bad, ctx.clone()).await.unwrap_err().0;
+            assert!(
+                err.starts_with("Validation failed for tool \"read\""),
+                "{err}"
+            );
+        }
+    }
+}
