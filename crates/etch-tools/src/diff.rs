@@ -2,6 +2,8 @@
 //! (E-TOOL-07, E-TOOL-11): three lines of context around each change, never a
 //! whole-file dump, capped at 20 KB with a notice.
 
+use std::ops::Range;
+
 use similar::TextDiff;
 
 use crate::limits::{DIFF_MAX_BYTES, floor_char_boundary};
@@ -21,6 +23,121 @@ pub fn unified(old: &str, new: &str, path: &str) -> String {
         .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string();
     cap(&text)
+}
+
+/// One replaced region: its byte range in the old text and in the new text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Bytes replaced in the old text.
+    pub old: Range<usize>,
+    /// Bytes that replaced them in the new text.
+    pub new: Range<usize>,
+}
+
+/// The same diff as [`unified`], computed only around known changes.
+///
+/// `edit` knows exactly which byte ranges it replaced, so instead of diffing
+/// two multi-megabyte texts it diffs a small window of lines around each
+/// change (merged when windows touch) and shifts the hunk line numbers by the
+/// window's position. The output matches a whole-file diff.
+pub fn unified_changes(old: &str, new: &str, changes: &[Change], path: &str) -> String {
+    if old == new {
+        return "(no changes)".to_string();
+    }
+    let old_starts = line_starts(old);
+    let new_starts = line_starts(new);
+    let old_lines = line_count(old, &old_starts);
+    let new_lines = line_count(new, &new_starts);
+    let mut windows: Vec<[usize; 4]> = Vec::new();
+    for change in changes {
+        let o0 = line_of(&old_starts, change.old.start);
+        let o1 = (line_of(&old_starts, change.old.end) + 1).min(old_lines);
+        let n0 = line_of(&new_starts, change.new.start);
+        let n1 = (line_of(&new_starts, change.new.end) + 1).min(new_lines);
+        let before = o0.min(CONTEXT);
+        let window = [
+            o0 - before,
+            (o1 + CONTEXT).min(old_lines),
+            n0.saturating_sub(before),
+            (n1 + CONTEXT).min(new_lines),
+        ];
+        match windows.last_mut() {
+            Some(last) if window[0] <= last[1] => {
+                last[1] = last[1].max(window[1]);
+                last[3] = last[3].max(window[3]);
+            }
+            _ => windows.push(window),
+        }
+    }
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    for [os, oe, ns, ne] in windows {
+        let old_part = &old[span(&old_starts, old.len(), os, oe)];
+        let new_part = &new[span(&new_starts, new.len(), ns, ne)];
+        let diff = TextDiff::from_lines(old_part, new_part);
+        for hunk in diff.unified_diff().context_radius(CONTEXT).iter_hunks() {
+            let text = hunk.to_string();
+            let (header, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+            out.push_str(&shift_header(header, os, ns));
+            out.push('\n');
+            out.push_str(body);
+        }
+    }
+    cap(&out)
+}
+
+/// Byte offsets where each line starts, plus the end of the text when it
+/// ends with a newline (the position just past the last line).
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    starts
+}
+
+/// Number of real lines (a final newline ends a line, it starts none).
+fn line_count(text: &str, starts: &[usize]) -> usize {
+    if text.is_empty() || text.ends_with('\n') {
+        starts.len() - 1
+    } else {
+        starts.len()
+    }
+}
+
+/// Index of the line containing byte `pos`.
+fn line_of(starts: &[usize], pos: usize) -> usize {
+    starts.partition_point(|&s| s <= pos).saturating_sub(1)
+}
+
+/// Byte range of lines `[from, to)`.
+fn span(starts: &[usize], len: usize, from: usize, to: usize) -> Range<usize> {
+    let start = starts.get(from).copied().unwrap_or(len);
+    let end = starts.get(to).copied().unwrap_or(len);
+    start..end
+}
+
+/// Adds line offsets to a hunk header `@@ -A[,B] +C[,D] @@`.
+fn shift_header(header: &str, old_offset: usize, new_offset: usize) -> String {
+    let shift = |token: &str, sign: char, offset: usize| -> String {
+        let body = token.trim_start_matches(sign);
+        let (start, rest) = body
+            .split_once(',')
+            .map_or((body, None), |(a, b)| (a, Some(b)));
+        let start = start
+            .parse::<usize>()
+            .map_or_else(|_| start.to_string(), |n| (n + offset).to_string());
+        match rest {
+            Some(len) => format!("{sign}{start},{len}"),
+            None => format!("{sign}{start}"),
+        }
+    };
+    let parts: Vec<&str> = header.split(' ').collect();
+    match parts.as_slice() {
+        ["@@", old, new, "@@", ..] => format!(
+            "@@ {} {} @@",
+            shift(old, '-', old_offset),
+            shift(new, '+', new_offset)
+        ),
+        _ => header.to_string(),
+    }
 }
 
 /// Cuts a diff at a line boundary within [`DIFF_MAX_BYTES`].
@@ -54,6 +171,45 @@ mod tests {
         assert!(d.contains("\n-line 50\n+line fifty\n"));
         assert!(!d.contains("line 10\n"));
         assert_eq!(unified("a", "a", "f"), "(no changes)");
+    }
+
+    /// The windowed diff equals the whole-file diff, for changes near the
+    /// start, in the middle, at the end, and close enough to merge.
+    #[test]
+    fn windowed_matches_whole_file() {
+        let old: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("line 1\n", "first\n")],
+            &[("line 30\n", "thirty\nand more\n")],
+            &[("line 60\n", "")],
+            &[
+                ("line 20\n", "x\n"),
+                ("line 24\n", "y\n"),
+                ("line 50\n", "z\n"),
+            ],
+        ];
+        for edits in cases {
+            let mut new = String::new();
+            let mut changes = Vec::new();
+            let mut at = 0;
+            for (from, to) in edits {
+                let start = old.find(from).unwrap();
+                new.push_str(&old[at..start]);
+                let new_start = new.len();
+                new.push_str(to);
+                changes.push(Change {
+                    old: start..start + from.len(),
+                    new: new_start..new.len(),
+                });
+                at = start + from.len();
+            }
+            new.push_str(&old[at..]);
+            assert_eq!(
+                unified_changes(&old, &new, &changes, "f"),
+                unified(&old, &new, "f"),
+                "{edits:?}"
+            );
+        }
     }
 
     /// Huge diffs are capped with a notice.

@@ -11,6 +11,7 @@
 //! as it was. Missing, ambiguous, empty, whitespace-only and overlapping
 //! edits fail without writing.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use etch_model::ToolSpec;
@@ -132,25 +133,61 @@ fn collect_edits(a: &EditArgs) -> Result<Vec<Edit>, ToolError> {
     Ok(edits)
 }
 
-/// A normalized view of the file with a map back to original offsets.
-struct View {
-    /// The normalized text.
-    text: String,
-    /// For each byte of `text`, the original offset where its source starts.
-    starts: Vec<usize>,
-    /// For each byte of `text`, the original offset just after its source.
-    ends: Vec<usize>,
+/// How view offsets map back to original offsets.
+enum ViewMap {
+    /// The view is the original text.
+    Identity,
+    /// CRLF folded to LF: view offsets of every `\n` that lost its `\r`.
+    Crlf(Vec<usize>),
+    /// Arbitrary folding: per view byte, the original start and end of its
+    /// source character.
+    Full {
+        /// Original offset where each view byte's source starts.
+        starts: Vec<usize>,
+        /// Original offset just after each view byte's source.
+        ends: Vec<usize>,
+    },
 }
 
-impl View {
-    /// Builds a view of `original`: CRLF folded to LF, and with `fuzzy`,
-    /// trailing whitespace dropped and typographic characters folded.
-    fn new(original: &str, fuzzy: bool) -> Self {
-        let mut view = Self {
-            text: String::with_capacity(original.len()),
-            starts: Vec::with_capacity(original.len()),
-            ends: Vec::with_capacity(original.len()),
-        };
+/// A normalized view of the file with a map back to original offsets.
+struct View<'a> {
+    /// The normalized text.
+    text: Cow<'a, str>,
+    /// The way back to the original.
+    map: ViewMap,
+}
+
+impl<'a> View<'a> {
+    /// The exact-matching view: CRLF folded to LF, borrowed when the file
+    /// has no CR at all (the common case costs nothing on a large file).
+    fn exact(original: &'a str) -> Self {
+        if memchr::memchr(b'\r', original.as_bytes()).is_none() {
+            return Self {
+                text: Cow::Borrowed(original),
+                map: ViewMap::Identity,
+            };
+        }
+        let mut text = String::with_capacity(original.len());
+        let mut removed = Vec::new();
+        let mut at = 0;
+        for pos in memchr::memmem::find_iter(original.as_bytes(), b"\r\n") {
+            text.push_str(&original[at..pos]);
+            removed.push(text.len());
+            at = pos + 1;
+        }
+        text.push_str(&original[at..]);
+        Self {
+            text: Cow::Owned(text),
+            map: ViewMap::Crlf(removed),
+        }
+    }
+
+    /// The normalized view of C2: CRLF folded, trailing whitespace dropped
+    /// and typographic characters folded, with a full offset map.
+    fn fuzzy(original: &str) -> View<'static> {
+        let mut text = String::with_capacity(original.len());
+        let mut starts = Vec::with_capacity(original.len());
+        let mut ends = Vec::with_capacity(original.len());
         let mut pos = 0;
         for line in original.split_inclusive('\n') {
             let (body, newline_len) = if let Some(b) = line.strip_suffix("\r\n") {
@@ -160,33 +197,36 @@ impl View {
             } else {
                 (line, 0)
             };
-            let kept = if fuzzy { body.trim_end() } else { body };
-            for (i, ch) in kept.char_indices() {
-                let folded = if fuzzy { fold(ch) } else { ch };
+            for (i, ch) in body.trim_end().char_indices() {
+                let folded = fold(ch);
                 let start = pos + i;
                 let end = start + ch.len_utf8();
-                let mut buf = [0u8; 4];
-                for _ in folded.encode_utf8(&mut buf).bytes() {
-                    view.starts.push(start);
-                    view.ends.push(end);
+                for _ in 0..folded.len_utf8() {
+                    starts.push(start);
+                    ends.push(end);
                 }
-                view.text.push(folded);
+                text.push(folded);
             }
             if newline_len > 0 {
-                view.text.push('\n');
-                view.starts.push(pos + body.len());
-                view.ends.push(pos + line.len());
+                text.push('\n');
+                starts.push(pos + body.len());
+                ends.push(pos + line.len());
             }
             pos += line.len();
         }
-        view
+        View {
+            text: Cow::Owned(text),
+            map: ViewMap::Full { starts, ends },
+        }
     }
 
     /// Every position where `needle` occurs, overlapping ones included.
     fn find_all(&self, needle: &str) -> Vec<usize> {
+        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let hay = self.text.as_bytes();
         let mut found = Vec::new();
         let mut from = 0;
-        while let Some(i) = self.text[from..].find(needle) {
+        while let Some(i) = finder.find(&hay[from..]) {
             found.push(from + i);
             let step = self.text[from + i..]
                 .chars()
@@ -199,7 +239,14 @@ impl View {
 
     /// The original byte span of the view span `[at, at + len)`.
     fn original_span(&self, at: usize, len: usize) -> (usize, usize) {
-        (self.starts[at], self.ends[at + len - 1])
+        match &self.map {
+            ViewMap::Identity => (at, at + len),
+            ViewMap::Crlf(removed) => {
+                let before = |v: usize| removed.partition_point(|&r| r < v);
+                (at + before(at), at + len + before(at + len))
+            }
+            ViewMap::Full { starts, ends } => (starts[at], ends[at + len - 1]),
+        }
     }
 }
 
@@ -217,7 +264,7 @@ fn fold(ch: char) -> char {
 /// Applies the fuzzy normalization to a needle: CRLF folded, trailing
 /// whitespace per line dropped, typographic characters folded.
 fn fuzz(text: &str) -> String {
-    View::new(text, true).text
+    View::fuzzy(text).text.into_owned()
 }
 
 /// The outcome of planning edits against a file.
@@ -237,10 +284,10 @@ pub fn plan(content: &str, edits: &[Edit], shown: &str) -> Result<Plan, ToolErro
         Some(rest) => (BOM, rest),
         None => ("", content),
     };
-    let exact = View::new(body, false);
-    let mut fuzzy: Option<View> = None;
-    let crlf = body.matches("\r\n").count();
-    let use_crlf = crlf > 0 && crlf * 2 >= body.matches('\n').count();
+    let exact = View::exact(body);
+    let mut fuzzy: Option<View<'static>> = None;
+    let crlf = memchr::memmem::find_iter(body.as_bytes(), b"\r\n").count();
+    let use_crlf = crlf > 0 && crlf * 2 >= memchr::memchr_iter(b'\n', body.as_bytes()).count();
     let mut spans: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
     let mut normalized = 0;
     for (i, edit) in edits.iter().enumerate() {
@@ -259,7 +306,7 @@ pub fn plan(content: &str, edits: &[Edit], shown: &str) -> Result<Plan, ToolErro
         let (start, end) = match found.len() {
             1 => exact.original_span(found[0], needle.len()),
             0 => {
-                let view = fuzzy.get_or_insert_with(|| View::new(body, true));
+                let view = fuzzy.get_or_insert_with(|| View::fuzzy(body));
                 let needle = fuzz(&needle);
                 let found = if needle.trim().is_empty() {
                     Vec::new()
@@ -293,26 +340,33 @@ pub fn plan(content: &str, edits: &[Edit], shown: &str) -> Result<Plan, ToolErro
             )));
         }
     }
-    let mut new_body = String::with_capacity(body.len());
+    let mut new_content = String::with_capacity(bom.len() + body.len() + 64);
+    new_content.push_str(bom);
+    let mut new_body = new_content;
+    let mut changes = Vec::with_capacity(spans.len());
     let mut at = 0;
     for &(start, end, i) in &spans {
         new_body.push_str(&body[at..start]);
+        let new_start = new_body.len() - bom.len();
         let text = edits[i].new_text.replace("\r\n", "\n");
         if use_crlf {
             new_body.push_str(&text.replace('\n', "\r\n"));
         } else {
             new_body.push_str(&text);
         }
+        changes.push(diff::Change {
+            old: start..end,
+            new: new_start..new_body.len() - bom.len(),
+        });
         at = end;
     }
     new_body.push_str(&body[at..]);
-    let diff = diff::unified(
-        &body.replace("\r\n", "\n"),
-        &new_body.replace("\r\n", "\n"),
-        shown,
-    );
+    // The diff is shown with LF endings whatever the file uses.
+    // Change offsets are relative to the text after the BOM.
+    let diff =
+        diff::unified_changes(body, &new_body[bom.len()..], &changes, shown).replace('\r', "");
     Ok(Plan {
-        new_content: format!("{bom}{new_body}"),
+        new_content: new_body,
         diff,
         normalized,
     })

@@ -20,6 +20,12 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
 /// Writes `bytes` to `path` through a temp file in the same directory and a
 /// rename, creating parent directories and keeping an existing file's
 /// permissions. `shown` is the path as the model gave it, for messages.
+///
+/// The rename makes the replacement atomic for every reader and against a
+/// crash or kill of etch. The data is not fsynced: that would cost tens of
+/// milliseconds per large file on every edit, and ext4 and most other
+/// filesystems already flush a file replaced by rename before the rename
+/// itself is committed.
 pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
     let fail = |what: &str, e: std::io::Error| {
         ToolError::new(format!("cannot write {shown}: {what}: {e}"))
@@ -54,7 +60,6 @@ pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolEr
             file.set_permissions(std::fs::Permissions::from_mode(mode))
                 .map_err(|e| fail("keeping permissions", e))?;
         }
-        file.sync_all().map_err(|e| fail("flushing", e))?;
         drop(file);
         std::fs::rename(&tmp_path, path).map_err(|e| fail("replacing the file", e))
     })();
