@@ -2,11 +2,11 @@
 //! directories whose path relative to the search root contains a pattern,
 //! case-insensitively, or matches it as a glob.
 //!
-//! This module also owns the walking rules `find` shares with `grep`: hidden
-//! files included, `.gitignore` (even outside a git repository) and `.ignore`
-//! respected, depth capped at [`MAX_DEPTH`], symlinks not followed, and the
-//! internal directories of [`SKIPPED_DIRS`] never entered. It must not know
-//! how `grep` searches file contents, nor anything of the agent loop.
+//! It owns the name matching, the per-thread compaction of results and the
+//! output format. The walking rules it shares with `grep` (ignore files,
+//! hidden files, skipped internal directories, depth) live in
+//! [`crate::walk`]. It must not know how `grep` searches file contents, nor
+//! anything of the agent loop.
 //!
 //! The substring is matched against the printed form of each entry (relative
 //! path, `/` separators, a trailing `/` for directories). Output is
@@ -24,38 +24,28 @@
 //! survive it. With no results the output is exactly "No files found
 //! matching pattern", without notices.
 
-use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use etch_model::ToolSpec;
 use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
-use globset::{GlobBuilder, GlobMatcher};
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use memchr::memmem;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args;
-use crate::limits::{FIND_DEFAULT_LIMIT, LISTING_MAX_BYTES, MAX_DEPTH, cap_listing};
+use crate::limits::{FIND_DEFAULT_LIMIT, LISTING_MAX_BYTES, cap_listing};
 use crate::paths;
-
-/// Directory names `find` and `grep` never descend into, at any depth: VCS
-/// metadata, etch's own state and dependency or build trees, which would
-/// drown real results (the etch skip list).
-pub(crate) const SKIPPED_DIRS: [&str; 5] = [".git", ".etch", "node_modules", "vendor", "bin"];
+use crate::walk::{
+    CANCEL_CHECK_EVERY, GlobFilter, Root, default_path, deserialize_count, existing_root,
+    skipped_names, walker,
+};
 
 /// Text returned when nothing matched (P-TOOL-36).
 const NO_RESULTS: &str = "No files found matching pattern";
-
-/// How many visited entries a walker thread handles between two checks of
-/// the cancellation token, whose check takes a lock.
-pub(crate) const CANCEL_CHECK_EVERY: usize = 128;
-
-/// Most walker threads; more brings nothing on a local disk (ripgrep's cap).
-const MAX_THREADS: usize = 12;
 
 /// Results a walker thread gathers before it first compacts them.
 #[cfg(not(test))]
@@ -158,152 +148,9 @@ struct FindArgs {
     limit: usize,
 }
 
-/// Default search root: the working directory.
-pub(crate) fn default_path() -> String {
-    ".".to_string()
-}
-
 /// Default `find` limit, for serde.
 fn default_limit() -> usize {
     FIND_DEFAULT_LIMIT
-}
-
-/// Reads a non-negative count that the schema already checked as an integer;
-/// accepts `5.0` too, since JSON Schema counts it as an integer.
-pub(crate) fn deserialize_count<'de, D: Deserializer<'de>>(de: D) -> Result<usize, D::Error> {
-    let number = serde_json::Number::deserialize(de)?;
-    if let Some(n) = number.as_u64() {
-        return Ok(usize::try_from(n).unwrap_or(usize::MAX));
-    }
-    match number.as_f64() {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(f as usize),
-        _ => Err(serde::de::Error::custom(format!(
-            "expected a non-negative integer, got {number}"
-        ))),
-    }
-}
-
-/// An existing search root.
-#[derive(Debug, Clone)]
-pub(crate) struct Root {
-    /// The path as the model gave it, used to print file roots.
-    pub(crate) raw: String,
-    /// The resolved path that is walked.
-    pub(crate) path: PathBuf,
-    /// Whether it is a directory (symlinks to directories count).
-    pub(crate) is_dir: bool,
-}
-
-/// Resolves `raw` against `cwd` and checks that it exists.
-pub(crate) fn existing_root(cwd: &Path, raw: &str) -> Result<Root, ToolError> {
-    let path = paths::resolve(cwd, raw);
-    match std::fs::metadata(&path) {
-        Ok(meta) => Ok(Root {
-            raw: raw.to_string(),
-            path,
-            is_dir: meta.is_dir(),
-        }),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            Err(ToolError::new(format!("{raw} does not exist")))
-        }
-        Err(err) => Err(ToolError::new(format!("cannot access {raw}: {err}"))),
-    }
-}
-
-/// Walker threads to use: the available cores, capped.
-pub(crate) fn walk_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .min(MAX_THREADS)
-}
-
-/// The walker shared by `find` and `grep`, configured with the shared rules
-/// (see the module doc). `on_skip` receives the path of every internal
-/// directory pruned, from any walker thread.
-pub(crate) fn walker<F>(root: &Path, on_skip: F) -> WalkBuilder
-where
-    F: Fn(&Path) + Send + Sync + 'static,
-{
-    let mut builder = WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .require_git(false)
-        .ignore(true)
-        .git_ignore(true)
-        .parents(true)
-        .follow_links(false)
-        .max_depth(Some(MAX_DEPTH))
-        .threads(walk_threads())
-        .filter_entry(move |entry| {
-            let internal = is_internal_dir(entry);
-            if internal {
-                on_skip(entry.path());
-            }
-            !internal
-        });
-    builder
-}
-
-/// Whether `entry` is a directory on the skip list (the root never is: a
-/// directory the caller names explicitly is searched).
-fn is_internal_dir(entry: &DirEntry) -> bool {
-    entry.depth() > 0
-        && entry.file_type().is_some_and(|t| t.is_dir())
-        && entry
-            .file_name()
-            .to_str()
-            .is_some_and(|name| SKIPPED_DIRS.contains(&name))
-}
-
-/// A compiled glob applied to the file name or to the root-relative path.
-#[derive(Debug, Clone)]
-pub(crate) struct GlobFilter {
-    /// The compiled glob.
-    matcher: GlobMatcher,
-    /// Match the file name only (the glob has no `/`).
-    basename: bool,
-}
-
-impl GlobFilter {
-    /// Compiles `glob`; `*` never crosses `/`, `**` does.
-    pub(crate) fn new(glob: &str, case_insensitive: bool) -> Result<Self, ToolError> {
-        let trimmed = glob.strip_prefix("./").unwrap_or(glob);
-        let compiled = GlobBuilder::new(trimmed)
-            .literal_separator(true)
-            .case_insensitive(case_insensitive)
-            .build()
-            .map_err(|e| ToolError::new(format!("invalid glob {glob:?}: {e}")))?;
-        Ok(Self {
-            matcher: compiled.compile_matcher(),
-            basename: !trimmed.contains('/'),
-        })
-    }
-
-    /// Whether the entry at root-relative `rel` passes.
-    pub(crate) fn is_match(&self, rel: &Path) -> bool {
-        if self.basename {
-            rel.file_name()
-                .is_some_and(|name| self.matcher.is_match(name))
-        } else {
-            self.matcher.is_match(rel)
-        }
-    }
-}
-
-/// Turns recorded skipped-directory paths into their distinct names, in the
-/// order a sorted walk meets them.
-pub(crate) fn skipped_names(mut skipped: Vec<PathBuf>) -> Vec<String> {
-    skipped.sort();
-    let mut names: Vec<String> = Vec::new();
-    for path in &skipped {
-        if let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned())
-            && !names.contains(&name)
-        {
-            names.push(name);
-        }
-    }
-    names
 }
 
 /// How `pattern` selects entries.

@@ -24,6 +24,7 @@ pub mod lock;
 pub mod ls;
 pub mod paths;
 pub mod read;
+pub mod walk;
 pub mod write;
 
 #[cfg(test)]

@@ -1,0 +1,196 @@
+//! The text of a `grep` result (C13, P-TOOL-31/33): `path:line:text`
+//! matches and `path-line-text` context lines, `--` between groups, the
+//! per-file cap notice, and the notices after the listing.
+//!
+//! The listing is capped with [`cap_listing`]; notices follow it after one
+//! blank line, one per line, so they survive the cap: first the limit notice
+//! (only when more matches exist than were shown), then one per file root
+//! that was skipped, so that "No matches found" does not mislead. This
+//! module must not know how files were found or searched.
+
+use crate::limits::{GREP_MAX_FILE_BYTES, GREP_PER_FILE, cap_listing};
+use crate::walk::Root;
+
+use super::file::{LineKind, Skip};
+use super::search::{Found, Key};
+
+/// Text returned when nothing matched (P-TOOL-33).
+const NO_MATCHES: &str = "No matches found";
+
+/// The path printed for a file: joined to its root as given (so a relative
+/// root gives paths relative to the working directory, which `read` accepts
+/// as they are), bare for the root `.`, and the root as given for a file root.
+fn display_path(roots: &[Root], (index, rel): &Key) -> String {
+    let Some(root) = roots.get(*index) else {
+        return rel.to_string_lossy().into_owned();
+    };
+    if !root.is_dir || rel.as_os_str().is_empty() {
+        return root.raw.clone();
+    }
+    let rel = rel.to_string_lossy();
+    let prefix = root.raw.trim_end_matches('/');
+    if prefix.is_empty() || prefix == "." {
+        rel.into_owned()
+    } else {
+        format!("{prefix}/{rel}")
+    }
+}
+
+/// Formats the kept hits, applying the per-file cap, the total limit and the
+/// listing cap.
+pub(super) fn format_output(found: &Found, roots: &[Root], limit: usize, context: usize) -> String {
+    let collector = &found.collector;
+    let mut out: Vec<String> = Vec::new();
+    let mut shown = 0usize;
+    // (file ordinal, line number) of the last printed line, for `--`.
+    let mut last: Option<(usize, u64)> = None;
+    'files: for (ordinal, (key, hits)) in collector.files.iter().enumerate() {
+        let path = display_path(roots, key);
+        let mut file_shown = 0usize;
+        for line in &hits.lines {
+            if line.kind != LineKind::After && shown == limit {
+                break 'files;
+            }
+            if line.kind == LineKind::Match {
+                shown += 1;
+                file_shown += 1;
+            }
+            if context > 0 && last.is_some_and(|(f, n)| f != ordinal || n + 1 != line.number) {
+                out.push("--".to_string());
+            }
+            last = Some((ordinal, line.number));
+            let sep = if line.kind == LineKind::Match {
+                ':'
+            } else {
+                '-'
+            };
+            out.push(format!("{path}{sep}{}{sep}{}", line.number, line.text));
+        }
+        if file_shown == GREP_PER_FILE && hits.count > GREP_PER_FILE {
+            out.push(format!(
+                "[{} more matches in {path} omitted]",
+                hits.count - GREP_PER_FILE
+            ));
+        }
+    }
+    let mut text = if out.is_empty() {
+        NO_MATCHES.to_string()
+    } else {
+        cap_listing(out.join("\n"))
+    };
+    let mut tail: Vec<String> = Vec::new();
+    if collector.weight > limit {
+        tail.push(format!(
+            "[Match limit {limit} reached. Use a higher limit or refine the pattern.]"
+        ));
+    }
+    tail.extend(
+        found
+            .skipped_roots
+            .iter()
+            .filter_map(|(index, skip)| skip_notice(&roots.get(*index)?.raw, skip)),
+    );
+    if !tail.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&tail.join("\n"));
+    }
+    text
+}
+
+/// The notice for a file root that was not searched, naming it as given;
+/// nothing when it was searched and simply did not match.
+fn skip_notice(raw: &str, skip: &Skip) -> Option<String> {
+    match skip {
+        Skip::TooLarge => Some(format!(
+            "[Skipped {raw}: larger than {} MiB]",
+            GREP_MAX_FILE_BYTES / (1024 * 1024)
+        )),
+        Skip::Binary => Some(format!("[Skipped {raw}: binary file]")),
+        Skip::Unreadable => Some(format!("[Skipped {raw}: cannot be read]")),
+        Skip::NoMatch => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::grep::testutil::{grep, put};
+    use serde_json::json;
+
+    /// P-TOOL-31: context lines use `-`, matches `:`, and `--` separates
+    /// non-adjacent groups, within and across files.
+    #[test]
+    fn context_lines_and_separators() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "a.txt", "1\nhit\n3\n4\n5\n6\nhit\n8\n");
+        put(dir.path(), "b.txt", "hit\nx\n");
+        let out = grep(dir.path(), json!({"pattern": "hit", "context": 1})).unwrap();
+        assert_eq!(
+            out,
+            "a.txt-1-1\na.txt:2:hit\na.txt-3-3\n--\na.txt-6-6\na.txt:7:hit\na.txt-8-8\n--\n\
+             b.txt:1:hit\nb.txt-2-x"
+        );
+        // Adjacent groups merge without a separator.
+        put(dir.path(), "c.txt", "hit\nmid\nhit\n");
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "hit", "context": 1, "path": "c.txt"}),
+        )
+        .unwrap();
+        assert_eq!(out, "c.txt:1:hit\nc.txt-2-mid\nc.txt:3:hit");
+    }
+
+    /// G10: at most 20 matches per file, then a notice counting the rest.
+    #[test]
+    fn per_file_cap_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "many.txt", "m\n".repeat(27));
+        put(dir.path(), "z.txt", "m\n");
+        let out = grep(dir.path(), json!({"pattern": "m"})).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 22, "{out}");
+        assert_eq!(lines[19], "many.txt:20:m");
+        assert_eq!(lines[20], "[7 more matches in many.txt omitted]");
+        assert_eq!(lines[21], "z.txt:1:m");
+    }
+
+    /// G10, P-TOOL-33: the total limit stops output with the exact notice
+    /// after a blank line; exactly `limit` matches give no notice.
+    #[test]
+    fn total_limit_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "a.txt", "x\nx\n");
+        put(dir.path(), "b.txt", "x\nx\n");
+        let out = grep(dir.path(), json!({"pattern": "x", "limit": 3})).unwrap();
+        assert_eq!(
+            out,
+            "a.txt:1:x\na.txt:2:x\nb.txt:1:x\n\n\
+             [Match limit 3 reached. Use a higher limit or refine the pattern.]"
+        );
+        let out = grep(dir.path(), json!({"pattern": "x", "limit": 4})).unwrap();
+        assert_eq!(out, "a.txt:1:x\na.txt:2:x\nb.txt:1:x\nb.txt:2:x");
+    }
+
+    /// P-TOOL-33: no matches is an exact text.
+    #[test]
+    fn no_matches_text() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "f.txt", "abc\n");
+        assert_eq!(
+            grep(dir.path(), json!({"pattern": "zzz"})).unwrap(),
+            "No matches found"
+        );
+    }
+
+    /// C13: a file root prints its path as given; CRLF endings are dropped.
+    #[test]
+    fn file_root_as_given() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "src/main.rs", "fn main() {}\r\n");
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "main", "path": "./src/main.rs"}),
+        )
+        .unwrap();
+        assert_eq!(out, "./src/main.rs:1:fn main() {}");
+    }
+}

@@ -1,0 +1,439 @@
+//! The `grep` tool (C13, G10, E-TOOL-17/18, P-TOOL-31/33): searches file
+//! contents line by line, literally unless asked for a regex, and prints
+//! `path:line:text` matches (`path-line-text` context lines, `--` between
+//! groups) sorted by path.
+//!
+//! This module owns the tool itself: its model-facing spec, its arguments,
+//! the search roots (including the whitespace-split fallback) and the
+//! compiled pattern. The rest is split by job:
+//!
+//! - `search`: the parallel walk and the collector that keeps only what can
+//!   be printed, which is how the limits stop the search early.
+//! - `file`: reading and searching one file, with the size and binary skips
+//!   and the per-file match cap.
+//! - `format`: the result text and its notices.
+//!
+//! The walking rules (ignore files, hidden files, skipped internal
+//! directories, depth) are shared with `find` and live in [`crate::walk`].
+//! This module must not know about the agent loop or how its text is shown.
+
+mod file;
+mod format;
+mod search;
+
+use std::path::Path;
+
+use etch_model::ToolSpec;
+use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args;
+use crate::limits::GREP_DEFAULT_LIMIT;
+use crate::paths;
+use crate::walk::{GlobFilter, Root, default_path, deserialize_count, existing_root};
+
+/// The `grep` tool.
+pub struct GrepTool {
+    /// Name, description and schema shown to the model.
+    spec: ToolSpec,
+}
+
+impl GrepTool {
+    /// Builds the tool with its model-facing spec.
+    pub fn new() -> Self {
+        Self {
+            spec: args::spec(
+                "grep",
+                "Search file contents. The pattern is a literal string unless `regex` is true. \
+                 Prints `path:line:text` for matches (and `path-line-text` for context lines), \
+                 sorted by path. Hidden files are searched, .gitignore and .ignore are \
+                 respected, binary files and files over 1 MB are skipped, and .git, .etch, \
+                 node_modules, vendor and bin directories are skipped. At most 20 matches are \
+                 shown per file and `limit` (default 100) in total; lines are cut at 2000 \
+                 characters and output at 50 KB.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "Text to search for (literal unless regex is true)"
+                        },
+                        "path": {
+                            "type": "string",
+                            "description": "Directory or file to search (default: the working directory)"
+                        },
+                        "paths": {
+                            "type": "array",
+                            "items": { "type": "string" },
+                            "description": "Several directories or files to search; when non-empty it replaces path"
+                        },
+                        "glob": {
+                            "type": "string",
+                            "description": "Only search files matching this glob: the file name when it has no /, else the path relative to the search directory (e.g. '*.rs', 'src/**/*.ts')"
+                        },
+                        "ignoreCase": {
+                            "type": "boolean",
+                            "description": "Case-insensitive search (default: false)"
+                        },
+                        "regex": {
+                            "type": "boolean",
+                            "description": "Treat the pattern as a regular expression (default: false, literal)"
+                        },
+                        "literal": {
+                            "type": "boolean",
+                            "description": "Treat the pattern as a literal string (default: true); false means regex"
+                        },
+                        "context": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "Lines of context before and after each match (default: 0)"
+                        },
+                        "limit": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "Maximum number of matches shown in total (default: 100)"
+                        }
+                    },
+                    "required": ["pattern"],
+                    "additionalProperties": false
+                }),
+            ),
+        }
+    }
+}
+
+impl Default for GrepTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tool for GrepTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn access(&self, args: &Value, cwd: &Path) -> Access {
+        let parsed: Result<GrepArgs, _> = serde_json::from_value(args.clone());
+        let roots = match parsed {
+            Ok(args) => match search_roots(&args, cwd) {
+                Ok(roots) => roots.into_iter().map(|r| r.path).collect(),
+                Err(_) => raw_roots(&args)
+                    .into_iter()
+                    .map(|raw| paths::resolve(cwd, raw))
+                    .collect(),
+            },
+            Err(_) => vec![cwd.to_path_buf()],
+        };
+        Access::Read(roots)
+    }
+
+    fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let args: GrepArgs = args::parse(&self.spec, args)?;
+            let cancel = ctx.cancel.clone();
+            let cwd = ctx.cwd.clone();
+            let text = tokio::task::spawn_blocking(move || run(&args, &cwd, &cancel))
+                .await
+                .map_err(|e| ToolError::new(format!("grep failed: {e}")))??;
+            Ok(ToolOutput::text(text))
+        })
+    }
+}
+
+/// Arguments of one `grep` call, after schema validation.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GrepArgs {
+    /// What to search for.
+    pattern: String,
+    /// Single search root as given.
+    #[serde(default = "default_path")]
+    path: String,
+    /// Several roots; non-empty wins over `path`.
+    #[serde(default)]
+    paths: Vec<String>,
+    /// Optional file filter.
+    glob: Option<String>,
+    /// Case-insensitive matching.
+    #[serde(default)]
+    ignore_case: bool,
+    /// Regex mode.
+    #[serde(default)]
+    regex: bool,
+    /// Pi compatibility: `false` means regex mode.
+    literal: Option<bool>,
+    /// Context lines before and after each match.
+    #[serde(default, deserialize_with = "deserialize_count")]
+    context: usize,
+    /// Most matches shown in total.
+    #[serde(default = "default_limit", deserialize_with = "deserialize_count")]
+    limit: usize,
+}
+
+/// Default `grep` limit, for serde.
+fn default_limit() -> usize {
+    GREP_DEFAULT_LIMIT
+}
+
+/// The roots exactly as the model gave them.
+fn raw_roots(args: &GrepArgs) -> Vec<&str> {
+    if args.paths.is_empty() {
+        vec![args.path.as_str()]
+    } else {
+        args.paths.iter().map(String::as_str).collect()
+    }
+}
+
+/// Resolves the search roots. A `path` that does not exist but whose
+/// whitespace-separated parts all do is read as several roots (E-TOOL-18):
+/// models often pass `"src tests"`.
+fn search_roots(args: &GrepArgs, cwd: &Path) -> Result<Vec<Root>, ToolError> {
+    if !args.paths.is_empty() {
+        return args.paths.iter().map(|p| existing_root(cwd, p)).collect();
+    }
+    match existing_root(cwd, &args.path) {
+        Ok(root) => Ok(vec![root]),
+        Err(err) => {
+            let parts: Vec<&str> = args.path.split_whitespace().collect();
+            if parts.len() > 1
+                && !paths::resolve(cwd, &args.path).exists()
+                && let Ok(roots) = parts.iter().map(|p| existing_root(cwd, p)).collect()
+            {
+                return Ok(roots);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Compiles the pattern: escaped literal by default, a regex when `regex` is
+/// true or `literal` is false. A bad regex error carries the regex hint.
+fn build_matcher(args: &GrepArgs) -> Result<RegexMatcher, ToolError> {
+    let regex = args.regex || args.literal == Some(false);
+    RegexMatcherBuilder::new()
+        .case_insensitive(args.ignore_case)
+        .fixed_strings(!regex)
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+        .map_err(|err| {
+            let pattern = &args.pattern;
+            ToolError::new(if regex {
+                format!(
+                    "invalid regex {pattern:?}: {err}. Patterns are literal unless regex is \
+                     true; escape special characters or drop regex:true"
+                )
+            } else {
+                format!("invalid pattern {pattern:?}: {err}")
+            })
+        })
+}
+
+/// Runs one `grep` call to completion (on a blocking thread).
+fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String, ToolError> {
+    let roots = search_roots(args, cwd)?;
+    let matcher = build_matcher(args)?;
+    let glob = args
+        .glob
+        .as_deref()
+        .map(|g| GlobFilter::new(g, false))
+        .transpose()?;
+    let found = search::search(&roots, matcher, glob, args.context, args.limit, cancel);
+    if cancel.is_cancelled() {
+        return Err(ToolError::new("grep was cancelled"));
+    }
+    Ok(format::format_output(
+        &found,
+        &roots,
+        args.limit,
+        args.context,
+    ))
+}
+
+#[cfg(test)]
+mod testutil {
+    //! Helpers shared by the unit tests of the `grep` submodules.
+
+    use std::fs;
+    use std::path::Path;
+
+    use etch_tool::{Tool, ToolContext};
+    use serde_json::Value;
+    use tokio_util::sync::CancellationToken;
+
+    use super::GrepTool;
+
+    /// Creates `rel` under `root` with `text`, making parent directories.
+    pub(super) fn put(root: &Path, rel: &str, text: impl AsRef<[u8]>) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// Runs `grep` with `args` in `cwd`, returning its text or error.
+    pub(super) fn grep(cwd: &Path, args: Value) -> Result<String, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ctx = ToolContext {
+            call_id: "t".into(),
+            cwd: cwd.to_path_buf(),
+            cancel: CancellationToken::new(),
+            progress: etch_tool::ProgressSink::default(),
+            temp_dir: cwd.join(".etch/tmp"),
+        };
+        rt.block_on(GrepTool::new().execute(args, ctx))
+            .map(|o| o.text)
+            .map_err(|e| e.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{grep, put};
+    use super::*;
+    use std::path::PathBuf;
+
+    /// C13: the pattern is literal by default; regex metacharacters match
+    /// themselves.
+    #[test]
+    fn literal_by_default() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "f.txt", "axb(\na.b(\n");
+        let out = grep(dir.path(), json!({"pattern": "a.b("})).unwrap();
+        assert_eq!(out, "f.txt:2:a.b(");
+    }
+
+    /// C13: `regex: true`, or Pi's `literal: false`, opts into regex mode.
+    #[test]
+    fn regex_opt_in() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "f.txt", "axb\nab\n");
+        let out = grep(dir.path(), json!({"pattern": "a.b", "regex": true})).unwrap();
+        assert_eq!(out, "f.txt:1:axb");
+        let out = grep(dir.path(), json!({"pattern": "^a.b$", "literal": false})).unwrap();
+        assert_eq!(out, "f.txt:1:axb");
+        let out = grep(dir.path(), json!({"pattern": "a.b", "literal": true})).unwrap();
+        assert_eq!(out, "No matches found");
+    }
+
+    /// C13: `ignoreCase` matches regardless of case; the default does not.
+    #[test]
+    fn ignore_case() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "f.txt", "Hello\nhello\nHELLO\n");
+        let out = grep(dir.path(), json!({"pattern": "hello"})).unwrap();
+        assert_eq!(out, "f.txt:2:hello");
+        let out = grep(dir.path(), json!({"pattern": "hello", "ignoreCase": true})).unwrap();
+        assert_eq!(out, "f.txt:1:Hello\nf.txt:2:hello\nf.txt:3:HELLO");
+    }
+
+    /// C13: a non-empty `paths` array wins over `path`; paths print joined
+    /// to the roots as given.
+    #[test]
+    fn paths_array() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "src/a.rs", "needle\n");
+        put(dir.path(), "tests/b.rs", "needle\n");
+        put(dir.path(), "other/c.rs", "needle\n");
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "needle", "path": "other", "paths": ["tests/", "src", "other/c.rs"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "tests/b.rs:1:needle\nsrc/a.rs:1:needle\nother/c.rs:1:needle"
+        );
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "needle", "paths": ["src", "nope"]}),
+        )
+        .unwrap_err();
+        assert_eq!(out, "nope does not exist");
+    }
+
+    /// E-TOOL-18: a missing `path` whose whitespace-separated parts all
+    /// exist is searched as several roots; otherwise it is an error.
+    #[test]
+    fn whitespace_split_path() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "src/a.rs", "needle\n");
+        put(dir.path(), "tests/b.rs", "needle\n");
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "needle", "path": "src tests"}),
+        )
+        .unwrap();
+        assert_eq!(out, "src/a.rs:1:needle\ntests/b.rs:1:needle");
+        let err = grep(dir.path(), json!({"pattern": "needle", "path": "src nope"})).unwrap_err();
+        assert_eq!(err, "src nope does not exist");
+    }
+
+    /// C13: an invalid regex is an error quoting the compiler and hinting
+    /// that patterns are literal by default.
+    #[test]
+    fn invalid_regex_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = grep(dir.path(), json!({"pattern": "foo(", "regex": true})).unwrap_err();
+        assert!(err.starts_with("invalid regex \"foo(\": "), "{err}");
+        assert!(err.contains("unclosed group"), "{err}");
+        assert!(err.ends_with("Patterns are literal unless regex is true; escape special characters or drop regex:true"), "{err}");
+        // The same pattern is fine literally.
+        put(dir.path(), "f.txt", "foo(\n");
+        assert_eq!(
+            grep(dir.path(), json!({"pattern": "foo("})).unwrap(),
+            "f.txt:1:foo("
+        );
+    }
+
+    /// G10: limit 0 and negative limits, negative context and unknown
+    /// arguments are rejected by the schema.
+    #[test]
+    fn schema_rejects_bad_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        for args in [
+            json!({"pattern": "a", "limit": 0}),
+            json!({"pattern": "a", "limit": -1}),
+            json!({"pattern": "a", "context": -1}),
+            json!({"pattern": ""}),
+            json!({"pattern": "a", "bogus": true}),
+        ] {
+            let err = grep(dir.path(), args).unwrap_err();
+            assert!(
+                err.starts_with("Validation failed for tool \"grep\""),
+                "{err}"
+            );
+        }
+    }
+
+    /// C13: a missing root is a tool error naming it.
+    #[test]
+    fn missing_path_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = grep(dir.path(), json!({"pattern": "a", "path": "missing"})).unwrap_err();
+        assert_eq!(err, "missing does not exist");
+    }
+
+    /// C19: access is a read of every resolved root, including the
+    /// whitespace-split fallback.
+    #[test]
+    fn access_reads_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "src/a.rs", "");
+        put(dir.path(), "tests/b.rs", "");
+        let tool = GrepTool::new();
+        let access = tool.access(&json!({"pattern": "a", "path": "src tests"}), dir.path());
+        assert_eq!(
+            access,
+            Access::Read(vec![dir.path().join("src"), dir.path().join("tests")])
+        );
+        let access = tool.access(&json!({"pattern": "a"}), Path::new("/w"));
+        assert_eq!(access, Access::Read(vec![PathBuf::from("/w")]));
+    }
+}
