@@ -611,6 +611,31 @@ mod tests {
         assert!(out.unwrap_err().0.contains("not valid UTF-8"));
     }
 
+    /// A missing file, a directory and a symlink loop are clear errors.
+    #[test]
+    fn missing_directory_and_loop() {
+        let d = tempfile::tempdir().unwrap();
+        let call = |path: &str| {
+            let a: EditArgs =
+                serde_json::from_value(json!({"path": path, "oldText": "a", "newText": "b"}))
+                    .unwrap();
+            edit_file(d.path(), &a).unwrap_err().0
+        };
+        assert_eq!(
+            call("nope.txt"),
+            "nope.txt does not exist; use write to create a file"
+        );
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        assert_eq!(call("dir"), "dir is a directory");
+        std::os::unix::fs::symlink(d.path().join("l2"), d.path().join("l1")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("l1"), d.path().join("l2")).unwrap();
+        assert!(
+            call("l1").starts_with("cannot resolve l1:"),
+            "{}",
+            call("l1")
+        );
+    }
+
     /// Overlapping occurrences of a needle count as ambiguous.
     #[test]
     fn overlapping_occurrences_are_ambiguous() {

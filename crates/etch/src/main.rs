@@ -8,6 +8,7 @@
 
 mod cli;
 mod exit;
+mod markdown;
 mod output;
 mod paths;
 mod provider;

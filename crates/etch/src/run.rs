@@ -72,6 +72,8 @@ fn fenced(text: &str) -> String {
 
 /// Runs `prompt` in a new session.
 pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<(), Failure> {
+    let cancel = CancellationToken::new();
+    let watcher = watch_sigint(cancel.clone())?;
     let selection = provider::select(args.provider.as_deref(), args.model.as_deref())?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
@@ -89,7 +91,16 @@ pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<()
         .map_err(|e| Failure::new(exit::FAILED, e))?;
     let mut observer = make_observer(args.json);
     observer.durable_line(&first.line);
-    execute(place, args, selection, writer, Vec::new(), prompt, observer).await
+    let run = Run {
+        selection,
+        writer,
+        history: Vec::new(),
+        prompt,
+        observer,
+    };
+    let result = execute(place, args, run, &cancel).await;
+    watcher.abort();
+    result
 }
 
 /// Continues the session matching `prefix` with `prompt`.
@@ -99,6 +110,8 @@ pub async fn run_resume(
     args: &RunArgs,
     prompt: String,
 ) -> Result<(), Failure> {
+    let cancel = CancellationToken::new();
+    let watcher = watch_sigint(cancel.clone())?;
     let store = SessionStore::new(&place.session_dir);
     let row = store
         .resolve(prefix)
@@ -125,16 +138,30 @@ pub async fn run_resume(
     for warning in &projection.warnings {
         eprintln!("etch: warning: {}: {warning}", loaded.path.display());
     }
-    execute(
-        place,
-        args,
+    let run = Run {
         selection,
         writer,
-        projection.messages,
+        history: projection.messages,
         prompt,
         observer,
-    )
-    .await
+    };
+    let result = execute(place, args, run, &cancel).await;
+    watcher.abort();
+    result
+}
+
+/// Everything a run needs besides its options.
+struct Run {
+    /// The chosen model client.
+    selection: provider::Selection,
+    /// The session file.
+    writer: SessionWriter,
+    /// Projected history of the session so far.
+    history: Vec<Message>,
+    /// The new prompt.
+    prompt: String,
+    /// Output mode.
+    observer: Box<dyn Observer>,
 }
 
 /// The observer for the output mode.
@@ -150,12 +177,16 @@ fn make_observer(json: bool) -> Box<dyn Observer> {
 async fn execute(
     place: &Place,
     args: &RunArgs,
-    selection: provider::Selection,
-    mut writer: SessionWriter,
-    mut history: Vec<Message>,
-    prompt: String,
-    mut observer: Box<dyn Observer>,
+    run: Run,
+    cancel: &CancellationToken,
 ) -> Result<(), Failure> {
+    let Run {
+        selection,
+        mut writer,
+        mut history,
+        prompt,
+        mut observer,
+    } = run;
     let tools = active_tools(args)?;
     let names = tools.names();
     let date = chrono::Local::now().format("%Y-%m-%d").to_string();
@@ -170,18 +201,9 @@ async fn execute(
         },
     };
     let agent = Agent::new(selection.client, tools, config);
-    let cancel = CancellationToken::new();
-    let interrupted = watch_sigint(cancel.clone());
     let result = agent
-        .run(
-            &mut writer,
-            &mut history,
-            prompt,
-            observer.as_mut(),
-            &cancel,
-        )
+        .run(&mut writer, &mut history, prompt, observer.as_mut(), cancel)
         .await;
-    interrupted.abort();
     report(args.json, &writer, &result)
 }
 
@@ -201,16 +223,27 @@ fn active_tools(args: &RunArgs) -> Result<ToolRegistry, Failure> {
 }
 
 /// Cancels the run on the first SIGINT and exits on a second one.
-fn watch_sigint(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+///
+/// The handler is installed before this returns (not when the task first
+/// runs), so a Ctrl-C that arrives right after the prompt is appended still
+/// takes the clean path instead of killing the process mid-write.
+pub fn watch_sigint(cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, Failure> {
+    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!("cannot watch for Ctrl-C: {e}"),
+            )
+        })?;
+    Ok(tokio::spawn(async move {
+        if interrupts.recv().await.is_some() {
             cancel.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if interrupts.recv().await.is_some() {
                 eprintln!("etch: interrupted twice; exiting without waiting for tools");
                 std::process::exit(i32::from(exit::INTERRUPTED));
             }
         }
-    })
+    }))
 }
 
 /// Prints the final answer or the error and picks the exit code.
@@ -252,7 +285,11 @@ fn report(
     }
     match error {
         None => {
-            output::print_line(text);
+            if std::io::stdout().is_terminal() {
+                output::print_line(&crate::markdown::render(text));
+            } else {
+                output::print_line(text);
+            }
             Ok(())
         }
         Some(message) => Err(Failure::new(code, anyhow::anyhow!(message))),

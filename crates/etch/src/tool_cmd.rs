@@ -229,14 +229,7 @@ pub async fn run(cwd: &Path, command: ToolCommand) -> Result<(), Failure> {
         return Err(Failure::usage(format!("unknown tool {name}")));
     };
     let cancel = CancellationToken::new();
-    let watcher = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
+    let watcher = crate::run::watch_sigint(cancel.clone())?;
     let ctx = ToolContext {
         call_id: format!("cli-{}", etch_session::id::new_id()),
         cwd: cwd.to_path_buf(),
