@@ -10,7 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use etch_tool::{Access, ToolContext, ToolError, ToolOutput};
+use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
+
+use crate::paths;
 
 /// Shared table of one async mutex per real path.
 #[derive(Debug, Default, Clone)]
@@ -33,6 +37,38 @@ impl MutationLocks {
         };
         mutex.lock_owned().await
     }
+}
+
+/// The access of a call that mutates the file named by its `path` argument:
+/// a write of its real path, so two spellings of one file still conflict.
+pub fn path_write_access(args: &Value, cwd: &Path) -> Access {
+    let raw = args.get("path").and_then(Value::as_str).unwrap_or_default();
+    let path = paths::resolve(cwd, raw);
+    Access::Write(vec![paths::real_path(&path).unwrap_or(path)])
+}
+
+/// Runs the blocking mutation `work` of the file `raw` under its per-path
+/// lock, after checking the mutation policy and, once the lock is held, that
+/// the call was not cancelled meanwhile. `tool` names the tool in messages.
+pub async fn locked_mutation<F>(
+    locks: &MutationLocks,
+    ctx: &ToolContext,
+    raw: &str,
+    tool: &str,
+    work: F,
+) -> Result<ToolOutput, ToolError>
+where
+    F: FnOnce() -> Result<String, ToolError> + Send + 'static,
+{
+    let target = paths::mutation_target(&ctx.cwd, raw)?;
+    let _guard = locks.lock(&target).await;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::new("Operation aborted"));
+    }
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::new(format!("{tool} failed: {e}")))?
+        .map(ToolOutput::text)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use etch_model::ToolSpec;
-use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -87,24 +87,18 @@ impl Tool for WriteTool {
     }
 
     fn access(&self, args: &Value, cwd: &Path) -> Access {
-        let raw = args.get("path").and_then(Value::as_str).unwrap_or_default();
-        let path = paths::resolve(cwd, raw);
-        Access::Write(vec![paths::real_path(&path).unwrap_or(path)])
+        crate::lock::path_write_access(args, cwd)
     }
 
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let a: WriteArgs = args::parse(&self.spec, args)?;
-            let target = paths::mutation_target(&ctx.cwd, &a.path)?;
-            let _guard = self.locks.lock(&target).await;
-            if ctx.cancel.is_cancelled() {
-                return Err(ToolError::new("Operation aborted"));
-            }
+            let path = a.path.clone();
             let cwd = ctx.cwd.clone();
-            tokio::task::spawn_blocking(move || write_file(&cwd, &a.path, &a.content))
-                .await
-                .map_err(|e| ToolError::new(format!("write failed: {e}")))?
-                .map(ToolOutput::text)
+            crate::lock::locked_mutation(&self.locks, &ctx, &path, "write", move || {
+                write_file(&cwd, &a.path, &a.content)
+            })
+            .await
         })
     }
 }
