@@ -215,8 +215,9 @@ mod tests {
     /// Huge diffs are capped with a notice.
     #[test]
     fn capped() {
-        let old: String = (0..5000).map(|i| format!("old {i}\n")).collect();
-        let new: String = (0..5000).map(|i| format!("new {i}\n")).collect();
+        let pad = "x".repeat(60);
+        let old: String = (0..400).map(|i| format!("old {i} {pad}\n")).collect();
+        let new: String = (0..400).map(|i| format!("new {i} {pad}\n")).collect();
         let d = unified(&old, &new, "f");
         assert!(d.len() < DIFF_MAX_BYTES + 100);
         assert!(d.contains("[diff truncated: showing "));

@@ -74,9 +74,20 @@ pub struct RunArgs {
     /// the credentials found, else echo.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
-    /// Model name to request from the provider.
+    /// Model name to request from the provider (default for openai: gpt-5.5).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
+    /// for llama.cpp or http://localhost:11434/v1 for Ollama.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// API key for this run; wins over the environment. Local servers that
+    /// need none: pass --api-key unused.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// OpenAI API shape: chat (Chat Completions, the default) or responses.
+    #[arg(long, value_name = "API", value_parser = ["chat", "responses"])]
+    pub openai_api: Option<String>,
     /// Most model/tool rounds in one run before it stops with an error (default 32).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tool_rounds: Option<u32>,

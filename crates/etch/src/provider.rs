@@ -1,32 +1,47 @@
-//! Choosing the model client from flags and the environment (C42).
+//! Choosing the model client from flags and the environment (C42, E-AUTH-03).
 //!
-//! Only the offline `echo` provider is built into this version; the network
-//! providers (`openai`, `anthropic`) are named here so the flag's vocabulary
-//! and the auto-selection rule are already the final ones, and asking for
-//! them gives a clear error rather than a silent fallback.
+//! `--provider` wins; without it, etch picks `openai` when an OpenAI
+//! credential is available (`--api-key`, `OPENAI_API_KEY`,
+//! `OPENROUTER_API_KEY`) and otherwise runs the offline `echo` model, saying
+//! so on stderr. Credentials come only from the flag and the environment,
+//! and are never printed.
 //!
-//! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying; it exists
-//! so tests can interrupt a live run without a network provider.
+//! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying,
+//! `ETCH_IDLE_TIMEOUT_SECS` sets the stalled-stream timeout (default 300)
+//! and `ETCH_RETRY_BASE_DELAY_MS` the first retry delay (default 2000); they
+//! let tests exercise interruption, stalls and retries quickly, until the
+//! configuration file carries the same settings.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use etch_model::ModelClient;
 use etch_provider::EchoClient;
+use etch_provider::http::{DEFAULT_IDLE_TIMEOUT, RetryPolicy};
+use etch_provider::openai::chat::{ChatClient, ChatConfig};
 
-use crate::exit::Failure;
+use crate::cli::RunArgs;
+use crate::exit::{self, Failure};
 
 /// Every provider name the `--provider` flag accepts.
 pub const PROVIDERS: [&str; 3] = ["echo", "openai", "anthropic"];
 
-/// Credential variables that make `openai` the automatic choice (C42).
-const OPENAI_CREDENTIALS: [&str; 3] =
-    ["CODEX_ACCESS_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY"];
+/// OpenAI API-key variables, in precedence order (G17).
+const OPENAI_KEYS: [&str; 2] = ["OPENAI_API_KEY", "OPENROUTER_API_KEY"];
 
 /// The exact stderr line when no credentials are found (C42).
 pub const NO_CREDENTIALS: &str = "etch: no model credentials found; using the offline echo model (see 'etch auth login' or set OPENAI_API_KEY)";
 
-/// A chosen client plus an optional notice for stderr.
+/// Default OpenAI base URL (E-CFG-10).
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Default model of the openai provider (E-CFG-09).
+const OPENAI_MODEL: &str = "gpt-5.5";
+
+/// UI label of API-key auth (E-AUTH-07, G17).
+pub const LABEL_API_KEY: &str = "OpenAI: Platform API key";
+
+/// A chosen client plus lines for stderr.
 pub struct Selection {
     /// The client.
     pub client: Arc<dyn ModelClient>,
@@ -34,47 +49,104 @@ pub struct Selection {
     pub notice: Option<String>,
 }
 
-/// Whether a non-empty environment variable is set.
-fn env_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+/// A non-empty environment variable.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Picks the provider named by `--provider`, or the automatic choice.
-pub fn select(provider: Option<&str>, model: Option<&str>) -> Result<Selection, Failure> {
-    let delay = std::env::var("ETCH_ECHO_DELAY_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(Duration::ZERO, Duration::from_millis);
-    let echo = |notice| Selection {
-        client: Arc::new(
-            EchoClient::new(model.unwrap_or(etch_provider::echo::NAME)).with_delay(delay),
-        ),
-        notice,
-    };
+/// The OpenAI API key: the flag, then the environment in G17 order.
+fn openai_key(args: &RunArgs) -> Option<String> {
+    args.api_key
+        .clone()
+        .or_else(|| OPENAI_KEYS.iter().find_map(|k| env(k)))
+}
+
+/// Picks the provider for a run. `recorded` is the provider and model a
+/// resumed session was started with, used when no flag says otherwise.
+pub fn select(args: &RunArgs, recorded: Option<(&str, &str)>) -> Result<Selection, Failure> {
+    let provider = args.provider.as_deref().or(recorded.map(|r| r.0));
+    let model = args.model.as_deref().or(recorded.map(|r| r.1));
     match provider {
-        Some("echo") => Ok(echo(None)),
-        Some(name @ ("openai" | "anthropic")) => Err(Failure::usage(format!(
-            "the {name} provider is not part of this build yet; use --provider echo"
-        ))),
+        Some("echo") => Ok(echo(model, None)),
+        Some("openai") => openai(args, model),
+        Some("anthropic") => Err(Failure::usage(
+            "the anthropic provider is not part of this build yet; use --provider openai or echo",
+        )),
         Some(other) => Err(Failure::usage(format!(
             "unknown provider \"{other}\": expected one of {}",
             PROVIDERS.join(", ")
         ))),
+        None if openai_key(args).is_some() => openai(args, model),
         None => {
-            let found: Vec<&str> = OPENAI_CREDENTIALS
-                .iter()
-                .chain(std::iter::once(&"ANTHROPIC_API_KEY"))
-                .copied()
-                .filter(|v| env_set(v))
+            let unsupported: Vec<&str> = ["CODEX_ACCESS_TOKEN", "ANTHROPIC_API_KEY"]
+                .into_iter()
+                .filter(|v| env(v).is_some())
                 .collect();
-            if found.is_empty() {
-                Ok(echo(Some(NO_CREDENTIALS.to_string())))
+            let notice = if unsupported.is_empty() {
+                NO_CREDENTIALS.to_string()
             } else {
-                Ok(echo(Some(format!(
-                    "etch: found {} but no network provider is part of this build yet; using the offline echo model",
-                    found.join(", ")
-                ))))
-            }
+                format!(
+                    "etch: found {} but that provider is not part of this build yet; using the offline echo model",
+                    unsupported.join(", ")
+                )
+            };
+            Ok(echo(model, Some(notice)))
         }
     }
+}
+
+/// The offline echo model.
+fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
+    let delay = env("ETCH_ECHO_DELAY_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis);
+    Selection {
+        client: Arc::new(
+            EchoClient::new(model.unwrap_or(etch_provider::echo::NAME)).with_delay(delay),
+        ),
+        notice,
+    }
+}
+
+/// The OpenAI provider over Chat Completions.
+fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
+    if args.openai_api.as_deref() == Some("responses") {
+        return Err(Failure::usage(
+            "--openai-api responses is not part of this build yet; use --openai-api chat",
+        ));
+    }
+    let Some(key) = openai_key(args) else {
+        return Err(Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!(
+                "no OpenAI credentials: set OPENAI_API_KEY (or OPENROUTER_API_KEY) or pass --api-key; \
+                 local servers that need no key take --api-key unused"
+            ),
+        ));
+    };
+    let base_url = args
+        .base_url
+        .clone()
+        .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
+    let model = model.unwrap_or(OPENAI_MODEL).to_string();
+    let idle_timeout = env("ETCH_IDLE_TIMEOUT_SECS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs);
+    let notice = format!("etch: openai chat · {model} · {base_url} · {LABEL_API_KEY}");
+    Ok(Selection {
+        client: Arc::new(ChatClient::new(ChatConfig {
+            base_url,
+            api_key: Some(key),
+            model,
+            stream_usage: true,
+            retry: RetryPolicy {
+                base_delay: env("ETCH_RETRY_BASE_DELAY_MS")
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .map_or(RetryPolicy::default().base_delay, Duration::from_millis),
+                ..RetryPolicy::default()
+            },
+            idle_timeout,
+        })),
+        notice: Some(notice),
+    })
 }

@@ -74,7 +74,7 @@ fn fenced(text: &str) -> String {
 pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<(), Failure> {
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
-    let selection = provider::select(args.provider.as_deref(), args.model.as_deref())?;
+    let selection = provider::select(args, None)?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
     }
@@ -123,10 +123,11 @@ pub async fn run_resume(
         eprintln!("etch: warning: {}: {warning}", loaded.path.display());
     }
     let selection = provider::select(
-        args.provider
-            .as_deref()
-            .or(Some(loaded.header.provider.as_str())),
-        args.model.as_deref().or(Some(loaded.header.model.as_str())),
+        args,
+        Some((
+            loaded.header.provider.as_str(),
+            loaded.header.model.as_str(),
+        )),
     )?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");

@@ -50,6 +50,15 @@ impl Workspace {
             .current_dir(self.dir.path())
             .env("HOME", self.home.path())
             .env_remove("ETCH_ECHO_DELAY_MS")
+            .env_remove("ETCH_IDLE_TIMEOUT_SECS")
+            .env_remove("HTTP_PROXY")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("ETCH_RETRY_BASE_DELAY_MS", "10")
             .stdin(Stdio::null());
         for var in CREDENTIALS {
             cmd.env_remove(var);

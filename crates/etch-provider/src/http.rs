@@ -1,0 +1,136 @@
+//! The one HTTP client stack every network provider shares: reqwest over
+//! rustls with the `ring` crypto provider, the retry policy of C34, and the
+//! idle timeout that turns a stalled stream into a clear error.
+//!
+//! It knows nothing about any vendor's JSON; providers hand it a request
+//! and decide what a failure body means.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use etch_model::{ErrorKind, ModelError};
+use tokio_util::sync::CancellationToken;
+
+/// Retry and timeout settings of one provider (C34).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 3).
+    pub max_retries: u32,
+    /// First backoff delay; doubles each retry (default 2 s).
+    pub base_delay: Duration,
+    /// Longest wait honoured from a `Retry-After` header.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            base_delay: Duration::from_millis(2000),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// How long to wait before retry number `attempt` (1-based), honouring a
+    /// server's `Retry-After` seconds when it gave one.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        match retry_after {
+            Some(wait) => wait.min(self.max_retry_after),
+            None => self
+                .base_delay
+                .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1))),
+        }
+    }
+}
+
+/// Default idle timeout: how long a stream may send nothing before it is
+/// declared stalled.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The shared HTTP client, built once per process.
+pub fn client() -> Result<reqwest::Client, ModelError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // A provider may already be installed by another part of the
+            // process; either way one is in place afterwards.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(30))
+                .user_agent(concat!("etch/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+        })
+        .clone()
+        .map_err(|message| ModelError::new(ErrorKind::Other, message))
+}
+
+/// Parses a `Retry-After` header given in seconds.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Sleeps for `delay` unless cancelled first; returns false when cancelled.
+pub async fn sleep_unless_cancelled(delay: Duration, cancel: &CancellationToken) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(delay) => true,
+        () = cancel.cancelled() => false,
+    }
+}
+
+/// Describes a transport failure with the URL, so "connection refused"
+/// names what it could not reach.
+pub fn transport_error(url: &str, err: &reqwest::Error) -> ModelError {
+    let mut message = format!("cannot reach {url}: {err}");
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    ModelError::new(ErrorKind::Transient, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C34: 2 s, 4 s, 8 s; Retry-After wins but is capped.
+    #[test]
+    fn backoff_and_retry_after() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(1, None), Duration::from_secs(2));
+        assert_eq!(p.delay(3, None), Duration::from_secs(8));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(5))),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(600))),
+            Duration::from_secs(60)
+        );
+    }
+
+    /// Retry-After in seconds is parsed; dates and garbage are ignored.
+    #[test]
+    fn parses_retry_after_seconds() {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert(reqwest::header::RETRY_AFTER, "3".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert(
+            reqwest::header::RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+}

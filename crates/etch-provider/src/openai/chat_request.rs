@@ -1,0 +1,266 @@
+//! The Chat Completions request body (G19, E-MOD-11).
+//!
+//! The narrow compatibility shape every OpenAI-compatible server accepts:
+//! `{model, messages, tools, stream, stream_options}` and nothing else: no
+//! `tool_choice`, `store`, reasoning or cache fields, which many local
+//! servers reject. All pinned system layers travel as one `system` message;
+//! tools are sorted by name; tool-call arguments are sent as JSON text;
+//! provider items of other APIs are left out.
+
+use etch_model::{ContentPart, Message, ModelRequest};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The request body, borrowed from the provider-neutral request.
+#[derive(Debug, Serialize)]
+pub struct ChatBody<'a> {
+    /// Model name.
+    pub model: &'a str,
+    /// Conversation, system message first.
+    pub messages: Vec<ChatMessage<'a>>,
+    /// Tool schemas; omitted when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ChatTool<'a>>,
+    /// Always true: etch streams.
+    pub stream: bool,
+    /// Asks for a final usage chunk (G19); omitted when disabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options`.
+#[derive(Debug, Serialize)]
+pub struct StreamOptions {
+    /// Ask for usage in the last chunk.
+    pub include_usage: bool,
+}
+
+/// One message on the wire.
+#[derive(Debug, Serialize)]
+pub struct ChatMessage<'a> {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: &'static str,
+    /// Text content; `null` for an assistant message that only calls tools.
+    pub content: Option<String>,
+    /// Assistant tool calls.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<WireToolCall<'a>>,
+    /// The call a tool result answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+}
+
+/// An assistant tool call on the wire.
+#[derive(Debug, Serialize)]
+pub struct WireToolCall<'a> {
+    /// Call id.
+    pub id: &'a str,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Name and arguments.
+    pub function: WireFunction<'a>,
+}
+
+/// The function part of a tool call.
+#[derive(Debug, Serialize)]
+pub struct WireFunction<'a> {
+    /// Tool name.
+    pub name: &'a str,
+    /// Arguments as JSON text (raw text when the model sent invalid JSON).
+    pub arguments: String,
+}
+
+/// A tool schema on the wire.
+#[derive(Debug, Serialize)]
+pub struct ChatTool<'a> {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Name, description, parameters.
+    pub function: ToolFunction<'a>,
+}
+
+/// The function part of a tool schema.
+#[derive(Debug, Serialize)]
+pub struct ToolFunction<'a> {
+    /// Tool name.
+    pub name: &'a str,
+    /// Tool description.
+    pub description: &'a str,
+    /// JSON Schema of the arguments.
+    pub parameters: &'a Value,
+}
+
+/// Concatenated text of content parts.
+fn text_of(parts: &[ContentPart]) -> String {
+    etch_model::content::joined_text(parts)
+}
+
+/// Builds the body for `request` and `model`.
+pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) -> ChatBody<'a> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    let system = request.system_prompt();
+    if !system.is_empty() {
+        messages.push(ChatMessage {
+            role: "system",
+            content: Some(system),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        });
+    }
+    for message in &request.messages {
+        match message {
+            Message::User { content } => messages.push(ChatMessage {
+                role: "user",
+                content: Some(text_of(content)),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+            }),
+            Message::Assistant { content } => {
+                let tool_calls: Vec<WireToolCall<'a>> = content
+                    .iter()
+                    .filter_map(|p| match p {
+                        ContentPart::ToolCall(call) => Some(WireToolCall {
+                            id: &call.id,
+                            kind: "function",
+                            function: WireFunction {
+                                name: &call.name,
+                                arguments: match &call.arguments {
+                                    Value::String(raw) => raw.clone(),
+                                    other => other.to_string(),
+                                },
+                            },
+                        }),
+                        ContentPart::Text { .. } => None,
+                    })
+                    .collect();
+                let text = text_of(content);
+                let content = if text.is_empty() && !tool_calls.is_empty() {
+                    None
+                } else {
+                    Some(text)
+                };
+                messages.push(ChatMessage {
+                    role: "assistant",
+                    content,
+                    tool_calls,
+                    tool_call_id: None,
+                });
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => messages.push(ChatMessage {
+                role: "tool",
+                content: Some(text_of(content)),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(tool_call_id),
+            }),
+            Message::ProviderItem(_) => {}
+        }
+    }
+    let mut tools: Vec<ChatTool<'a>> = request
+        .tools
+        .iter()
+        .map(|t| ChatTool {
+            kind: "function",
+            function: ToolFunction {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+            },
+        })
+        .collect();
+    tools.sort_by(|a, b| a.function.name.cmp(b.function.name));
+    ChatBody {
+        model,
+        messages,
+        tools,
+        stream: true,
+        stream_options: stream_usage.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etch_model::{RequestOptions, SystemLayer, ToolCall, ToolSpec};
+    use serde_json::json;
+
+    /// G19: the exact wire shape for a conversation with a tool round trip.
+    #[test]
+    fn body_has_the_compatibility_shape() {
+        let request = ModelRequest {
+            system: vec![
+                SystemLayer {
+                    name: "base".into(),
+                    text: "Be brief.".into(),
+                },
+                SystemLayer {
+                    name: "env".into(),
+                    text: "cwd: /w".into(),
+                },
+            ],
+            messages: vec![
+                Message::user_text("read a"),
+                Message::Assistant {
+                    content: vec![ContentPart::ToolCall(ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "a"}),
+                    })],
+                },
+                Message::Tool {
+                    tool_call_id: "c1".into(),
+                    tool_name: "read".into(),
+                    content: vec![ContentPart::text("x")],
+                    is_error: false,
+                },
+                Message::ProviderItem(etch_model::ProviderItem {
+                    provider: "openai".into(),
+                    api: "responses".into(),
+                    item_type: "reasoning".into(),
+                    item: json!({}),
+                }),
+            ],
+            tools: vec![
+                ToolSpec {
+                    name: "read".into(),
+                    description: "r".into(),
+                    parameters: json!({"type": "object"}),
+                },
+                ToolSpec {
+                    name: "bash".into(),
+                    description: "b".into(),
+                    parameters: json!({"type": "object"}),
+                },
+            ],
+            options: RequestOptions::default(),
+        };
+        let body = serde_json::to_value(build(&request, "m", true)).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "Be brief.\n\ncwd: /w"},
+                    {"role": "user", "content": "read a"},
+                    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]},
+                    {"role": "tool", "content": "x", "tool_call_id": "c1"}
+                ],
+                "tools": [
+                    {"type": "function", "function": {"name": "bash", "description": "b", "parameters": {"type": "object"}}},
+                    {"type": "function", "function": {"name": "read", "description": "r", "parameters": {"type": "object"}}}
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true}
+            })
+        );
+        let no_usage = serde_json::to_value(build(&request, "m", false)).unwrap();
+        assert!(no_usage.get("stream_options").is_none());
+    }
+}

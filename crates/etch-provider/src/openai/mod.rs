@@ -1,0 +1,6 @@
+//! The OpenAI provider: Chat Completions (every OpenAI-compatible server)
+//! and, later, Responses over SSE and WebSocket.
+
+pub mod chat;
+pub mod chat_decode;
+pub mod chat_request;
