@@ -59,6 +59,7 @@ pub fn client() -> Result<reqwest::Client, ModelError> {
             let _ = rustls::crypto::ring::default_provider().install_default();
             reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(30))
+                .tcp_nodelay(true)
                 .user_agent(concat!("etch/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .map_err(|e| format!("cannot set up the HTTP client: {e}"))

@@ -6,6 +6,8 @@
 //! `echo` provider is the deterministic offline fixture (G9); `sse` is the
 //! frame reader every HTTP streaming provider shares.
 
+pub mod anthropic;
+pub mod driver;
 pub mod echo;
 pub mod http;
 pub mod openai;

@@ -88,6 +88,13 @@ pub struct RunArgs {
     /// OpenAI API shape: chat (Chat Completions, the default) or responses.
     #[arg(long, value_name = "API", value_parser = ["chat", "responses"])]
     pub openai_api: Option<String>,
+    /// Reasoning effort for OpenAI Responses and Anthropic (default minimal;
+    /// off sends no reasoning settings). Chat Completions sends none.
+    #[arg(long, value_name = "LEVEL", value_parser = ["none", "minimal", "low", "medium", "high", "xhigh", "off"])]
+    pub reasoning_effort: Option<String>,
+    /// Reasoning summaries for OpenAI Responses (default auto).
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "concise", "detailed", "none"])]
+    pub reasoning_summary: Option<String>,
     /// Most model/tool rounds in one run before it stops with an error (default 32).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tool_rounds: Option<u32>,

@@ -17,8 +17,10 @@ use std::time::Duration;
 
 use etch_model::ModelClient;
 use etch_provider::EchoClient;
+use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
 use etch_provider::http::{DEFAULT_IDLE_TIMEOUT, RetryPolicy};
 use etch_provider::openai::chat::{ChatClient, ChatConfig};
+use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
@@ -69,26 +71,18 @@ pub fn select(args: &RunArgs, recorded: Option<(&str, &str)>) -> Result<Selectio
     match provider {
         Some("echo") => Ok(echo(model, None)),
         Some("openai") => openai(args, model),
-        Some("anthropic") => Err(Failure::usage(
-            "the anthropic provider is not part of this build yet; use --provider openai or echo",
-        )),
+        Some("anthropic") => anthropic_client(args, model),
         Some(other) => Err(Failure::usage(format!(
             "unknown provider \"{other}\": expected one of {}",
             PROVIDERS.join(", ")
         ))),
         None if openai_key(args).is_some() => openai(args, model),
+        None if env("ANTHROPIC_API_KEY").is_some() => anthropic_client(args, model),
         None => {
-            let unsupported: Vec<&str> = ["CODEX_ACCESS_TOKEN", "ANTHROPIC_API_KEY"]
-                .into_iter()
-                .filter(|v| env(v).is_some())
-                .collect();
-            let notice = if unsupported.is_empty() {
-                NO_CREDENTIALS.to_string()
+            let notice = if env("CODEX_ACCESS_TOKEN").is_some() {
+                "etch: found CODEX_ACCESS_TOKEN but Codex login is not part of this build yet; using the offline echo model".to_string()
             } else {
-                format!(
-                    "etch: found {} but that provider is not part of this build yet; using the offline echo model",
-                    unsupported.join(", ")
-                )
+                NO_CREDENTIALS.to_string()
             };
             Ok(echo(model, Some(notice)))
         }
@@ -108,13 +102,66 @@ fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
     }
 }
 
-/// The OpenAI provider over Chat Completions.
-fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
-    if args.openai_api.as_deref() == Some("responses") {
-        return Err(Failure::usage(
-            "--openai-api responses is not part of this build yet; use --openai-api chat",
-        ));
+/// Retry policy, with `ETCH_RETRY_BASE_DELAY_MS` applied.
+fn retry_policy() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: env("ETCH_RETRY_BASE_DELAY_MS")
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(RetryPolicy::default().base_delay, Duration::from_millis),
+        ..RetryPolicy::default()
     }
+}
+
+/// Idle timeout, with `ETCH_IDLE_TIMEOUT_SECS` applied.
+fn idle_timeout() -> Duration {
+    env("ETCH_IDLE_TIMEOUT_SECS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs)
+}
+
+/// The reasoning effort in force: the flag, else `minimal` (E-CFG-10);
+/// `off` means none at all (C35).
+fn reasoning_effort(args: &RunArgs) -> Option<String> {
+    let effort = args.reasoning_effort.as_deref().unwrap_or("minimal");
+    (effort != "off").then(|| effort.to_string())
+}
+
+/// The Anthropic Messages provider (C29).
+fn anthropic_client(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
+    let Some(key) = args.api_key.clone().or_else(|| env("ANTHROPIC_API_KEY")) else {
+        return Err(Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("no Anthropic credentials: set ANTHROPIC_API_KEY or pass --api-key"),
+        ));
+    };
+    let base_url = args
+        .base_url
+        .clone()
+        .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
+    let model = model.unwrap_or(anthropic::DEFAULT_MODEL).to_string();
+    // Thinking costs tokens on every pass, so Anthropic thinks only when the
+    // user asks for an effort explicitly.
+    let budget = args
+        .reasoning_effort
+        .as_deref()
+        .and_then(anthropic::thinking_budget);
+    let notice = format!("etch: anthropic messages · {model} · {base_url} · Anthropic: API key");
+    Ok(Selection {
+        client: Arc::new(AnthropicClient::new(AnthropicConfig {
+            base_url,
+            api_key: key,
+            model,
+            max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+            thinking_budget: budget,
+            retry: retry_policy(),
+            idle_timeout: idle_timeout(),
+        })),
+        notice: Some(notice),
+    })
+}
+
+/// The OpenAI provider over Chat Completions or Responses.
+fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
     let Some(key) = openai_key(args) else {
         return Err(Failure::new(
             exit::FAILED,
@@ -129,24 +176,35 @@ fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
         .clone()
         .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
     let model = model.unwrap_or(OPENAI_MODEL).to_string();
-    let idle_timeout = env("ETCH_IDLE_TIMEOUT_SECS")
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs);
-    let notice = format!("etch: openai chat · {model} · {base_url} · {LABEL_API_KEY}");
-    Ok(Selection {
-        client: Arc::new(ChatClient::new(ChatConfig {
+    let api = args.openai_api.as_deref().unwrap_or("chat");
+    let notice = format!("etch: openai {api} · {model} · {base_url} · {LABEL_API_KEY}");
+    let client: Arc<dyn ModelClient> = if api == "responses" {
+        Arc::new(ResponsesClient::new(ResponsesConfig {
+            base_url,
+            bearer: Some(key),
+            model,
+            reasoning_effort: reasoning_effort(args),
+            reasoning_summary: Some(
+                args.reasoning_summary
+                    .clone()
+                    .unwrap_or_else(|| "auto".to_string()),
+            ),
+            extra_headers: Vec::new(),
+            retry: retry_policy(),
+            idle_timeout: idle_timeout(),
+        }))
+    } else {
+        Arc::new(ChatClient::new(ChatConfig {
             base_url,
             api_key: Some(key),
             model,
             stream_usage: true,
-            retry: RetryPolicy {
-                base_delay: env("ETCH_RETRY_BASE_DELAY_MS")
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .map_or(RetryPolicy::default().base_delay, Duration::from_millis),
-                ..RetryPolicy::default()
-            },
-            idle_timeout,
-        })),
+            retry: retry_policy(),
+            idle_timeout: idle_timeout(),
+        }))
+    };
+    Ok(Selection {
+        client,
         notice: Some(notice),
     })
 }

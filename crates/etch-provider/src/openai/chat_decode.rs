@@ -56,30 +56,27 @@ const OVERFLOW_CODES: &[&str] = &["context_length_exceeded", "exceed_context_siz
 /// Deepest nesting the chunk parser follows (serde_json's own limit).
 const MAX_DEPTH: usize = 128;
 
-/// Why a frame's JSON was rejected.
-type ParseError = Cow<'static, str>;
-
-/// The parts of one `chat.completion.chunk` the decoder reads.
+/// The parts of one `chat.completion.chunk` the decoder reads. It is filled
+/// in place while parsing (moving nested structs around was a measurable
+/// share of the decoding time).
 #[derive(Debug, Default)]
 struct Chunk<'a> {
-    /// The first of `choices` (etch asks for one); `None` for `null` or the
-    /// `[]` of the usage-only last chunk.
-    choice: Option<Choice<'a>>,
+    /// Whether `choices` had a first element (etch asks for one choice, so
+    /// only the first counts); not for `null` or the `[]` of the usage-only
+    /// last chunk.
+    choice: bool,
+    /// The first choice's increment (empty when the server omits it or sends
+    /// `null`).
+    delta: Delta<'a>,
+    /// The first choice's `finish_reason`; `None` until the last content
+    /// chunk.
+    finish_reason: Option<Cow<'a, str>>,
     /// `usage`, on the last chunk with `include_usage` (`null` on the others
     /// with some servers).
-    usage: Option<WireUsage>,
-    /// `error`, an in-stream error object or string; rare, so a generic value
-    /// is fine.
-    error: Option<Value>,
-}
-
-/// One choice of a chunk.
-#[derive(Debug, Default)]
-struct Choice<'a> {
-    /// The increment (empty when the server omits it or sends `null`).
-    delta: Delta<'a>,
-    /// Why generation stopped; `None` until the last content chunk.
-    finish_reason: Option<Cow<'a, str>>,
+    usage: Option<Usage>,
+    /// `error`, an in-stream error object or string; rare, so a generic
+    /// (boxed, to keep the chunk small) value is fine.
+    error: Option<Box<Value>>,
 }
 
 /// The increment a choice carries. Strings borrow from the frame unless they
@@ -129,92 +126,164 @@ struct ToolFragment<'a> {
 /// Unexpected shapes are tolerated, as real servers send them: `null`
 /// anywhere, non-string content (ignored), tool arguments sent as a JSON
 /// object (kept as its JSON text), unknown fields.
-fn parse_chunk(text: &str) -> Result<Chunk<'_>, ParseError> {
-    let mut scan = Scanner { text, pos: 0 };
-    let chunk = scan.chunk();
-    chunk.map_err(|reason| format!("{reason} at byte {}", scan.pos.min(text.len())).into())
+fn parse_chunk(text: &str) -> Result<Chunk<'_>, String> {
+    let mut scan = Scanner {
+        text,
+        pos: 0,
+        detail: None,
+    };
+    let mut chunk = Chunk::default();
+    let parsed = scan.chunk(&mut chunk);
+    parsed
+        .map(|()| chunk)
+        .map_err(|error| match (error.reason, scan.detail.take()) {
+            (Reason::Serde, Some(detail)) => detail,
+            (reason, _) => format!("{} at byte {}", reason.message(), error.at),
+        })
+}
+
+/// What was wrong with a frame's JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reason {
+    /// The frame is not an object.
+    ExpectedObject,
+    /// No valid value where one must be.
+    ExpectedValue,
+    /// No string where a key must be.
+    ExpectedString,
+    /// No `:` after a key.
+    ExpectedColon,
+    /// No `,` or closing bracket after a member or element.
+    ExpectedSeparator,
+    /// Text after the object.
+    Trailing,
+    /// More than `MAX_DEPTH` levels of nesting.
+    TooDeep,
+    /// A string without its closing quote.
+    Unterminated,
+    /// An invalid escape in a string the decoder reads.
+    BadEscape,
+    /// serde rejected `usage` or `error` (its message is kept aside).
+    Serde,
+}
+
+impl Reason {
+    /// The human-readable reason.
+    fn message(self) -> &'static str {
+        match self {
+            Reason::ExpectedObject => "expected an object",
+            Reason::ExpectedValue => "expected a value",
+            Reason::ExpectedString => "expected a string",
+            Reason::ExpectedColon => "expected `:`",
+            Reason::ExpectedSeparator => "expected `,` or a closing bracket",
+            Reason::Trailing => "trailing characters",
+            Reason::TooDeep => "nesting too deep",
+            Reason::Unterminated => "unterminated string",
+            Reason::BadEscape => "invalid escape in string",
+            Reason::Serde => "invalid value",
+        }
+    }
+}
+
+/// A syntax error: where, and what. Eight bytes, so results carrying it
+/// are returned in registers on the hot path.
+#[derive(Debug, Clone, Copy)]
+struct SyntaxError {
+    /// Byte position (saturated at `u32::MAX`).
+    at: u32,
+    /// What was wrong.
+    reason: Reason,
+}
+
+/// Builds a [`SyntaxError`].
+fn syntax(at: usize, reason: Reason) -> SyntaxError {
+    SyntaxError {
+        at: u32::try_from(at).unwrap_or(u32::MAX),
+        reason,
+    }
 }
 
 /// A cursor over one frame's JSON text.
+///
+/// The structured walk (`chunk`, `choice`, `delta`…) goes through `pos`;
+/// the hot byte-level work ([`skip_ws`], [`scan_string`], [`skip_value`])
+/// takes and returns positions by value, so they stay in registers instead
+/// of making every byte step a store and reload of `pos`.
 struct Scanner<'a> {
     /// The whole frame data.
     text: &'a str,
     /// Byte position of the cursor.
     pos: usize,
+    /// serde's message, when serde rejected a value.
+    detail: Option<String>,
 }
 
 impl<'a> Scanner<'a> {
     /// Reads the top-level object and the end of input.
-    fn chunk(&mut self) -> Result<Chunk<'a>, ParseError> {
-        let mut chunk = Chunk::default();
-        self.skip_ws();
+    fn chunk(&mut self, chunk: &mut Chunk<'a>) -> Result<(), SyntaxError> {
+        self.pos = skip_ws(self.bytes(), 0);
         if self.peek() != Some(b'{') {
-            return Err("expected an object".into());
+            return Err(syntax(self.pos, Reason::ExpectedObject));
         }
         self.object(0, |scan, key| {
             match key {
-                "choices" => chunk.choice = scan.choices()?,
+                "choices" => scan.choices(chunk)?,
                 "usage" => chunk.usage = scan.usage()?,
                 "error" => chunk.error = scan.serde()?,
                 _ => scan.value(1)?,
             }
             Ok(())
         })?;
-        self.skip_ws();
+        self.pos = skip_ws(self.bytes(), self.pos);
         if self.pos == self.text.len() {
-            Ok(chunk)
+            Ok(())
         } else {
-            Err("trailing characters".into())
+            Err(syntax(self.pos, Reason::Trailing))
         }
     }
 
     /// `usage`; a value of an unexpected shape (say, fractional counts) is
     /// skipped rather than failing the frame, since usage is informational.
-    fn usage(&mut self) -> Result<Option<WireUsage>, ParseError> {
+    fn usage(&mut self) -> Result<Option<Usage>, SyntaxError> {
         let start = self.pos;
-        if let Ok(usage) = self.serde() {
-            return Ok(usage);
+        if let Ok(usage) = self.serde::<Option<WireUsage>>() {
+            return Ok(usage.map(Usage::from));
         }
+        self.detail = None;
         self.pos = start;
         self.value(1)?;
         Ok(None)
     }
 
     /// `choices`: the first element if it is an object; the rest skipped.
-    fn choices(&mut self) -> Result<Option<Choice<'a>>, ParseError> {
-        let mut first = None;
+    fn choices(&mut self, chunk: &mut Chunk<'a>) -> Result<(), SyntaxError> {
         if self.peek() != Some(b'[') {
-            self.value(1)?;
-            return Ok(None);
+            return self.value(1);
         }
         self.array(1, |scan, position| {
             if position == 0 && scan.peek() == Some(b'{') {
-                first = Some(scan.choice()?);
-                Ok(())
+                chunk.choice = true;
+                scan.choice(chunk)
             } else {
                 scan.value(2)
             }
-        })?;
-        Ok(first)
+        })
     }
 
     /// One choice object.
-    fn choice(&mut self) -> Result<Choice<'a>, ParseError> {
-        let mut choice = Choice::default();
-        self.object(2, |scan, key| {
-            match key {
-                "delta" if scan.peek() == Some(b'{') => choice.delta = scan.delta()?,
-                "finish_reason" => choice.finish_reason = scan.text_value(3)?,
-                _ => scan.value(3)?,
+    fn choice(&mut self, chunk: &mut Chunk<'a>) -> Result<(), SyntaxError> {
+        self.object(2, |scan, key| match key {
+            "delta" if scan.peek() == Some(b'{') => scan.delta(&mut chunk.delta),
+            "finish_reason" => {
+                chunk.finish_reason = scan.text_value(3)?;
+                Ok(())
             }
-            Ok(())
-        })?;
-        Ok(choice)
+            _ => scan.value(3),
+        })
     }
 
     /// A delta object.
-    fn delta(&mut self) -> Result<Delta<'a>, ParseError> {
-        let mut delta = Delta::default();
+    fn delta(&mut self, delta: &mut Delta<'a>) -> Result<(), SyntaxError> {
         self.object(3, |scan, key| {
             match key {
                 "content" => delta.content = scan.text_value(4)?,
@@ -233,12 +302,11 @@ impl<'a> Scanner<'a> {
                 _ => scan.value(4)?,
             }
             Ok(())
-        })?;
-        Ok(delta)
+        })
     }
 
     /// A tool-call fragment object.
-    fn tool_fragment(&mut self) -> Result<ToolFragment<'a>, ParseError> {
+    fn tool_fragment(&mut self) -> Result<ToolFragment<'a>, SyntaxError> {
         let mut fragment = ToolFragment::default();
         self.object(5, |scan, key| {
             match key {
@@ -261,80 +329,95 @@ impl<'a> Scanner<'a> {
         Ok(fragment)
     }
 
-    /// Walks an object at the cursor, calling `member` with each raw key
+    /// Walks the object at the cursor, calling `member` with each raw key
     /// (escapes not decoded; the keys etch reads never need them) with the
     /// cursor on the value, which `member` must consume.
     fn object(
         &mut self,
         depth: usize,
-        mut member: impl FnMut(&mut Self, &'a str) -> Result<(), ParseError>,
-    ) -> Result<(), ParseError> {
+        mut member: impl FnMut(&mut Self, &'a str) -> Result<(), SyntaxError>,
+    ) -> Result<(), SyntaxError> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        debug_assert_eq!(bytes.get(self.pos), Some(&b'{'));
         if depth >= MAX_DEPTH {
-            return Err("nesting too deep".into());
+            return Err(syntax(self.pos, Reason::TooDeep));
         }
-        self.expect(b'{')?;
-        self.skip_ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
+        let mut at = skip_ws(bytes, self.pos + 1); // past `{`
+        if bytes.get(at) == Some(&b'}') {
+            self.pos = at + 1;
             return Ok(());
         }
         loop {
-            self.skip_ws();
-            let (key, _) = self.string()?;
-            self.skip_ws();
-            self.expect(b':')?;
-            self.skip_ws();
+            let (end, _) = scan_string(bytes, at)?;
+            let key = &text[at + 1..end];
+            at = skip_ws(bytes, end + 1);
+            if bytes.get(at) != Some(&b':') {
+                return Err(syntax(at, Reason::ExpectedColon));
+            }
+            self.pos = skip_ws(bytes, at + 1);
             member(self, key)?;
-            self.skip_ws();
-            match self.bump() {
-                Some(b',') => {}
-                Some(b'}') => return Ok(()),
-                _ => return Err("expected `,` or `}`".into()),
+            at = skip_ws(bytes, self.pos);
+            match bytes.get(at) {
+                Some(b',') => at = skip_ws(bytes, at + 1),
+                Some(b'}') => {
+                    self.pos = at + 1;
+                    return Ok(());
+                }
+                _ => return Err(syntax(at, Reason::ExpectedSeparator)),
             }
         }
     }
 
-    /// Walks an array at the cursor, calling `element` with each position
+    /// Walks the array at the cursor, calling `element` with each position
     /// and the cursor on the element, which `element` must consume.
     fn array(
         &mut self,
         depth: usize,
-        mut element: impl FnMut(&mut Self, usize) -> Result<(), ParseError>,
-    ) -> Result<(), ParseError> {
+        mut element: impl FnMut(&mut Self, usize) -> Result<(), SyntaxError>,
+    ) -> Result<(), SyntaxError> {
+        let bytes = self.text.as_bytes();
+        debug_assert_eq!(bytes.get(self.pos), Some(&b'['));
         if depth >= MAX_DEPTH {
-            return Err("nesting too deep".into());
+            return Err(syntax(self.pos, Reason::TooDeep));
         }
-        self.expect(b'[')?;
-        self.skip_ws();
-        if self.peek() == Some(b']') {
-            self.pos += 1;
+        let mut at = skip_ws(bytes, self.pos + 1); // past `[`
+        if bytes.get(at) == Some(&b']') {
+            self.pos = at + 1;
             return Ok(());
         }
         let mut position = 0;
         loop {
-            self.skip_ws();
+            self.pos = at;
             element(self, position)?;
             position += 1;
-            self.skip_ws();
-            match self.bump() {
-                Some(b',') => {}
-                Some(b']') => return Ok(()),
-                _ => return Err("expected `,` or `]`".into()),
+            at = skip_ws(bytes, self.pos);
+            match bytes.get(at) {
+                Some(b',') => at = skip_ws(bytes, at + 1),
+                Some(b']') => {
+                    self.pos = at + 1;
+                    return Ok(());
+                }
+                _ => return Err(syntax(at, Reason::ExpectedSeparator)),
             }
         }
     }
 
     /// A string value, decoded; `None` for `null` or any non-string value
     /// (which is skipped).
-    fn text_value(&mut self, depth: usize) -> Result<Option<Cow<'a, str>>, ParseError> {
+    fn text_value(&mut self, depth: usize) -> Result<Option<Cow<'a, str>>, SyntaxError> {
         if self.peek() != Some(b'"') {
             self.value(depth)?;
             return Ok(None);
         }
-        let (raw, escaped) = self.string()?;
+        let (end, escaped) = scan_string(self.bytes(), self.pos)?;
+        let raw = &self.text[self.pos + 1..end];
         if escaped {
-            unescape(raw).map(Some)
+            let text = unescape(raw).map_err(|_| syntax(self.pos, Reason::BadEscape))?;
+            self.pos = end + 1;
+            Ok(Some(text))
         } else {
+            self.pos = end + 1;
             Ok(Some(Cow::Borrowed(raw)))
         }
     }
@@ -342,7 +425,7 @@ impl<'a> Scanner<'a> {
     /// Like [`text_value`](Self::text_value), but an object or array (tool
     /// arguments sent as JSON rather than as a JSON string) is kept as its
     /// JSON text.
-    fn json_text_value(&mut self, depth: usize) -> Result<Option<Cow<'a, str>>, ParseError> {
+    fn json_text_value(&mut self, depth: usize) -> Result<Option<Cow<'a, str>>, SyntaxError> {
         if matches!(self.peek(), Some(b'{' | b'[')) {
             let start = self.pos;
             self.value(depth)?;
@@ -352,14 +435,14 @@ impl<'a> Scanner<'a> {
     }
 
     /// A non-negative integer value; `None` for anything else (skipped).
-    fn index_value(&mut self, depth: usize) -> Result<Option<usize>, ParseError> {
+    fn index_value(&mut self, depth: usize) -> Result<Option<usize>, SyntaxError> {
         let start = self.pos;
         self.value(depth)?;
         Ok(self.text[start..self.pos].parse().ok())
     }
 
     /// Deserializes the value at the cursor with serde and moves past it.
-    fn serde<T: Deserialize<'a>>(&mut self) -> Result<T, ParseError> {
+    fn serde<T: Deserialize<'a>>(&mut self) -> Result<T, SyntaxError> {
         let rest = &self.text[self.pos..];
         let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
         match values.next() {
@@ -367,103 +450,113 @@ impl<'a> Scanner<'a> {
                 self.pos += values.byte_offset();
                 Ok(value)
             }
-            Some(Err(err)) => Err(err.to_string().into()),
-            None => Err("expected a value".into()),
+            Some(Err(err)) => {
+                self.detail = Some(err.to_string());
+                Err(syntax(self.pos, Reason::Serde))
+            }
+            None => Err(syntax(self.pos, Reason::ExpectedValue)),
         }
     }
 
     /// Moves past one value of any kind.
-    fn value(&mut self, depth: usize) -> Result<(), ParseError> {
-        match self.peek() {
-            Some(b'"') => self.string().map(drop),
-            Some(b'{') => self.object(depth, |scan, _| scan.value(depth + 1)),
-            Some(b'[') => self.array(depth, |scan, _| scan.value(depth + 1)),
-            Some(b't') => self.literal("true"),
-            Some(b'f') => self.literal("false"),
-            Some(b'n') => self.literal("null"),
-            Some(b'-' | b'0'..=b'9') => {
-                self.pos += 1;
-                while matches!(
-                    self.peek(),
-                    Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
-                ) {
-                    self.pos += 1;
-                }
-                Ok(())
-            }
-            _ => Err("expected a value".into()),
-        }
+    fn value(&mut self, depth: usize) -> Result<(), SyntaxError> {
+        self.pos = skip_value(self.bytes(), self.pos, depth)?;
+        Ok(())
     }
 
-    /// Moves past a string; returns its raw contents and whether they
-    /// contain escapes.
-    #[inline]
-    fn string(&mut self) -> Result<(&'a str, bool), ParseError> {
-        self.expect(b'"')?;
-        let start = self.pos;
-        let bytes = self.text.as_bytes();
-        let mut at = start;
-        let mut escaped = false;
-        loop {
-            at = quote_or_backslash(bytes, at);
-            match bytes.get(at) {
-                Some(b'"') => {
-                    self.pos = at + 1;
-                    return Ok((&self.text[start..at], escaped));
-                }
-                Some(_) => {
-                    // A backslash and the byte it escapes.
-                    escaped = true;
-                    at += 2;
-                }
-                None => {
-                    self.pos = bytes.len();
-                    return Err("unterminated string".into());
-                }
-            }
-        }
-    }
-
-    /// Moves past the literal `word`, or fails.
-    fn literal(&mut self, word: &str) -> Result<(), ParseError> {
-        if self.text.as_bytes()[self.pos..].starts_with(word.as_bytes()) {
-            self.pos += word.len();
-            Ok(())
-        } else {
-            Err("expected a value".into())
-        }
+    /// The frame as bytes.
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
     }
 
     /// The byte at the cursor.
-    #[inline]
     fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.pos).copied()
+        self.bytes().get(self.pos).copied()
     }
+}
 
-    /// The byte at the cursor, moving past it.
-    #[inline]
-    fn bump(&mut self) -> Option<u8> {
-        let byte = self.peek();
-        self.pos += 1;
-        byte
+/// The position of the first non-whitespace byte at or after `at`.
+#[inline]
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+        at += 1;
     }
+    at
+}
 
-    /// Moves past JSON whitespace.
-    #[inline]
-    fn skip_ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.pos += 1;
+/// Scans the string whose opening quote is at `at`; returns the position of
+/// its closing quote and whether it contains escapes (which are not
+/// validated here).
+#[inline]
+fn scan_string(bytes: &[u8], at: usize) -> Result<(usize, bool), SyntaxError> {
+    if bytes.get(at) != Some(&b'"') {
+        return Err(syntax(at, Reason::ExpectedString));
+    }
+    let mut at = at + 1;
+    let mut escaped = false;
+    loop {
+        at = quote_or_backslash(bytes, at);
+        match bytes.get(at) {
+            Some(b'"') => return Ok((at, escaped)),
+            Some(_) => {
+                // A backslash and the byte it escapes.
+                escaped = true;
+                at += 2;
+            }
+            None => return Err(syntax(bytes.len(), Reason::Unterminated)),
         }
     }
+}
 
-    /// Moves past `byte`, or fails.
-    #[inline]
-    fn expect(&mut self, byte: u8) -> Result<(), ParseError> {
-        if self.bump() == Some(byte) {
-            Ok(())
+/// Moves past the value at `at` (at most `MAX_DEPTH` deep); returns the
+/// position after it.
+fn skip_value(bytes: &[u8], at: usize, depth: usize) -> Result<usize, SyntaxError> {
+    let literal = |word: &[u8]| {
+        if bytes.get(at..at + word.len()) == Some(word) {
+            Ok(at + word.len())
         } else {
-            Err("unexpected character".into())
+            Err(syntax(at, Reason::ExpectedValue))
         }
+    };
+    match bytes.get(at) {
+        Some(b'"') => scan_string(bytes, at).map(|(end, _)| end + 1),
+        Some(&open @ (b'{' | b'[')) => {
+            if depth >= MAX_DEPTH {
+                return Err(syntax(at, Reason::TooDeep));
+            }
+            let close = if open == b'{' { b'}' } else { b']' };
+            let mut at = skip_ws(bytes, at + 1);
+            if bytes.get(at) == Some(&close) {
+                return Ok(at + 1);
+            }
+            loop {
+                if open == b'{' {
+                    let (end, _) = scan_string(bytes, at)?;
+                    at = skip_ws(bytes, end + 1);
+                    if bytes.get(at) != Some(&b':') {
+                        return Err(syntax(at, Reason::ExpectedColon));
+                    }
+                    at = skip_ws(bytes, at + 1);
+                }
+                at = skip_ws(bytes, skip_value(bytes, at, depth + 1)?);
+                match bytes.get(at) {
+                    Some(b',') => at = skip_ws(bytes, at + 1),
+                    Some(&byte) if byte == close => return Ok(at + 1),
+                    _ => return Err(syntax(at, Reason::ExpectedSeparator)),
+                }
+            }
+        }
+        Some(b't') => literal(b"true"),
+        Some(b'f') => literal(b"false"),
+        Some(b'n') => literal(b"null"),
+        Some(b'-' | b'0'..=b'9') => {
+            let mut at = at + 1;
+            while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = bytes.get(at) {
+                at += 1;
+            }
+            Ok(at)
+        }
+        _ => Err(syntax(at, Reason::ExpectedValue)),
     }
 }
 
@@ -507,7 +600,7 @@ fn quote_or_backslash(bytes: &[u8], from: usize) -> usize {
 /// Decodes the escapes of a JSON string's raw contents. A lone UTF-16
 /// surrogate (which models do emit when a multi-byte character is split
 /// between tokens) becomes U+FFFD instead of failing the frame.
-fn unescape(raw: &str) -> Result<Cow<'_, str>, ParseError> {
+fn unescape(raw: &str) -> Result<Cow<'_, str>, &'static str> {
     let bytes = raw.as_bytes();
     let mut out = String::with_capacity(raw.len());
     let mut at = 0;
@@ -544,14 +637,14 @@ fn unescape(raw: &str) -> Result<Cow<'_, str>, ParseError> {
                     char::from_u32(high).unwrap_or(char::REPLACEMENT_CHARACTER)
                 }
             }
-            _ => return Err("invalid escape in string".into()),
+            _ => return Err("invalid escape in string"),
         });
     }
     Ok(Cow::Owned(out))
 }
 
 /// The four hex digits of a `\u` escape starting at `at`.
-fn hex4(bytes: &[u8], at: usize) -> Result<u32, ParseError> {
+fn hex4(bytes: &[u8], at: usize) -> Result<u32, &'static str> {
     let digits = bytes.get(at..at + 4).ok_or("truncated \\u escape")?;
     digits.iter().try_fold(0, |value, digit| {
         let nibble = char::from(*digit)
@@ -709,14 +802,14 @@ impl ChatDecoder {
             return Err(error_from_value(None, &error, true)
                 .unwrap_or_else(|| generic_error(None, &error.to_string())));
         }
-        if let Some(usage) = chunk.usage {
-            self.usage = Some(usage.into());
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
         }
-        let Some(choice) = chunk.choice else {
+        if !chunk.choice {
             return Ok(());
-        };
-        self.delta(choice.delta, out);
-        if let Some(reason) = non_empty(choice.finish_reason) {
+        }
+        self.delta(chunk.delta, out);
+        if let Some(reason) = non_empty(chunk.finish_reason) {
             self.finish_reason = Some(map_finish_reason(&reason));
         }
         Ok(())
@@ -1844,14 +1937,14 @@ mod tests {
                 let chunk =
                     parse_chunk(text).unwrap_or_else(|e| panic!("case {case}: {e}: {text}"));
                 let first = value["choices"].get(0).filter(|c| c.is_object());
-                assert_eq!(chunk.choice.is_some(), first.is_some(), "case {case}");
+                assert_eq!(chunk.choice, first.is_some(), "case {case}");
                 assert_eq!(
                     chunk.usage.is_some(),
                     value.get("usage").is_some(),
                     "case {case}"
                 );
-                let Some(choice) = chunk.choice else { continue };
-                let first = first.unwrap();
+                let Some(first) = first else { continue };
+                let choice = &chunk;
                 let delta = &first["delta"];
                 let got = |field: &Option<Cow<'_, str>>| field.as_deref().map(str::to_owned);
                 assert_eq!(

@@ -4,3 +4,6 @@
 pub mod chat;
 pub mod chat_decode;
 pub mod chat_request;
+pub mod responses;
+pub mod responses_decode;
+pub mod responses_request;

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Whole-process agent benchmark (issue 4): etch against a local
+# OpenAI-compatible server that answers at once (a small Python server
+# started here), in one run:
+#   - `-p` with one request: wall time and peak RSS (targets 15 ms, 15 MiB)
+#   - each extra tool round, a `bash` call running `echo hi` (target 8 ms)
+#   - 512 KB of streamed text: wall time and peak RSS (targets 30 ms, 20 MiB)
+# For reference, on this machine Pi needs 1412 ms for one request and 65 ms
+# per round, Codex CLI 375 ms and 83 ms.
+#
+# Usage: bench/agent.sh [RUNS]   (default 20)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-20}"
+if [ ! -x /usr/bin/time ]; then
+  apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
+fi
+cargo build --release --locked -q -p etch
+etch="$PWD/target/release/etch"
+work="$(mktemp -d)"
+trap 'kill "$server_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+cat > "$work/server.py" <<'PY'
+import json, sys
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+
+def chunk(delta, finish=None):
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    def log_message(self, *a): pass
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        scenario = self.path.split("/")[1]
+        frames = []
+        if scenario.startswith("rounds-"):
+            wanted = int(scenario.split("-")[1])
+            done = sum(1 for m in body["messages"] if m["role"] == "tool")
+            if done < wanted:
+                frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{done}", "type": "function",
+                    "function": {"name": "bash", "arguments": "{\"command\":\"echo hi\"}"}}]}))
+                frames.append(chunk({}, "tool_calls"))
+            else:
+                frames.append(chunk({"content": "done"}))
+                frames.append(chunk({}, "stop"))
+        elif scenario == "big":
+            piece = "x" * 8191 + "\n"
+            for _ in range(64):
+                frames.append(chunk({"content": piece}))
+            frames.append(chunk({}, "stop"))
+        else:
+            frames.append(chunk({"content": "hello"}))
+            frames.append(chunk({}, "stop"))
+        frames.append({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+        data = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+PY
+python3 "$work/server.py" > "$work/port" &
+server_pid=$!
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+port="$(cat "$work/port")"
+mkdir -p "$work/ws"
+cd "$work/ws"
+export HOME="$work" NO_PROXY=127.0.0.1
+unset OPENAI_API_KEY OPENROUTER_API_KEY CODEX_ACCESS_TOKEN ANTHROPIC_API_KEY HTTP_PROXY HTTPS_PROXY http_proxy https_proxy
+python3 - "$etch" "$port" "$runs" <<'PY'
+import statistics, subprocess, sys, time
+etch, port, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def cmd(scenario):
+    return [etch, "--provider", "openai", "--api-key", "unused", "--model", "bench",
+            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "-p", "go"]
+
+def median_ms(argv):
+    for _ in range(3):
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+def peak_mib(argv):
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, check=True)
+    return int(out.stderr.strip().splitlines()[-1]) / 1024
+
+one = median_ms(cmd("text"))
+r1 = median_ms(cmd("rounds-1"))
+r11 = median_ms(cmd("rounds-11"))
+big = median_ms(cmd("big"))
+shell = median_ms(["bash", "-lc", "echo hi"])
+per_round = (r11 - r1) / 10
+print(f"runs per figure:              {runs}")
+print(f"-p, one request:              {one:7.2f} ms  peak {peak_mib(cmd('text')):5.1f} MiB  (targets 15 ms, 15 MiB; Pi 1412 ms, Codex 375 ms)")
+print(f"per extra tool round (bash):  {per_round:7.2f} ms  (1 round {r1:.2f} ms, 11 rounds {r11:.2f} ms; target 8 ms; Pi 65 ms, Codex 83 ms)")
+print(f"  of which bash -lc 'echo hi': {shell:7.2f} ms  (the login shell itself, measured alone)")
+print(f"  harness cost per round:     {per_round - shell:7.2f} ms")
+print(f"512 KB streamed text:         {big:7.2f} ms  peak {peak_mib(cmd('big')):5.1f} MiB  (targets 30 ms, 20 MiB)")
+PY

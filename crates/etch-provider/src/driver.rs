@@ -1,0 +1,300 @@
+//! The streaming pass driver shared by every HTTP provider.
+//!
+//! One model pass is: POST a serialized body, read an SSE response through
+//! a provider-specific [`StreamDecoder`], forward the decoded events, and
+//! report `model.metrics`. The driver owns what is the same everywhere:
+//! retries of transient failures before any output (C34, honouring
+//! `Retry-After`), error bodies turned into typed errors, the idle timeout,
+//! cancellation, byte and latency metrics, and holding `Done` back until the
+//! metrics are out. It knows no vendor's JSON.
+
+use std::time::{Duration, Instant};
+
+use etch_model::{ErrorKind, Metrics, ModelError, StreamEvent, StreamSender};
+use tokio_util::sync::CancellationToken;
+
+use crate::http::{self, RetryPolicy};
+use crate::sse::{SseFrame, SseParser};
+
+/// Most bytes of an error body kept for the message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Turns a provider's SSE frames into stream events.
+pub trait StreamDecoder: Send {
+    /// Decodes one frame, appending events to `out`.
+    fn frame(&mut self, frame: &SseFrame, out: &mut Vec<StreamEvent>) -> Result<(), ModelError>;
+    /// The body ended: closes open blocks and appends `Done`, or fails.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ModelError>;
+    /// Whether any model output was decoded (no retry after that).
+    fn has_output(&self) -> bool;
+}
+
+/// Everything a pass sends.
+#[derive(Debug, Clone)]
+pub struct HttpPass {
+    /// Endpoint URL.
+    pub url: String,
+    /// Extra request headers (authorization, versions).
+    pub headers: Vec<(String, String)>,
+    /// The serialized JSON body.
+    pub body: Vec<u8>,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// How long the stream may be silent.
+    pub idle_timeout: Duration,
+    /// Metrics with the request shape already filled in.
+    pub metrics: Metrics,
+    /// Decodes a non-2xx response body into a typed error.
+    pub error_body: fn(u16, &str) -> ModelError,
+}
+
+/// How one HTTP attempt ended.
+enum Attempt {
+    /// The stream finished (successfully or with an error event sent).
+    Finished,
+    /// Failed before any output; may be retried.
+    Retry(ModelError, Option<Duration>),
+    /// Cancelled; nothing more to send.
+    Cancelled,
+}
+
+/// State of a running pass.
+struct Run<'a> {
+    /// What to send.
+    pass: &'a mut HttpPass,
+    /// Where events go.
+    tx: &'a StreamSender,
+    /// Run cancellation.
+    cancel: &'a CancellationToken,
+    /// When the pass started.
+    started: Instant,
+    /// A `Done` decoded mid-stream, held until the metrics are sent.
+    done: Option<StreamEvent>,
+}
+
+/// Runs one pass with retries, creating a fresh decoder per attempt.
+pub async fn run<D: StreamDecoder>(
+    mut pass: HttpPass,
+    make_decoder: impl Fn() -> D,
+    tx: &StreamSender,
+    cancel: &CancellationToken,
+) {
+    let mut run = Run {
+        pass: &mut pass,
+        tx,
+        cancel,
+        started: Instant::now(),
+        done: None,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        run.pass.metrics.requests += 1;
+        match run.attempt(make_decoder()).await {
+            Attempt::Finished | Attempt::Cancelled => return,
+            Attempt::Retry(err, retry_after) => {
+                let policy = &run.pass.retry;
+                if attempt > policy.max_retries {
+                    let message = if policy.max_retries > 0 {
+                        format!(
+                            "{} (gave up after {} retries)",
+                            err.message, policy.max_retries
+                        )
+                    } else {
+                        err.message
+                    };
+                    run.fail(ModelError::new(err.kind, message)).await;
+                    return;
+                }
+                let delay = policy.delay(attempt, retry_after);
+                if !http::sleep_unless_cancelled(delay, cancel).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Sends the metrics and then the error.
+    async fn fail(&mut self, err: ModelError) {
+        self.pass.metrics.duration_ms = millis(self.started.elapsed());
+        self.tx
+            .send(StreamEvent::Metrics(self.pass.metrics.clone()))
+            .await;
+        self.tx.send(StreamEvent::Error(err)).await;
+    }
+
+    /// One HTTP request and its stream.
+    async fn attempt<D: StreamDecoder>(&mut self, mut decoder: D) -> Attempt {
+        let http = match http::client() {
+            Ok(h) => h,
+            Err(e) => {
+                self.tx.send(StreamEvent::Error(e)).await;
+                return Attempt::Finished;
+            }
+        };
+        let url = self.pass.url.clone();
+        let mut builder = http
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(self.pass.body.clone());
+        for (name, value) in &self.pass.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let sent = tokio::select! {
+            () = self.cancel.cancelled() => return Attempt::Cancelled,
+            r = builder.send() => r,
+        };
+        let mut response = match sent {
+            Ok(r) => r,
+            Err(e) => return Attempt::Retry(http::transport_error(&url, &e), None),
+        };
+        self.pass.metrics.headers_ms = millis(self.started.elapsed());
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = http::retry_after(response.headers());
+            let body = read_error_body(&mut response, self.cancel).await;
+            self.pass.metrics.response_bytes += body.len() as u64;
+            let err = (self.pass.error_body)(status.as_u16(), &body);
+            let err = ModelError::new(
+                err.kind,
+                format!("{url} answered {status}: {}", err.message),
+            );
+            if err.kind == ErrorKind::Transient {
+                return Attempt::Retry(err, retry_after);
+            }
+            self.fail(err).await;
+            return Attempt::Finished;
+        }
+        self.stream_body(&url, &mut response, &mut decoder).await
+    }
+
+    /// Reads the SSE body, forwarding decoded events.
+    async fn stream_body<D: StreamDecoder>(
+        &mut self,
+        url: &str,
+        response: &mut reqwest::Response,
+        decoder: &mut D,
+    ) -> Attempt {
+        let idle = self.pass.idle_timeout;
+        let mut parser = SseParser::new();
+        let mut frames: Vec<SseFrame> = Vec::new();
+        let mut events: Vec<StreamEvent> = Vec::new();
+        loop {
+            let chunk = tokio::select! {
+                () = self.cancel.cancelled() => return Attempt::Cancelled,
+                r = tokio::time::timeout(idle, response.chunk()) => r,
+            };
+            let chunk = match chunk {
+                Err(_) => {
+                    let err = ModelError::new(
+                        ErrorKind::Transient,
+                        format!(
+                            "{url} sent nothing for {} seconds; the stream looks stalled",
+                            idle.as_secs()
+                        ),
+                    );
+                    return self.fail_or_retry(err, decoder).await;
+                }
+                Ok(Err(e)) => {
+                    let err = ModelError::new(
+                        ErrorKind::Transient,
+                        format!("the connection to {url} broke mid-stream: {e}"),
+                    );
+                    return self.fail_or_retry(err, decoder).await;
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(bytes))) => bytes,
+            };
+            parser.push(&chunk, &mut frames);
+            self.pass.metrics.response_bytes = parser.bytes_read();
+            if let Err(err) = self.decode(&mut frames, decoder, &mut events).await {
+                return self.fail_or_retry(err, decoder).await;
+            }
+        }
+        parser.finish(&mut frames);
+        self.pass.metrics.response_bytes = parser.bytes_read();
+        if let Err(err) = self.decode(&mut frames, decoder, &mut events).await {
+            return self.fail_or_retry(err, decoder).await;
+        }
+        if let Err(err) = decoder.finish(&mut events) {
+            return self.fail_or_retry(err, decoder).await;
+        }
+        self.forward(&mut events).await;
+        self.pass.metrics.duration_ms = millis(self.started.elapsed());
+        self.tx
+            .send(StreamEvent::Metrics(self.pass.metrics.clone()))
+            .await;
+        if let Some(done) = self.done.take() {
+            self.tx.send(done).await;
+        }
+        Attempt::Finished
+    }
+
+    /// Decodes pending frames and forwards their events.
+    async fn decode<D: StreamDecoder>(
+        &mut self,
+        frames: &mut Vec<SseFrame>,
+        decoder: &mut D,
+        events: &mut Vec<StreamEvent>,
+    ) -> Result<(), ModelError> {
+        for frame in frames.drain(..) {
+            decoder.frame(&frame, events)?;
+        }
+        if !events.is_empty() && self.pass.metrics.first_event_ms == 0 {
+            self.pass.metrics.first_event_ms = millis(self.started.elapsed()).max(1);
+        }
+        self.forward(events).await;
+        Ok(())
+    }
+
+    /// Sends events on, holding `Done` back for after the metrics.
+    async fn forward(&mut self, events: &mut Vec<StreamEvent>) {
+        for event in events.drain(..) {
+            if matches!(event, StreamEvent::Done { .. }) {
+                self.done = Some(event);
+            } else if !self.tx.send(event).await {
+                break;
+            }
+        }
+    }
+
+    /// A failure after the stream began: retried only if nothing was shown
+    /// yet (C34), otherwise reported.
+    async fn fail_or_retry<D: StreamDecoder>(&mut self, err: ModelError, decoder: &D) -> Attempt {
+        if err.kind == ErrorKind::Transient && !decoder.has_output() {
+            return Attempt::Retry(err, None);
+        }
+        self.fail(err).await;
+        Attempt::Finished
+    }
+}
+
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body as text.
+async fn read_error_body(response: &mut reqwest::Response, cancel: &CancellationToken) -> String {
+    let mut body = Vec::new();
+    loop {
+        let chunk = tokio::select! {
+            () = cancel.cancelled() => break,
+            r = tokio::time::timeout(Duration::from_secs(30), response.chunk()) => r,
+        };
+        match chunk {
+            Ok(Ok(Some(bytes))) => {
+                body.extend_from_slice(&bytes);
+                if body.len() >= ERROR_BODY_LIMIT {
+                    body.truncate(ERROR_BODY_LIMIT);
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Milliseconds of a duration, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
