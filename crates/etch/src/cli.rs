@@ -88,8 +88,9 @@ pub struct RunArgs {
     /// OpenAI API shape: chat (Chat Completions, the default) or responses.
     #[arg(long, value_name = "API", value_parser = ["chat", "responses"])]
     pub openai_api: Option<String>,
-    /// Reasoning effort for OpenAI Responses and Anthropic (default minimal;
-    /// off sends no reasoning settings). Chat Completions sends none.
+    /// Reasoning effort: for OpenAI Responses (default minimal) and as an
+    /// Anthropic thinking budget (only when given). off sends no reasoning
+    /// settings; Chat Completions never sends any.
     #[arg(long, value_name = "LEVEL", value_parser = ["none", "minimal", "low", "medium", "high", "xhigh", "off"])]
     pub reasoning_effort: Option<String>,
     /// Reasoning summaries for OpenAI Responses (default auto).
