@@ -136,6 +136,12 @@ pub enum Command {
         #[arg(value_name = "PREFIX")]
         prefix: String,
     },
+    /// Log in to, inspect or log out of OpenAI (ChatGPT/Codex subscription).
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  etch auth login\n  etch auth status\n  etch auth logout"
+    )]
+    Auth(crate::auth_cmd::AuthCommand),
     /// Run one built-in tool directly and print exactly what the model would get.
     #[command(
         subcommand,
@@ -165,6 +171,7 @@ impl Command {
             Self::Show { .. } => "show",
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
+            Self::Auth(_) => "auth",
         }
     }
 }

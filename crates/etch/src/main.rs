@@ -6,6 +6,7 @@
 //! command modules, and turns their outcome into an exit code (G14). All agent
 //! behaviour lives in the library crates.
 
+mod auth_cmd;
 mod cli;
 mod exit;
 mod markdown;
@@ -60,6 +61,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
         Some(Command::Show { json, prefix }) => show::show(&place.session_dir, &prefix, json),
+        Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Resume { prefix, run }) => {
             let prompt = run::prompt_text(run.prompt.clone())?;

@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use etch_auth::{AuthInputs, AuthMode, CredentialStore, Secret, oauth, resolve_mode};
 use etch_model::ModelClient;
 use etch_provider::EchoClient;
 use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
@@ -27,9 +28,6 @@ use crate::exit::{self, Failure};
 
 /// Every provider name the `--provider` flag accepts.
 pub const PROVIDERS: [&str; 3] = ["echo", "openai", "anthropic"];
-
-/// OpenAI API-key variables, in precedence order (G17).
-const OPENAI_KEYS: [&str; 2] = ["OPENAI_API_KEY", "OPENROUTER_API_KEY"];
 
 /// The exact stderr line when no credentials are found (C42).
 pub const NO_CREDENTIALS: &str = "etch: no model credentials found; using the offline echo model (see 'etch auth login' or set OPENAI_API_KEY)";
@@ -56,36 +54,39 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// The OpenAI API key: the flag, then the environment in G17 order.
-fn openai_key(args: &RunArgs) -> Option<String> {
-    args.api_key
-        .clone()
-        .or_else(|| OPENAI_KEYS.iter().find_map(|k| env(k)))
+/// Default backend of ChatGPT/Codex logins (E-AUTH-05).
+const CODEX_BASE_URL: &str = "https://chatgpt.com/backend-api/codex";
+
+/// The stored login's file under the home directory, if HOME is set.
+fn credential_store() -> Option<CredentialStore> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| CredentialStore::in_home(std::path::Path::new(&h)))
+}
+
+/// The OpenAI auth mode of E-AUTH-03, with the inputs it was resolved from.
+fn openai_auth(args: &RunArgs) -> (Option<AuthMode>, AuthInputs) {
+    let stored = credential_store().is_some_and(|s| s.exists());
+    let inputs = AuthInputs::from_env(args.api_key.clone().map(Secret::from), stored, env);
+    (resolve_mode(&inputs), inputs)
 }
 
 /// Picks the provider for a run. `recorded` is the provider and model a
 /// resumed session was started with, used when no flag says otherwise.
-pub fn select(args: &RunArgs, recorded: Option<(&str, &str)>) -> Result<Selection, Failure> {
+pub async fn select(args: &RunArgs, recorded: Option<(&str, &str)>) -> Result<Selection, Failure> {
     let provider = args.provider.as_deref().or(recorded.map(|r| r.0));
     let model = args.model.as_deref().or(recorded.map(|r| r.1));
     match provider {
         Some("echo") => Ok(echo(model, None)),
-        Some("openai") => openai(args, model),
+        Some("openai") => openai(args, model).await,
         Some("anthropic") => anthropic_client(args, model),
         Some(other) => Err(Failure::usage(format!(
             "unknown provider \"{other}\": expected one of {}",
             PROVIDERS.join(", ")
         ))),
-        None if openai_key(args).is_some() => openai(args, model),
+        None if openai_auth(args).0.is_some() => openai(args, model).await,
         None if env("ANTHROPIC_API_KEY").is_some() => anthropic_client(args, model),
-        None => {
-            let notice = if env("CODEX_ACCESS_TOKEN").is_some() {
-                "etch: found CODEX_ACCESS_TOKEN but Codex login is not part of this build yet; using the offline echo model".to_string()
-            } else {
-                NO_CREDENTIALS.to_string()
-            };
-            Ok(echo(model, Some(notice)))
-        }
+        None => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
     }
 }
 
@@ -160,22 +161,85 @@ fn anthropic_client(args: &RunArgs, model: Option<&str>) -> Result<Selection, Fa
     })
 }
 
-/// The OpenAI provider over Chat Completions or Responses.
-fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
-    let Some(key) = openai_key(args) else {
-        return Err(Failure::new(
-            exit::FAILED,
-            anyhow::anyhow!(
-                "no OpenAI credentials: set OPENAI_API_KEY (or OPENROUTER_API_KEY) or pass --api-key; \
-                 local servers that need no key take --api-key unused"
-            ),
-        ));
+/// The OpenAI provider: Chat Completions or Responses with an API key, or
+/// Responses on the Codex backend with a ChatGPT/Codex login or token.
+async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
+    let (mode, inputs) = openai_auth(args);
+    let model_name = model.unwrap_or(OPENAI_MODEL).to_string();
+    let (bearer, extra_headers) = match mode {
+        None => {
+            return Err(Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!(
+                    "no OpenAI credentials: run 'etch auth login', set OPENAI_API_KEY (or OPENROUTER_API_KEY) \
+                     or pass --api-key; local servers that need no key take --api-key unused"
+                ),
+            ));
+        }
+        Some(AuthMode::OpenAiApiKey { .. }) => {
+            return Ok(api_key_client(args, model_name, &inputs));
+        }
+        Some(AuthMode::CodexOAuth) => {
+            let Some(store) = credential_store() else {
+                return Err(Failure::new(
+                    exit::FAILED,
+                    anyhow::anyhow!("HOME is not set"),
+                ));
+            };
+            // Refreshed here, before the run's requests (P-AUTH-01).
+            let creds = oauth::ensure_fresh(&store, &oauth::issuer_from_env())
+                .await
+                .map_err(|e| Failure::new(exit::FAILED, e))?;
+            let headers = creds
+                .account_id
+                .map(|id| vec![("chatgpt-account-id".to_string(), id)])
+                .unwrap_or_default();
+            (creds.access_token.expose().to_string(), headers)
+        }
+        Some(AuthMode::CodexToken) => {
+            let token = inputs
+                .secret_for(AuthMode::CodexToken)
+                .map(|s| s.expose().to_string())
+                .unwrap_or_default();
+            (token, Vec::new())
+        }
     };
+    let label = mode.map_or("", AuthMode::label);
+    let base_url = args
+        .base_url
+        .clone()
+        .unwrap_or_else(|| CODEX_BASE_URL.to_string());
+    let notice = format!("etch: openai responses · {model_name} · {base_url} · {label}");
+    Ok(Selection {
+        client: Arc::new(ResponsesClient::new(ResponsesConfig {
+            base_url,
+            bearer: Some(bearer),
+            model: model_name,
+            reasoning_effort: reasoning_effort(args),
+            reasoning_summary: Some(
+                args.reasoning_summary
+                    .clone()
+                    .unwrap_or_else(|| "auto".to_string()),
+            ),
+            extra_headers,
+            retry: retry_policy(),
+            idle_timeout: idle_timeout(),
+        })),
+        notice: Some(notice),
+    })
+}
+
+/// An API-key client: Chat Completions by default, Responses on request.
+fn api_key_client(args: &RunArgs, model: String, inputs: &AuthInputs) -> Selection {
+    let mode = resolve_mode(inputs);
+    let key = mode
+        .and_then(|m| inputs.secret_for(m))
+        .map(|s| s.expose().to_string())
+        .unwrap_or_default();
     let base_url = args
         .base_url
         .clone()
         .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
-    let model = model.unwrap_or(OPENAI_MODEL).to_string();
     let api = args.openai_api.as_deref().unwrap_or("chat");
     let notice = format!("etch: openai {api} · {model} · {base_url} · {LABEL_API_KEY}");
     let client: Arc<dyn ModelClient> = if api == "responses" {
@@ -203,8 +267,8 @@ fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
             idle_timeout: idle_timeout(),
         }))
     };
-    Ok(Selection {
+    Selection {
         client,
         notice: Some(notice),
-    })
+    }
 }

@@ -74,7 +74,7 @@ fn fenced(text: &str) -> String {
 pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<(), Failure> {
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
-    let selection = provider::select(args, None)?;
+    let selection = provider::select(args, None).await?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
     }
@@ -128,7 +128,8 @@ pub async fn run_resume(
             loaded.header.provider.as_str(),
             loaded.header.model.as_str(),
         )),
-    )?;
+    )
+    .await?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
     }

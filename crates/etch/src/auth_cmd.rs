@@ -1,0 +1,123 @@
+//! `etch auth login|status|logout` (E-CLI-10, E-AUTH-02, E-AUTH-07).
+//!
+//! A thin layer over `etch-auth`: it picks the home directory, prints the
+//! device code for the user, and reports which credentials a run would use.
+//! Tokens are never printed.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use etch_auth::{AuthInputs, CredentialStore, LoginOptions, Secret, oauth, resolve_mode};
+
+use crate::exit::{self, Failure};
+use crate::output::print_line;
+
+/// Auth subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Log in with a ChatGPT/Codex subscription (device flow): open the link
+    /// shown, enter the code, and etch stores the tokens in
+    /// ~/.etch/auth/openai.json (mode 0600).
+    #[command(after_help = "Example:\n  etch auth login")]
+    Login,
+    /// Show which credentials a run would use (the auth mode label) and
+    /// whether a login is stored.
+    #[command(after_help = "Example:\n  etch auth status")]
+    Status,
+    /// Remove the stored login.
+    #[command(after_help = "Example:\n  etch auth logout")]
+    Logout,
+}
+
+/// The user's home directory, required for the credential file.
+fn home() -> Result<PathBuf, Failure> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!("HOME is not set; etch keeps its login under ~/.etch/auth"),
+            )
+        })
+}
+
+/// Runs an auth subcommand.
+pub async fn run(command: AuthCommand, api_key: Option<String>) -> Result<(), Failure> {
+    let store = CredentialStore::in_home(&home()?);
+    match command {
+        AuthCommand::Login => login(&store).await,
+        AuthCommand::Status => status(&store, api_key),
+        AuthCommand::Logout => {
+            let removed = store.delete().map_err(|e| Failure::new(exit::FAILED, e))?;
+            if removed {
+                print_line(&format!("Logged out: removed {}", store.path().display()));
+            } else {
+                print_line(&format!("No stored login at {}", store.path().display()));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The device flow, cancelled by Ctrl-C.
+async fn login(store: &CredentialStore) -> Result<(), Failure> {
+    let issuer = oauth::issuer_from_env();
+    let options = LoginOptions::default();
+    let flow = oauth::login_and_save(store, &issuer, &options, |code| {
+        print_line(&format!(
+            "To log in, open {} in a browser and enter the code {}",
+            code.verification_url, code.user_code
+        ));
+        print_line("Waiting for approval (Ctrl-C to cancel)...");
+    });
+    let result = tokio::select! {
+        r = flow => r,
+        _ = tokio::signal::ctrl_c() => {
+            return Err(Failure::new(exit::INTERRUPTED, anyhow::anyhow!("login cancelled")));
+        }
+    };
+    let credentials = result.map_err(|e| Failure::new(exit::FAILED, e))?;
+    let account = credentials
+        .account_id
+        .as_deref()
+        .map(|a| format!(" (account {a})"))
+        .unwrap_or_default();
+    print_line(&format!(
+        "Logged in: OpenAI: ChatGPT/Codex subscription{account}; credentials saved to {}",
+        store.path().display()
+    ));
+    Ok(())
+}
+
+/// Reports the active auth mode and the stored login.
+fn status(store: &CredentialStore, api_key: Option<String>) -> Result<(), Failure> {
+    let stored = store.load().map_err(|e| Failure::new(exit::FAILED, e))?;
+    let inputs = AuthInputs::from_env(api_key.map(Secret::from), stored.is_some(), |k| {
+        std::env::var(k).ok().filter(|v| !v.is_empty())
+    });
+    match resolve_mode(&inputs) {
+        Some(mode) => print_line(&format!("active: {}", mode.label())),
+        None if std::env::var_os("ANTHROPIC_API_KEY").is_some_and(|v| !v.is_empty()) => {
+            print_line("active: Anthropic: API key (ANTHROPIC_API_KEY)");
+        }
+        None => print_line("active: none; runs use the offline echo model"),
+    }
+    match stored {
+        Some(creds) => {
+            let account = creds.account_id.as_deref().unwrap_or("unknown account");
+            print_line(&format!(
+                "stored login: {} ({account}, access token valid until {})",
+                store.path().display(),
+                creds
+                    .expires_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ));
+        }
+        None => print_line(&format!(
+            "stored login: none at {} (run 'etch auth login')",
+            store.path().display()
+        )),
+    }
+    Ok(())
+}
