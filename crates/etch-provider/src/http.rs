@@ -45,6 +45,21 @@ impl RetryPolicy {
     }
 }
 
+/// The future a [`CredentialSource`] returns: request headers, or why the
+/// credentials cannot be used.
+pub type HeadersFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<(String, String)>, ModelError>> + Send + 'a>,
+>;
+
+/// Supplies request headers carrying credentials right before each request
+/// (P-AUTH-01), so a login token that expires during a long tool phase is
+/// refreshed instead of failing the next pass. Implemented outside this
+/// crate (the binary wires the stored ChatGPT/Codex login).
+pub trait CredentialSource: Send + Sync {
+    /// The headers to add to the next request, e.g. `authorization`.
+    fn headers(&self) -> HeadersFuture<'_>;
+}
+
 /// Default idle timeout: how long a stream may send nothing before it is
 /// declared stalled.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);

@@ -22,7 +22,12 @@ pub enum AuthCommand {
     Login,
     /// Show which credentials a run would use (the auth mode label) and
     /// whether a login is stored.
-    #[command(after_help = "Example:\n  etch auth status")]
+    #[command(after_help = "The active mode is one of:\n  \
+        OpenAI: ChatGPT/Codex subscription   (etch auth login)\n  \
+        OpenAI: Platform API key             (--api-key, OPENAI_API_KEY, OPENROUTER_API_KEY)\n  \
+        OpenAI: Codex access token           (CODEX_ACCESS_TOKEN)\n  \
+        Anthropic: API key                   (ANTHROPIC_API_KEY)\n\n\
+        Example:\n  etch auth status")]
     Status,
     /// Remove the stored login.
     #[command(after_help = "Example:\n  etch auth logout")]

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etch_auth::{AuthInputs, AuthMode, CredentialStore, Secret, oauth, resolve_mode};
-use etch_model::ModelClient;
+use etch_model::{ErrorKind, ModelClient, ModelError};
 use etch_provider::EchoClient;
 use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
-use etch_provider::http::{DEFAULT_IDLE_TIMEOUT, RetryPolicy};
+use etch_provider::http::{CredentialSource, DEFAULT_IDLE_TIMEOUT, HeadersFuture, RetryPolicy};
 use etch_provider::openai::chat::{ChatClient, ChatConfig};
 use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
 
@@ -166,7 +166,7 @@ fn anthropic_client(args: &RunArgs, model: Option<&str>) -> Result<Selection, Fa
 async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
     let (mode, inputs) = openai_auth(args);
     let model_name = model.unwrap_or(OPENAI_MODEL).to_string();
-    let (bearer, extra_headers) = match mode {
+    let (bearer, credentials): (Option<String>, Option<Arc<dyn CredentialSource>>) = match mode {
         None => {
             return Err(Failure::new(
                 exit::FAILED,
@@ -186,23 +186,23 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
                     anyhow::anyhow!("HOME is not set"),
                 ));
             };
-            // Refreshed here, before the run's requests (P-AUTH-01).
-            let creds = oauth::ensure_fresh(&store, &oauth::issuer_from_env())
+            let login = CodexLogin {
+                store,
+                issuer: oauth::issuer_from_env(),
+            };
+            // Fail before the session starts if the login cannot be used;
+            // every request then checks (and refreshes) it again.
+            oauth::ensure_fresh(&login.store, &login.issuer)
                 .await
                 .map_err(|e| Failure::new(exit::FAILED, e))?;
-            let headers = creds
-                .account_id
-                .map(|id| vec![("chatgpt-account-id".to_string(), id)])
-                .unwrap_or_default();
-            (creds.access_token.expose().to_string(), headers)
+            (None, Some(Arc::new(login)))
         }
-        Some(AuthMode::CodexToken) => {
-            let token = inputs
+        Some(AuthMode::CodexToken) => (
+            inputs
                 .secret_for(AuthMode::CodexToken)
-                .map(|s| s.expose().to_string())
-                .unwrap_or_default();
-            (token, Vec::new())
-        }
+                .map(|s| s.expose().to_string()),
+            None,
+        ),
     };
     let label = mode.map_or("", AuthMode::label);
     let base_url = args
@@ -213,7 +213,7 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
     Ok(Selection {
         client: Arc::new(ResponsesClient::new(ResponsesConfig {
             base_url,
-            bearer: Some(bearer),
+            bearer,
             model: model_name,
             reasoning_effort: reasoning_effort(args),
             reasoning_summary: Some(
@@ -221,12 +221,41 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
                     .clone()
                     .unwrap_or_else(|| "auto".to_string()),
             ),
-            extra_headers,
+            extra_headers: Vec::new(),
+            credentials,
             retry: retry_policy(),
             idle_timeout: idle_timeout(),
         })),
         notice: Some(notice),
     })
+}
+
+/// The stored ChatGPT/Codex login as a per-request credential source: each
+/// request loads it, refreshes it when it is about to expire (P-AUTH-01,
+/// E-AUTH-11) and sends the access token and the account header.
+struct CodexLogin {
+    /// The credential file.
+    store: CredentialStore,
+    /// The OAuth issuer for refreshes.
+    issuer: String,
+}
+
+impl CredentialSource for CodexLogin {
+    fn headers(&self) -> HeadersFuture<'_> {
+        Box::pin(async move {
+            let creds = oauth::ensure_fresh(&self.store, &self.issuer)
+                .await
+                .map_err(|e| ModelError::new(ErrorKind::Auth, e.to_string()))?;
+            let mut headers = vec![(
+                "authorization".to_string(),
+                format!("Bearer {}", creds.access_token.expose()),
+            )];
+            if let Some(account) = creds.account_id {
+                headers.push(("chatgpt-account-id".to_string(), account));
+            }
+            Ok(headers)
+        })
+    }
 }
 
 /// An API-key client: Chat Completions by default, Responses on request.
@@ -254,6 +283,7 @@ fn api_key_client(args: &RunArgs, model: String, inputs: &AuthInputs) -> Selecti
                     .unwrap_or_else(|| "auto".to_string()),
             ),
             extra_headers: Vec::new(),
+            credentials: None,
             retry: retry_policy(),
             idle_timeout: idle_timeout(),
         }))

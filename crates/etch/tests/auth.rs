@@ -152,3 +152,48 @@ fn status_reports_precedence() {
         "{out}"
     );
 }
+
+/// E-AUTH-11, P-AUTH-01: an expired stored login is refreshed before the
+/// request, the new token is saved (0600) and sent.
+#[test]
+fn expired_login_is_refreshed_before_the_request() {
+    let ws = Workspace::new();
+    let dir = ws.home.path().join(".etch/auth");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stale = json!({"type": "openai-codex-oauth", "access_token": "old-at", "refresh_token": "rt-1", "expires_at": "2020-01-01T00:00:00Z", "account_id": "acc_7"});
+    std::fs::write(dir.join("openai.json"), stale.to_string()).unwrap();
+    let issuer = FakeServer::start(vec![Reply::json(
+        200,
+        &json!({"access_token": "new-at", "refresh_token": "rt-2", "expires_in": 3600}),
+    )])
+    .unwrap();
+    let backend = FakeServer::start(vec![Reply::sse(responses_text("fresh"))]).unwrap();
+    let base = format!("{}/codex", backend.url());
+    let run = support::Run(
+        ws.command(&["--base-url", &base, "-p", "hi"])
+            .env("ETCH_OAUTH_ISSUER", issuer.url())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.ok(), "fresh\n");
+    assert_eq!(issuer.requests()[0].path, "/oauth/token");
+    assert_eq!(issuer.requests()[0].json()["refresh_token"], "rt-1");
+    assert_eq!(
+        backend.requests()[0].header("authorization"),
+        Some("Bearer new-at")
+    );
+    assert_eq!(
+        backend.requests()[0].header("chatgpt-account-id"),
+        Some("acc_7")
+    );
+    let saved = std::fs::read_to_string(dir.join("openai.json")).unwrap();
+    assert!(saved.contains("new-at") && saved.contains("rt-2"));
+    assert_eq!(
+        std::fs::metadata(dir.join("openai.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}

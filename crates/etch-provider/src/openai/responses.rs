@@ -6,7 +6,8 @@
 //! It owns the client settings (endpoint, bearer, reasoning, extra headers)
 //! and how they become an [`HttpPass`]. It must not know the wire JSON (see
 //! [`responses_request`] and [`crate::openai::responses_decode`]), how
-//! credentials are obtained or refreshed, or continuation: this transport
+//! credentials are obtained or refreshed (it only asks a
+//! [`crate::http::CredentialSource`] before each request), or continuation: this transport
 //! never sends `previous_response_id` (E-MOD-13, E-MOD-19).
 
 use std::fmt;
@@ -46,6 +47,9 @@ pub struct ResponsesConfig {
     /// Extra request headers, e.g. `ChatGPT-Account-Id` for the Codex
     /// backend.
     pub extra_headers: Vec<(String, String)>,
+    /// Credentials fetched before every request (a refreshable login);
+    /// their headers are added after `bearer` and `extra_headers`.
+    pub credentials: Option<std::sync::Arc<dyn crate::http::CredentialSource>>,
     /// Retry policy (C34).
     pub retry: RetryPolicy,
     /// How long the stream may be silent before it counts as stalled.
@@ -68,6 +72,10 @@ impl fmt::Debug for ResponsesConfig {
             .field("reasoning_effort", &self.reasoning_effort)
             .field("reasoning_summary", &self.reasoning_summary)
             .field("extra_headers", &header_names)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|_| "<source>"),
+            )
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
             .finish()
@@ -169,7 +177,15 @@ impl ModelClient for ResponsesClient {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let (tx, stream) = stream_channel();
         let pass = self.pass(&request);
+        let credentials = self.config.credentials.clone();
         tokio::spawn(async move {
+            let pass = match (pass, credentials) {
+                (Ok(mut pass), Some(source)) => source.headers().await.map(|headers| {
+                    pass.headers.extend(headers);
+                    pass
+                }),
+                (pass, _) => pass,
+            };
             match pass {
                 Ok(pass) => driver::run(pass, ResponsesDecoder::new, &tx, &cancel).await,
                 Err(err) => {
@@ -201,6 +217,7 @@ mod tests {
             reasoning_effort: None,
             reasoning_summary: None,
             extra_headers: vec![("ChatGPT-Account-Id".into(), "acct-1".into())],
+            credentials: None,
             retry: RetryPolicy {
                 max_retries: 2,
                 base_delay: Duration::from_millis(1),
@@ -273,6 +290,7 @@ mod tests {
             reasoning_effort: None,
             reasoning_summary: None,
             extra_headers: Vec::new(),
+            credentials: None,
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(1),
         });
