@@ -10,10 +10,14 @@
 
 use std::time::{Duration, Instant};
 
-use etch_model::{ErrorKind, Metrics, ModelError, StreamEvent, StreamSender};
+use std::sync::Arc;
+
+use etch_model::{
+    ErrorKind, Metrics, ModelError, ModelStream, StreamEvent, StreamSender, stream_channel,
+};
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, RetryPolicy};
+use crate::http::{self, CredentialSource, RetryPolicy};
 use crate::sse::{SseFrame, SseParser};
 
 /// Most bytes of an error body kept for the message.
@@ -70,6 +74,39 @@ struct Run<'a> {
     started: Instant,
     /// A `Done` decoded mid-stream, held until the metrics are sent.
     done: Option<StreamEvent>,
+}
+
+/// Starts a pass on its own task and returns its stream: the whole
+/// `ModelClient::stream` of an HTTP provider. A serialization failure becomes
+/// the stream's error; with a credential source, its headers are fetched
+/// right before the request (P-AUTH-01).
+pub fn spawn<D, F>(
+    pass: Result<HttpPass, ModelError>,
+    make_decoder: F,
+    credentials: Option<Arc<dyn CredentialSource>>,
+    cancel: CancellationToken,
+) -> ModelStream
+where
+    D: StreamDecoder + Sync + 'static,
+    F: Fn() -> D + Send + 'static,
+{
+    let (tx, stream) = stream_channel();
+    tokio::spawn(async move {
+        let pass = match (pass, credentials) {
+            (Ok(mut pass), Some(source)) => source.headers().await.map(|headers| {
+                pass.headers.extend(headers);
+                pass
+            }),
+            (pass, _) => pass,
+        };
+        match pass {
+            Ok(pass) => run(pass, make_decoder, &tx, &cancel).await,
+            Err(err) => {
+                tx.send(StreamEvent::Error(err)).await;
+            }
+        }
+    });
+    stream
 }
 
 /// Runs one pass with retries, creating a fresh decoder per attempt.

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use etch_model::{
     ErrorKind, Metrics, ModelClient, ModelError, ModelRequest, ModelStream, StreamEvent,
-    stream_channel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -188,17 +187,7 @@ impl ModelClient for AnthropicClient {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let (tx, stream) = stream_channel();
-        let pass = self.pass(&request);
-        tokio::spawn(async move {
-            match pass {
-                Ok(pass) => driver::run(pass, AnthropicDecoder::new, &tx, &cancel).await,
-                Err(err) => {
-                    tx.send(StreamEvent::Error(err)).await;
-                }
-            }
-        });
-        stream
+        driver::spawn(self.pass(&request), AnthropicDecoder::new, None, cancel)
     }
 }
 

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use etch_model::{
     ErrorKind, Metrics, ModelClient, ModelError, ModelRequest, ModelStream, StreamEvent,
-    stream_channel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -111,16 +110,6 @@ impl ModelClient for ChatClient {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let (tx, stream) = stream_channel();
-        let pass = self.pass(&request);
-        tokio::spawn(async move {
-            match pass {
-                Ok(pass) => driver::run(pass, ChatDecoder::new, &tx, &cancel).await,
-                Err(err) => {
-                    tx.send(StreamEvent::Error(err)).await;
-                }
-            }
-        });
-        stream
+        driver::spawn(self.pass(&request), ChatDecoder::new, None, cancel)
     }
 }

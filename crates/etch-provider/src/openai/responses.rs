@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use etch_model::{
     ErrorKind, Metrics, ModelClient, ModelError, ModelRequest, ModelStream, StreamEvent,
-    stream_channel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -175,25 +174,12 @@ impl ModelClient for ResponsesClient {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let (tx, stream) = stream_channel();
-        let pass = self.pass(&request);
-        let credentials = self.config.credentials.clone();
-        tokio::spawn(async move {
-            let pass = match (pass, credentials) {
-                (Ok(mut pass), Some(source)) => source.headers().await.map(|headers| {
-                    pass.headers.extend(headers);
-                    pass
-                }),
-                (pass, _) => pass,
-            };
-            match pass {
-                Ok(pass) => driver::run(pass, ResponsesDecoder::new, &tx, &cancel).await,
-                Err(err) => {
-                    tx.send(StreamEvent::Error(err)).await;
-                }
-            }
-        });
-        stream
+        driver::spawn(
+            self.pass(&request),
+            ResponsesDecoder::new,
+            self.config.credentials.clone(),
+            cancel,
+        )
     }
 }
 
