@@ -175,5 +175,60 @@ fn chat_stream(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, chat_stream);
+/// A 10 MB body made of the recorded llama-server stream itself: the
+/// content frames of `stream_plain.resp` repeated, then its own ending
+/// (finish, usage, `[DONE]`). `None` when the fixtures are not beside the
+/// checkout.
+fn recorded_body() -> Option<Vec<u8>> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures/llama-server/qwen2.5-coder-1.5b_tools-template/llama-server.stream_plain.resp"
+    );
+    let raw = std::fs::read_to_string(path).ok()?;
+    let body = raw
+        .split_once("\r\n\r\n")
+        .or_else(|| raw.split_once("\n\n"))?
+        .1;
+    let frames: Vec<&str> = body
+        .split("\n\n")
+        .filter(|f| f.starts_with("data: "))
+        .collect();
+    let (content, ending): (Vec<&str>, Vec<&str>) = frames
+        .iter()
+        .partition(|f| f.contains("\"finish_reason\":null") && f.contains("\"content\""));
+    if content.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(BODY_BYTES + 4096);
+    while out.len() < BODY_BYTES {
+        for frame in &content {
+            out.push_str(frame);
+            out.push_str("\n\n");
+        }
+    }
+    for frame in ending {
+        out.push_str(frame);
+        out.push_str("\n\n");
+    }
+    Some(out.into_bytes())
+}
+
+/// Framing plus decoding of the repeated recorded stream.
+fn recorded_stream(c: &mut Criterion) {
+    let Some(body) = recorded_body() else {
+        eprintln!("recorded fixtures not found beside the checkout; skipping recorded_stream");
+        return;
+    };
+    let events = frame_and_decode(&body, true);
+    assert!(matches!(events.last(), Some(StreamEvent::Done { .. })));
+    let mut group = c.benchmark_group("chat_stream");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.sample_size(30);
+    group.bench_function("recorded_llama_server_10mb", |b| {
+        b.iter(|| frame_and_decode(black_box(&body), false));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, chat_stream, recorded_stream);
 criterion_main!(benches);
