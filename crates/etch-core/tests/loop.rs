@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use etch_core::{Agent, AgentConfig, AgentEvent, Observer, RunError};
+use etch_core::{Agent, AgentConfig, AgentEvent, Observer, RunError, RunOutcome};
 use etch_model::{
     ErrorKind, Message, ModelClient, ModelError, ModelRequest, ModelStream, RequestOptions,
     StopReason, StreamEvent, ToolSpec, Usage, stream_channel,
@@ -264,6 +264,38 @@ fn fixture(client: Arc<dyn ModelClient>, tools: Vec<Arc<dyn Tool>>, max_rounds: 
     }
 }
 
+impl Fixture {
+    /// Runs `prompt` on the fixture's session with a fresh history.
+    async fn run(
+        &mut self,
+        prompt: &str,
+        observer: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        self.agent
+            .run(
+                &mut self.writer,
+                &mut Vec::new(),
+                prompt.into(),
+                observer,
+                cancel,
+            )
+            .await
+    }
+}
+
+/// A token that cancels itself after `ms` milliseconds, to interrupt a run
+/// in flight.
+fn cancel_after(ms: u64) -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        trigger.cancel();
+    });
+    cancel
+}
+
 /// A one-layer system prompt.
 fn etch_prompt_layers() -> Vec<etch_model::SystemLayer> {
     vec![etch_model::SystemLayer {
@@ -353,14 +385,7 @@ async fn parallel_calls_keep_source_order() {
         32,
     );
     let mut rec = Recorder::default();
-    f.agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "go".into(),
-            &mut rec,
-            &CancellationToken::new(),
-        )
+    f.run("go", &mut rec, &CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(
@@ -419,14 +444,7 @@ async fn conflicting_writes_run_in_order() {
         text_pass("done"),
     ]);
     let mut f = fixture(client, vec![Sleeper::new("writer", true, log.clone())], 32);
-    f.agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "go".into(),
-            &mut Recorder::default(),
-            &CancellationToken::new(),
-        )
+    f.run("go", &mut Recorder::default(), &CancellationToken::new())
         .await
         .unwrap();
     let log = log.lock().unwrap().clone();
@@ -451,14 +469,7 @@ async fn bad_calls_become_tool_errors() {
     ]);
     let mut f = fixture(client, vec![Sleeper::new("reader", false, log)], 32);
     let out = f
-        .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "go".into(),
-            &mut Recorder::default(),
-            &CancellationToken::new(),
-        )
+        .run("go", &mut Recorder::default(), &CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(out.final_text, "recovered");
@@ -506,14 +517,7 @@ async fn round_limit_is_typed_and_keeps_the_log() {
     let mut f = fixture(client.clone(), vec![Sleeper::new("reader", false, log)], 2);
     let mut rec = Recorder::default();
     let err = f
-        .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "loop".into(),
-            &mut rec,
-            &CancellationToken::new(),
-        )
+        .run("loop", &mut rec, &CancellationToken::new())
         .await
         .unwrap_err();
     let RunError::ToolRoundLimit(limit) = &err else {
@@ -547,14 +551,7 @@ async fn stream_without_done_is_an_error() {
     ]]);
     let mut f = fixture(client, vec![], 32);
     let err = f
-        .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "hi".into(),
-            &mut Recorder::default(),
-            &CancellationToken::new(),
-        )
+        .run("hi", &mut Recorder::default(), &CancellationToken::new())
         .await
         .unwrap_err();
     let RunError::Model { source, .. } = &err else {
@@ -578,14 +575,7 @@ async fn provider_errors_are_typed() {
     ))]]);
     let mut f = fixture(client, vec![], 32);
     let err = f
-        .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "hi".into(),
-            &mut Recorder::default(),
-            &CancellationToken::new(),
-        )
+        .run("hi", &mut Recorder::default(), &CancellationToken::new())
         .await
         .unwrap_err();
     assert_eq!(err.to_string(), "model error from scripted: 400: bad");
@@ -610,21 +600,9 @@ async fn cancel_during_tools_answers_every_call() {
         ),
     ])]);
     let mut f = fixture(client, vec![Sleeper::new("writer", true, log)], 32);
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        trigger.cancel();
-    });
+    let cancel = cancel_after(100);
     let err = f
-        .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "go".into(),
-            &mut Recorder::default(),
-            &cancel,
-        )
+        .run("go", &mut Recorder::default(), &cancel)
         .await
         .unwrap_err();
     assert!(matches!(err, RunError::Cancelled));
@@ -647,21 +625,9 @@ async fn cancel_during_model_pass_appends_nothing() {
         delay: Duration::from_millis(200),
     });
     let mut f = fixture(client, vec![], 32);
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        trigger.cancel();
-    });
+    let cancel = cancel_after(50);
     let err = f
-        .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "hi".into(),
-            &mut Recorder::default(),
-            &cancel,
-        )
+        .run("hi", &mut Recorder::default(), &cancel)
         .await
         .unwrap_err();
     assert!(matches!(err, RunError::Cancelled));
@@ -682,14 +648,7 @@ async fn steering_is_admitted_after_a_tool_batch() {
         steering: vec!["also check y".into()],
         ..Recorder::default()
     };
-    f.agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "go".into(),
-            &mut rec,
-            &CancellationToken::new(),
-        )
+    f.run("go", &mut rec, &CancellationToken::new())
         .await
         .unwrap();
     let requests = client.requests.lock().unwrap();

@@ -60,6 +60,19 @@ pub trait CredentialSource: Send + Sync {
     fn headers(&self) -> HeadersFuture<'_>;
 }
 
+/// How many characters of a bad frame or error body a message quotes, so a
+/// huge payload cannot flood the terminal.
+pub const QUOTE_CHARS: usize = 200;
+
+/// The first [`QUOTE_CHARS`] characters of `text`, with `…` if cut: how
+/// every provider quotes a payload in an error message.
+pub fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
 /// Default idle timeout: how long a stream may send nothing before it is
 /// declared stalled.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);

@@ -20,12 +20,10 @@ use etch_model::{ErrorKind, ModelError, ProviderItem, StopReason, StreamEvent, U
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::http::quote;
 use crate::openai::chat_decode::{classify_error_message, decode_error_body as generic_body};
 
 use super::request::{API, PROVIDER};
-
-/// How many characters of a bad frame a message quotes.
-const QUOTE_CHARS: usize = 200;
 
 /// One stream event, tagged by its `type`.
 #[derive(Debug, Deserialize)]
@@ -565,14 +563,6 @@ pub fn decode_error_body(status: u16, body: &str) -> ModelError {
             ModelError::new(kind, error.message)
         }
         _ => generic_body(status, body),
-    }
-}
-
-/// The first [`QUOTE_CHARS`] characters of `text`, with `…` if cut.
-fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
     }
 }
 

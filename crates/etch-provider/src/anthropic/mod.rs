@@ -194,6 +194,7 @@ impl ModelClient for AnthropicClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::metrics;
     use etch_model::{
         ContentPart, Message, ProviderItem, RequestOptions, StopReason, SystemLayer, ToolSpec,
     };
@@ -236,23 +237,7 @@ mod tests {
 
     /// Runs one pass to its end and returns every event.
     async fn run(client: &AnthropicClient, request: ModelRequest) -> Vec<StreamEvent> {
-        let mut stream = client.stream(request, CancellationToken::new());
-        let mut events = Vec::new();
-        while let Some(event) = stream.next().await {
-            events.push(event);
-        }
-        events
-    }
-
-    /// The metrics event of a pass.
-    fn metrics(events: &[StreamEvent]) -> &Metrics {
-        events
-            .iter()
-            .find_map(|e| match e {
-                StreamEvent::Metrics(m) => Some(m),
-                _ => None,
-            })
-            .unwrap()
+        crate::testutil::collect(client, request).await
     }
 
     /// C35: efforts map to the decided budgets; off, none and unknown

@@ -186,6 +186,7 @@ impl ModelClient for ResponsesClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::metrics;
     use etch_model::{
         ContentPart, Message, ProviderItem, RequestOptions, StopReason, SystemLayer, ToolCall,
         ToolSpec,
@@ -235,24 +236,7 @@ mod tests {
 
     /// Runs one pass and collects every event.
     async fn run(config: ResponsesConfig, request: ModelRequest) -> Vec<StreamEvent> {
-        let client = ResponsesClient::new(config);
-        let mut stream = client.stream(request, CancellationToken::new());
-        let mut events = Vec::new();
-        while let Some(event) = stream.next().await {
-            events.push(event);
-        }
-        events
-    }
-
-    /// The metrics event of a pass.
-    fn metrics(events: &[StreamEvent]) -> &Metrics {
-        events
-            .iter()
-            .find_map(|e| match e {
-                StreamEvent::Metrics(m) => Some(m),
-                _ => None,
-            })
-            .unwrap()
+        crate::testutil::collect(&ResponsesClient::new(config), request).await
     }
 
     /// The joined text deltas of a pass.

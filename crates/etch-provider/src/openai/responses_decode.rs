@@ -23,11 +23,8 @@ use etch_model::{ErrorKind, ModelError, ProviderItem, StopReason, StreamEvent, U
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::http::quote;
 use crate::openai::chat_decode::classify_error_message;
-
-/// How many characters of a bad frame a message quotes, so a huge payload
-/// cannot flood the terminal.
-const QUOTE_CHARS: usize = 200;
 
 /// A function call seen in this response.
 #[derive(Debug)]
@@ -562,14 +559,6 @@ fn stream_error(value: &Value) -> ModelError {
         classify_error_message(None, &shown, code),
         format!("provider error: {}", quote(&shown)),
     )
-}
-
-/// The first [`QUOTE_CHARS`] characters of `text`, with `…` if cut.
-fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]

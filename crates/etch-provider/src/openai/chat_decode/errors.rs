@@ -12,9 +12,7 @@
 use etch_model::{ErrorKind, ModelError};
 use serde_json::Value;
 
-/// How many characters of a bad frame or error body a message quotes, so a
-/// huge payload cannot flood the terminal.
-const QUOTE_CHARS: usize = 200;
+use crate::http::quote;
 
 /// Lower-case fragments of error messages that mean "the prompt does not fit
 /// the context window", across the servers etch talks to.
@@ -173,19 +171,12 @@ pub(super) fn error_from_value(
     Some(ModelError::new(kind, message))
 }
 
-/// The first [`QUOTE_CHARS`] characters of `text`, with `…` if cut.
-pub(super) fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use etch_model::ErrorKind;
 
-    use super::{QUOTE_CHARS, classify_error_message, decode_error_body};
+    use super::{classify_error_message, decode_error_body};
+    use crate::http::QUOTE_CHARS;
 
     /// The classifier: overflow wording and codes first, then the status,
     /// then code hints for in-stream errors.

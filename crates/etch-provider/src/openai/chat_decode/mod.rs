@@ -30,8 +30,9 @@ use std::borrow::Cow;
 use etch_model::{ErrorKind, ModelError, StopReason, StreamEvent, Usage};
 
 pub use self::errors::{classify_error_message, decode_error_body};
-use self::errors::{error_from_value, generic_error, quote};
+use self::errors::{error_from_value, generic_error};
 use self::scan::{Delta, ToolFragment, parse_chunk};
+use crate::http::quote;
 
 /// Frame data that ends an OpenAI-style stream.
 const DONE: &str = "[DONE]";
