@@ -92,14 +92,7 @@ where
 {
     let (tx, stream) = stream_channel();
     tokio::spawn(async move {
-        let pass = match (pass, credentials) {
-            (Ok(mut pass), Some(source)) => source.headers().await.map(|headers| {
-                pass.headers.extend(headers);
-                pass
-            }),
-            (pass, _) => pass,
-        };
-        match pass {
+        match with_credentials(pass, credentials.as_deref()).await {
             Ok(pass) => run(pass, make_decoder, &tx, &cancel).await,
             Err(err) => {
                 tx.send(StreamEvent::Error(err)).await;
@@ -107,6 +100,19 @@ where
         }
     });
     stream
+}
+
+/// Adds the credential source's headers, fetched now, to `pass`: right
+/// before the request, so a refreshable login is fresh (P-AUTH-01).
+pub async fn with_credentials(
+    pass: Result<HttpPass, ModelError>,
+    credentials: Option<&dyn CredentialSource>,
+) -> Result<HttpPass, ModelError> {
+    let mut pass = pass?;
+    if let Some(source) = credentials {
+        pass.headers.extend(source.headers().await?);
+    }
+    Ok(pass)
 }
 
 /// Runs one pass with retries, creating a fresh decoder per attempt.

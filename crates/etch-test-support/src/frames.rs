@@ -44,6 +44,39 @@ pub fn sse_event(event: &str, data: &str) -> String {
     format!("event: {event}\n{}", sse_data(data))
 }
 
+/// The WebSocket messages carrying the same JSON as `sse_frames` (as produced by
+/// [`sse_data`], [`sse_event`] and the stream helpers), for the `turns` of a
+/// [`Reply::WebSocket`](crate::Reply::WebSocket): the Responses WebSocket mode
+/// sends each event's JSON as one text message, without SSE framing. Following
+/// the SSE rules, each event's `data` lines are joined with `\n` (one space
+/// after the colon dropped) and other fields (`event:`, comments) are ignored;
+/// events without data and the `[DONE]` sentinel give no message. A string
+/// holding several events (separated by a blank line) gives one message each.
+pub fn ws_messages(sse_frames: &[String]) -> Vec<String> {
+    let mut messages = Vec::new();
+    for frame in sse_frames {
+        let mut data: Vec<&str> = Vec::new();
+        // A trailing empty "line" stands for the end of the string, which ends
+        // an event just as a blank line does.
+        for line in frame.lines().chain([""]) {
+            if line.is_empty() {
+                if !data.is_empty() {
+                    let message = data.join("\n");
+                    if message != "[DONE]" {
+                        messages.push(message);
+                    }
+                    data.clear();
+                }
+            } else if line == "data" {
+                data.push("");
+            } else if let Some(value) = line.strip_prefix("data:") {
+                data.push(value.strip_prefix(' ').unwrap_or(value));
+            }
+        }
+    }
+    messages
+}
+
 /// Splits `text` into pieces of at most `size` characters (at least 1). Empty
 /// text gives no pieces.
 fn split_chars(text: &str, size: usize) -> Vec<String> {
@@ -586,6 +619,44 @@ mod tests {
             events[events.len() - 2].1["delta"]["stop_reason"],
             "tool_use"
         );
+    }
+
+    /// `ws_messages` keeps each event's JSON (multi-line data joined) and drops
+    /// frames without data and `[DONE]`.
+    #[test]
+    fn ws_messages_carry_the_data() {
+        let frames = responses_text("hi");
+        let messages = ws_messages(&frames);
+        assert_eq!(messages.len(), frames.len());
+        let types: Vec<String> = messages
+            .iter()
+            .map(|m| {
+                let value: Value = serde_json::from_str(m).unwrap();
+                value["type"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "response.created",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.completed",
+            ]
+        );
+        let odd = [
+            sse_data("a\nb"),
+            "event: ping\n\n".to_owned(),
+            ": comment\n\n".to_owned(),
+            CHAT_DONE.to_owned(),
+            "data:x\r\ndata\n\ndata: y".to_owned(),
+        ];
+        assert_eq!(ws_messages(&odd), ["a\nb", "x\n", "y"]);
+        assert_eq!(ws_messages(&chat_text("")).len(), 3);
     }
 
     /// Responses streams number their events and end with response.completed.

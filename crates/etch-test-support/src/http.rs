@@ -65,6 +65,24 @@ impl Head {
     pub fn expects_continue(&self) -> bool {
         !self.http10 && self.tokens("expect").iter().any(|t| t == "100-continue")
     }
+
+    /// The `Sec-WebSocket-Key` of a WebSocket upgrade request (one that also says
+    /// `Upgrade: websocket`, in any case), or `None` for any other request, so
+    /// the server can tell a handshake it can complete from a plain request.
+    pub fn websocket_key(&self) -> Option<&str> {
+        if !self
+            .tokens("upgrade")
+            .iter()
+            .any(|token| token == "websocket")
+        {
+            return None;
+        }
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case("sec-websocket-key"))
+            .map(|(_, value)| value.as_str())
+            .filter(|value| !value.is_empty())
+    }
 }
 
 /// Builds the error for input that is not acceptable HTTP.
@@ -336,5 +354,26 @@ mod tests {
         assert!(head(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").keep_alive());
         assert!(head(b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n").expects_continue());
         assert!(!head(b"GET / HTTP/1.1\r\n\r\n").expects_continue());
+    }
+
+    /// Only a request with both `Upgrade: websocket` and a key is an upgrade.
+    #[test]
+    fn websocket_key_needs_upgrade_and_key() {
+        let head = |raw: &[u8]| parse(raw).unwrap().unwrap().0;
+        let upgrade =
+            head(b"GET /ws HTTP/1.1\r\nUpgrade: WebSocket\r\nSec-WebSocket-Key: abc==\r\n\r\n");
+        assert_eq!(upgrade.websocket_key(), Some("abc=="));
+        assert_eq!(
+            head(b"GET / HTTP/1.1\r\nSec-WebSocket-Key: abc\r\n\r\n").websocket_key(),
+            None
+        );
+        assert_eq!(
+            head(b"GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n").websocket_key(),
+            None
+        );
+        assert_eq!(
+            head(b"GET / HTTP/1.1\r\nUpgrade: h2c\r\nSec-WebSocket-Key: a\r\n\r\n").websocket_key(),
+            None
+        );
     }
 }

@@ -14,11 +14,15 @@ pub const UNSCRIPTED_STATUS: u16 = 500;
 /// clients surface its message.
 const UNSCRIPTED_BODY: &str = r#"{"error":{"message":"etch-test-support: no scripted reply","type":"fake_server_unscripted","code":"no_scripted_reply"}}"#;
 
+/// The body of the 400 sent when a [`Reply::WebSocket`] meets a request that
+/// is not a WebSocket upgrade, so the test sees why the client failed.
+const NOT_AN_UPGRADE: &str = "etch-test-support: expected a WebSocket upgrade";
+
 /// One scripted answer. The server uses each reply for exactly one request, in
 /// order; see [`FakeServer::start`](crate::FakeServer::start).
 ///
-/// The enum is `#[non_exhaustive]` so that new kinds (a WebSocket exchange, for
-/// instance) can be added without breaking tests that match on it.
+/// The enum is `#[non_exhaustive]` so that new kinds can be added without
+/// breaking tests that match on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reply {
@@ -55,6 +59,27 @@ pub enum Reply {
     /// Raw bytes written verbatim to the socket after the request is read; then
     /// the connection closes. For malformed HTTP and other protocol abuse.
     Raw(Vec<u8>),
+    /// A WebSocket exchange (the OpenAI Responses WebSocket mode): the request
+    /// must be a WebSocket upgrade (`Upgrade: websocket` and a
+    /// `Sec-WebSocket-Key`), which is recorded like any other request and
+    /// answered with `101 Switching Protocols`; anything else gets 400 and the
+    /// connection is closed. After the handshake the server reads the client's
+    /// messages (text or binary), records each as a [`Recorded`](crate::Recorded)
+    /// with method `WS`, the handshake's path, no headers and the message as
+    /// body (these count for
+    /// [`wait_for_requests`](crate::FakeServer::wait_for_requests) but use no
+    /// scripted reply), and answers it with the next turn. Pings are answered
+    /// automatically; a client Close or a dropped connection ends the exchange
+    /// quietly. [`ws_messages`](crate::ws_messages) turns the SSE helpers'
+    /// frames into the matching messages.
+    WebSocket {
+        /// One entry per client message: the text frames sent back after the
+        /// n-th message the client sends on this connection.
+        turns: Vec<Vec<String>>,
+        /// What happens after the last turn was answered (with no turns: right
+        /// after the handshake).
+        then: WsEnd,
+    },
 }
 
 impl Reply {
@@ -64,6 +89,16 @@ impl Reply {
             events,
             gap: Duration::ZERO,
             end: End::Close,
+        }
+    }
+
+    /// A WebSocket exchange answering the client's successive messages with
+    /// `turns` that then stays open ([`WsEnd::Stay`]), so an extra message gets
+    /// a loud error rather than a closed connection.
+    pub fn websocket(turns: Vec<Vec<String>>) -> Self {
+        Self::WebSocket {
+            turns,
+            then: WsEnd::Stay,
         }
     }
 
@@ -116,6 +151,24 @@ pub enum End {
     /// an idle timeout sees an incomplete body after the stall. Dropping the
     /// server cuts the stall short.
     Stall(Duration),
+}
+
+/// How a [`Reply::WebSocket`] exchange continues after its last turn.
+///
+/// `#[non_exhaustive]` so that more endings can be added later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WsEnd {
+    /// Keep the connection open and keep reading: each further client message
+    /// is recorded and answered with one text frame, the JSON error
+    /// `{"type":"error","status":500,"error":{"type":"server_error","code":"no_scripted_reply","message":"etch-test-support: no scripted reply"}}`
+    /// so an unexpected message fails loudly. Dropping the server ends it.
+    Stay,
+    /// Send a Close frame (code 1000, normal closure) and end the connection
+    /// once the client answers it (or after a short wait if it does not).
+    Close,
+    /// Shut the socket down at once without a Close frame (an abrupt drop).
+    Drop,
 }
 
 /// What the connection should do after a reply was written.
@@ -188,6 +241,16 @@ pub(crate) fn write_reply<W: Write>(
         Some(Reply::Sse { events, gap, end }) => {
             write_sse(out, events, *gap, *end, keep_alive, pause)
         }
+        // The server serves upgrade requests itself (see `crate::ws`), so a
+        // WebSocket reply only gets here for a request that is not an upgrade.
+        Some(Reply::WebSocket { .. }) => write_body(
+            out,
+            400,
+            "text/plain; charset=utf-8",
+            NOT_AN_UPGRADE,
+            &[],
+            false,
+        ),
     }
 }
 
@@ -322,6 +385,17 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 500 Internal Server Error\r\n"));
         assert!(text.ends_with(UNSCRIPTED_BODY));
         assert_eq!(next, Next::KeepOpen);
+    }
+
+    /// A WebSocket reply to a request that reached `write_reply` (one that is
+    /// not an upgrade) is a 400 that closes the connection.
+    #[test]
+    fn websocket_reply_to_plain_request_is_400() {
+        let (text, next) = render(Some(&Reply::websocket(Vec::new())), true);
+        assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text:?}");
+        assert!(text.contains("Connection: close\r\n"));
+        assert!(text.ends_with(NOT_AN_UPGRADE));
+        assert_eq!(next, Next::Close);
     }
 
     /// `with_header` leaves non-body replies alone.

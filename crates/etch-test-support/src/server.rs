@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::http;
 use crate::recorded::Recorded;
 use crate::reply::{self, Next, Reply};
+use crate::ws;
 
 /// How long `Drop` tries to connect to its own listener to wake the accept loop.
 const WAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,9 +25,11 @@ const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(10);
 /// Every request is recorded (in arrival order, once its body has been read) and
 /// answered with the next unused [`Reply`]; requests beyond the script get
 /// [`UNSCRIPTED_STATUS`](crate::UNSCRIPTED_STATUS) with a JSON error body, and
-/// are recorded too. Each connection is served on its own thread, so a stalled
-/// reply does not hold up others, and connections are kept alive between
-/// requests when the client asks for it.
+/// are recorded too. The messages a client sends during a [`Reply::WebSocket`]
+/// exchange are recorded in the same log (method `WS`) without using up
+/// replies. Each connection is served on its own thread, so a stalled reply
+/// does not hold up others, and connections are kept alive between requests
+/// when the client asks for it.
 ///
 /// Dropping the server stops it: it shuts down every open connection (cutting
 /// short gaps and stalls), wakes and joins the accept thread, which joins every
@@ -102,6 +105,15 @@ impl Shared {
         };
         self.changed.notify_all();
         reply
+    }
+
+    /// Records a message received on a WebSocket connection. Unlike
+    /// [`Shared::record`] it takes no scripted reply, because the whole
+    /// exchange was scripted by the reply its handshake took; it still wakes
+    /// `wait_for_requests`, so tests can wait for messages too.
+    fn record_message(&self, message: Recorded) {
+        self.lock().requests.push(message);
+        self.changed.notify_all();
     }
 }
 
@@ -240,7 +252,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 }
 
 /// Serves requests on one connection until the client closes it, a reply ends
-/// it, the request is malformed (answered with 400) or the server stops.
+/// it, the request is malformed (answered with 400) or the server stops. A
+/// WebSocket upgrade met by a [`Reply::WebSocket`] hands the connection over to
+/// [`ws::serve`] for good.
 fn serve_connection(stream: TcpStream, shared: &Shared) {
     let _ = stream.set_nodelay(true);
     let Ok(read_half) = stream.try_clone() else {
@@ -271,12 +285,26 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
             }
         };
         let keep_alive = head.keep_alive();
+        let websocket_key = head.websocket_key().map(str::to_owned);
+        let path = head.target.clone();
         let reply = shared.record(Recorded {
             method: head.method,
             path: head.target,
             headers: head.headers,
             body,
         });
+        if let (Some(Reply::WebSocket { turns, then }), Some(key)) = (&reply, &websocket_key) {
+            let exchange = ws::Exchange {
+                key,
+                path: &path,
+                turns,
+                then: *then,
+            };
+            ws::serve(reader, writer, &exchange, &|message| {
+                shared.record_message(message);
+            });
+            return;
+        }
         let pause = |duration| shared.pause(duration);
         match reply::write_reply(&mut writer, reply.as_ref(), keep_alive, &pause) {
             Ok(Next::KeepOpen) if !shared.stopping() => {}

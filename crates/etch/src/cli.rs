@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// OpenAI API shape: chat (Chat Completions, the default) or responses.
     #[arg(long, value_name = "API", value_parser = ["chat", "responses"])]
     pub openai_api: Option<String>,
+    /// How Responses requests travel: sse (HTTP, the default), websocket (one
+    /// connection per session, continuing the previous response when it can)
+    /// or auto (websocket, falling back to sse if it fails to connect).
+    #[arg(long, value_name = "MODE", value_parser = ["sse", "websocket", "auto"])]
+    pub openai_transport: Option<String>,
     /// Reasoning effort: for OpenAI Responses (default minimal) and as an
     /// Anthropic thinking budget (only when given). off sends no reasoning
     /// settings; Chat Completions never sends any.

@@ -22,6 +22,7 @@ use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
 use etch_provider::http::{CredentialSource, DEFAULT_IDLE_TIMEOUT, HeadersFuture, RetryPolicy};
 use etch_provider::openai::chat::{ChatClient, ChatConfig};
 use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
+use etch_provider::openai::responses_ws::Transport;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
@@ -177,7 +178,7 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
             ));
         }
         Some(AuthMode::OpenAiApiKey { .. }) => {
-            return Ok(api_key_client(args, model_name, &inputs));
+            return api_key_client(args, model_name, &inputs);
         }
         Some(AuthMode::CodexOAuth) => {
             let Some(store) = credential_store() else {
@@ -209,7 +210,11 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
         .base_url
         .clone()
         .unwrap_or_else(|| CODEX_BASE_URL.to_string());
-    let notice = format!("etch: openai responses · {model_name} · {base_url} · {label}");
+    let transport = transport(args);
+    let notice = format!(
+        "etch: openai responses{} · {model_name} · {base_url} · {label}",
+        transport_label(transport)
+    );
     Ok(Selection {
         client: Arc::new(ResponsesClient::new(ResponsesConfig {
             base_url,
@@ -225,6 +230,8 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
             credentials,
             retry: retry_policy(),
             idle_timeout: idle_timeout(),
+            transport,
+            websocket_headers: vec![("OpenAI-Beta".to_string(), CODEX_WEBSOCKET_BETA.to_string())],
         })),
         notice: Some(notice),
     })
@@ -258,8 +265,35 @@ impl CredentialSource for CodexLogin {
     }
 }
 
+/// The `OpenAI-Beta` value the ChatGPT/Codex backend expects on a Responses
+/// WebSocket handshake.
+const CODEX_WEBSOCKET_BETA: &str = "responses_websockets=2026-02-06";
+
+/// The Responses transport of `--openai-transport` (default `sse`).
+fn transport(args: &RunArgs) -> Transport {
+    args.openai_transport
+        .as_deref()
+        .and_then(Transport::parse)
+        .unwrap_or_default()
+}
+
+/// How the stderr header names a non-default transport.
+fn transport_label(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Sse => "",
+        Transport::WebSocket => " (websocket)",
+        Transport::Auto => " (websocket, sse fallback)",
+    }
+}
+
 /// An API-key client: Chat Completions by default, Responses on request.
-fn api_key_client(args: &RunArgs, model: String, inputs: &AuthInputs) -> Selection {
+/// A WebSocket transport needs Responses, so asking for it with Chat
+/// Completions is a usage error rather than a silently ignored flag.
+fn api_key_client(
+    args: &RunArgs,
+    model: String,
+    inputs: &AuthInputs,
+) -> Result<Selection, Failure> {
     let mode = resolve_mode(inputs);
     let key = mode
         .and_then(|m| inputs.secret_for(m))
@@ -270,7 +304,17 @@ fn api_key_client(args: &RunArgs, model: String, inputs: &AuthInputs) -> Selecti
         .clone()
         .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
     let api = args.openai_api.as_deref().unwrap_or("chat");
-    let notice = format!("etch: openai {api} · {model} · {base_url} · {LABEL_API_KEY}");
+    let transport = transport(args);
+    if api == "chat" && transport != Transport::Sse {
+        return Err(Failure::usage(format!(
+            "--openai-transport {} needs the Responses API: add --openai-api responses",
+            args.openai_transport.as_deref().unwrap_or_default()
+        )));
+    }
+    let notice = format!(
+        "etch: openai {api}{} · {model} · {base_url} · {LABEL_API_KEY}",
+        transport_label(transport)
+    );
     let client: Arc<dyn ModelClient> = if api == "responses" {
         Arc::new(ResponsesClient::new(ResponsesConfig {
             base_url,
@@ -286,6 +330,8 @@ fn api_key_client(args: &RunArgs, model: String, inputs: &AuthInputs) -> Selecti
             credentials: None,
             retry: retry_policy(),
             idle_timeout: idle_timeout(),
+            transport,
+            websocket_headers: Vec::new(),
         }))
     } else {
         Arc::new(ChatClient::new(ChatConfig {
@@ -297,8 +343,8 @@ fn api_key_client(args: &RunArgs, model: String, inputs: &AuthInputs) -> Selecti
             idle_timeout: idle_timeout(),
         }))
     };
-    Selection {
+    Ok(Selection {
         client,
         notice: Some(notice),
-    }
+    })
 }

@@ -1,20 +1,26 @@
-//! The Responses API client over HTTP/SSE (E-MOD-07, E-MOD-09): one
-//! streamed, full-context `POST {base_url}/responses` per model pass with
-//! `store:false`, run by the shared pass driver (retries, idle timeout,
-//! metrics) with the Responses decoder.
+//! The Responses API client (E-MOD-07, E-MOD-09, E-MOD-12). Over HTTP/SSE
+//! (the default) each model pass is one streamed, full-context
+//! `POST {base_url}/responses` with `store:false`, run by the shared pass
+//! driver (retries, idle timeout, metrics) with the Responses decoder; that
+//! path never sends `previous_response_id` (E-MOD-13, E-MOD-19). With the
+//! `websocket` or `auto` transport the pass goes over the session's
+//! WebSocket instead ([`crate::openai::responses_ws`]), which may continue
+//! the previous response on a reused connection.
 //!
-//! It owns the client settings (endpoint, bearer, reasoning, extra headers)
-//! and how they become an [`HttpPass`]. It must not know the wire JSON (see
-//! [`responses_request`] and [`crate::openai::responses_decode`]), how
-//! credentials are obtained or refreshed (it only asks a
-//! [`crate::http::CredentialSource`] before each request), or continuation: this transport
-//! never sends `previous_response_id` (E-MOD-13, E-MOD-19).
+//! It owns the client settings (endpoint, bearer, reasoning, extra headers,
+//! transport) and how they become an [`HttpPass`] or a WebSocket pass. It
+//! must not know the wire JSON (see [`responses_request`] and
+//! [`crate::openai::responses_decode`]) or how credentials are obtained or
+//! refreshed (it only asks a [`crate::http::CredentialSource`] before each
+//! request).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use etch_model::{
     ErrorKind, Metrics, ModelClient, ModelError, ModelRequest, ModelStream, StreamEvent,
+    stream_channel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +29,8 @@ use crate::http::RetryPolicy;
 use crate::openai::chat_decode::decode_error_body;
 use crate::openai::responses_decode::ResponsesDecoder;
 use crate::openai::responses_request;
+use crate::openai::responses_ws::pass::{self, Ended, WsPass};
+use crate::openai::responses_ws::{Encoder, Transport, WsState, conn};
 use crate::sse::SseFrame;
 
 /// Settings of a Responses client.
@@ -53,6 +61,11 @@ pub struct ResponsesConfig {
     pub retry: RetryPolicy,
     /// How long the stream may be silent before it counts as stalled.
     pub idle_timeout: Duration,
+    /// HTTP/SSE, WebSocket, or WebSocket with SSE fallback.
+    pub transport: Transport,
+    /// Headers sent only with the WebSocket handshake, e.g. the Codex
+    /// backend's `OpenAI-Beta: responses_websockets=…`.
+    pub websocket_headers: Vec<(String, String)>,
 }
 
 /// Shows everything but secrets: the bearer and extra header values may be
@@ -77,21 +90,48 @@ impl fmt::Debug for ResponsesConfig {
             )
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
-            .finish()
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
     }
 }
 
-/// An OpenAI Responses API provider over HTTP/SSE.
+/// An OpenAI Responses API provider. One client serves one session: its
+/// WebSocket state (the kept connection) is shared by its passes and by its
+/// clones.
 #[derive(Debug, Clone)]
 pub struct ResponsesClient {
     /// Settings.
     config: ResponsesConfig,
+    /// The session's WebSocket connection and continuation state.
+    ws: Arc<WsState>,
 }
 
 impl ResponsesClient {
     /// A client with `config`.
     pub fn new(config: ResponsesConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            ws: Arc::default(),
+        }
+    }
+
+    /// The reasoning effort and summary in force for `request`: its options
+    /// first, each falling back to the client's setting on its own.
+    fn reasoning_settings<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> (Option<&'a str>, Option<&'a str>) {
+        let options = &request.options;
+        (
+            options
+                .reasoning_effort
+                .as_deref()
+                .or(self.config.reasoning_effort.as_deref()),
+            options
+                .reasoning_summary
+                .as_deref()
+                .or(self.config.reasoning_summary.as_deref()),
+        )
     }
 
     /// Serializes `request` into the pass the driver sends.
@@ -100,15 +140,7 @@ impl ResponsesClient {
     /// by a subagent profile) take precedence over the client's; each of
     /// effort and summary falls back to the client's setting on its own.
     pub(crate) fn pass(&self, request: &ModelRequest) -> Result<HttpPass, ModelError> {
-        let options = &request.options;
-        let effort = options
-            .reasoning_effort
-            .as_deref()
-            .or(self.config.reasoning_effort.as_deref());
-        let summary = options
-            .reasoning_summary
-            .as_deref()
-            .or(self.config.reasoning_summary.as_deref());
+        let (effort, summary) = self.reasoning_settings(request);
         let body = responses_request::build(
             request,
             &self.config.model,
@@ -174,12 +206,92 @@ impl ModelClient for ResponsesClient {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let auto = match self.config.transport {
+            Transport::Sse => false,
+            Transport::Auto if self.ws.unavailable().is_some() => false,
+            Transport::Auto => true,
+            Transport::WebSocket => {
+                return self.stream_ws(request, false, cancel);
+            }
+        };
+        if auto {
+            return self.stream_ws(request, true, cancel);
+        }
         driver::spawn(
             self.pass(&request),
             ResponsesDecoder::new,
             self.config.credentials.clone(),
             cancel,
         )
+    }
+}
+
+impl ResponsesClient {
+    /// A pass over the session's WebSocket; in `auto` mode it hands over to
+    /// HTTP/SSE when WebSocket fails before any output. The HTTP pass is
+    /// prepared either way so the fallback needs no second encoding path.
+    fn stream_ws(
+        &self,
+        request: ModelRequest,
+        auto: bool,
+        cancel: CancellationToken,
+    ) -> ModelStream {
+        let (tx, stream) = stream_channel();
+        let http_pass = self.pass(&request);
+        let url = conn::url(&self.config.base_url);
+        let (effort, summary) = self.reasoning_settings(&request);
+        let encoder = Encoder {
+            model: self.config.model.clone(),
+            effort: effort.map(str::to_owned),
+            summary: summary.map(str::to_owned),
+        };
+        let credentials = self.config.credentials.clone();
+        let websocket_headers = self.config.websocket_headers.clone();
+        let state = Arc::clone(&self.ws);
+        tokio::spawn(async move {
+            let prepared = match (
+                driver::with_credentials(http_pass, credentials.as_deref()).await,
+                url,
+            ) {
+                (Ok(pass), Ok(url)) => Ok((pass, url)),
+                (Err(err), _) | (_, Err(err)) => Err(err),
+            };
+            let (http_pass, url) = match prepared {
+                Ok(prepared) => prepared,
+                Err(err) => {
+                    tx.send(StreamEvent::Error(err)).await;
+                    return;
+                }
+            };
+            let mut headers = http_pass.headers.clone();
+            headers.extend(websocket_headers);
+            let ws_pass = WsPass {
+                state,
+                request,
+                encoder,
+                url,
+                headers,
+                auto,
+                retry: http_pass.retry.clone(),
+                idle_timeout: http_pass.idle_timeout,
+                metrics: Metrics {
+                    transport: "responses-ws".to_owned(),
+                    request_bytes: 0,
+                    input_bytes: 0,
+                    ..http_pass.metrics.clone()
+                },
+            };
+            match pass::run(ws_pass, &tx, &cancel).await {
+                Ended::Finished => {}
+                Ended::UseSse { reason, metrics } => {
+                    let mut http_pass = http_pass;
+                    http_pass.metrics.last_fallback = Some(reason);
+                    http_pass.metrics.ws_opens = metrics.ws_opens;
+                    driver::run(http_pass, ResponsesDecoder::new, &tx, &cancel).await;
+                }
+            }
+        });
+        stream
     }
 }
 
@@ -211,6 +323,8 @@ mod tests {
                 max_retry_after: Duration::from_millis(10),
             },
             idle_timeout: Duration::from_secs(10),
+            transport: Transport::Sse,
+            websocket_headers: Vec::new(),
         }
     }
 
@@ -263,6 +377,8 @@ mod tests {
             credentials: None,
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(1),
+            transport: Transport::Sse,
+            websocket_headers: Vec::new(),
         });
         assert_eq!(client.provider(), "openai");
         assert_eq!(client.api(), Some("responses"));

@@ -212,7 +212,8 @@ impl ResponsesDecoder {
                 }
             }
             "response.output_item.done" => self.item_done(&value, out),
-            "response.completed" | "response.incomplete" => {
+            // `response.done` is what some WebSocket backends send instead.
+            "response.completed" | "response.incomplete" | "response.done" => {
                 self.complete(kind, value.get("response"), out);
             }
             "response.failed" => return Err(failed_error(value.get("response"))),
@@ -232,6 +233,13 @@ impl ResponsesDecoder {
             ErrorKind::Protocol,
             "the stream ended before the model finished (no response.completed)",
         ))
+    }
+
+    /// Whether the response finished (`Done` was emitted). Over a
+    /// WebSocket nothing ends the body, so this is how a pass knows it is
+    /// over.
+    pub fn is_finished(&self) -> bool {
+        self.ended
     }
 
     /// Whether any model output was emitted yet (retries are only allowed
@@ -543,8 +551,14 @@ fn failed_error(response: Option<&Value>) -> ModelError {
 }
 
 /// The error of an `error` event: `{code, message, param}` at the top (the
-/// documented shape) or inside an `error` object (as some backends send).
+/// documented shape) or inside an `error` object (as some backends and the
+/// WebSocket mode send, the latter with an HTTP-like `status` that decides
+/// whether it is worth a retry).
 fn stream_error(value: &Value) -> ModelError {
+    let status = value
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok());
     let nested = value.get("error").filter(|e| e.is_object());
     let object = nested.unwrap_or(value);
     let code = text_field(object, "code").or_else(|| {
@@ -552,11 +566,11 @@ fn stream_error(value: &Value) -> ModelError {
         nested.and_then(|e| text_field(e, "type"))
     });
     if let Some(message) = text_field(object, "message").filter(|m| !m.trim().is_empty()) {
-        return ModelError::new(classify_error_message(None, message, code), message);
+        return ModelError::new(classify_error_message(status, message, code), message);
     }
     let shown = value.to_string();
     ModelError::new(
-        classify_error_message(None, &shown, code),
+        classify_error_message(status, &shown, code),
         format!("provider error: {}", quote(&shown)),
     )
 }
@@ -613,7 +627,7 @@ mod tests {
         json!({"type": "response.completed", "response": {"id": "resp_1", "model": "gpt-5", "status": status, "usage": usage}})
     }
 
-    /// Shorthand for a `Done` event.
+    /// The `Done` event with `stop_reason`.
     fn done(stop_reason: StopReason) -> StreamEvent {
         StreamEvent::Done { stop_reason }
     }
@@ -899,6 +913,26 @@ mod tests {
             (err.kind, err.message.as_str()),
             (ErrorKind::Other, "Boom.")
         );
+        // The WebSocket mode's error events carry an HTTP-like status.
+        let ws_error = |status: u16| json!({"type": "error", "status": status, "error": {"type": "x", "code": "x", "message": "No."}});
+        let (_, result) = decode(&[ws_error(503)]);
+        assert_eq!(result.unwrap_err().kind, ErrorKind::Transient);
+        let (_, result) = decode(&[ws_error(400)]);
+        assert_eq!(result.unwrap_err().kind, ErrorKind::InvalidRequest);
+    }
+
+    /// `response.done` finishes a response like `response.completed`.
+    #[test]
+    fn response_done_finishes() {
+        let mut decoder = ResponsesDecoder::new();
+        let mut out = Vec::new();
+        assert!(!decoder.is_finished());
+        let finished = json!({"type": "response.done", "response": {"id": "r", "model": "m", "status": "completed"}});
+        decoder
+            .frame(None, &finished.to_string(), &mut out)
+            .unwrap();
+        assert!(decoder.is_finished());
+        assert_eq!(out.last(), Some(&done(StopReason::Stop)));
     }
 
     /// A stream that stops before `response.completed` is a protocol error,

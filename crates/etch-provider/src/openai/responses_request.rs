@@ -42,7 +42,10 @@ pub struct ResponsesBody<'a> {
     /// Function tools sorted by name; omitted when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<FunctionTool<'a>>,
-    /// Always true: etch streams.
+    /// True over HTTP, where etch always streams; false (and left out) in a
+    /// WebSocket `response.create`, where streaming is implicit and the
+    /// field is not accepted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
     /// Always false: nothing is stored server-side, which ChatGPT/Codex
     /// OAuth requires (E-AUTH-06).
@@ -180,10 +183,23 @@ pub fn prompt_cache_key(session_id: &str) -> Option<&str> {
     )
 }
 
-/// Builds the body for `request`, `model` and the resolved reasoning
-/// settings (see [`reasoning`]).
+/// Builds the full-context body for `request`, `model` and the resolved
+/// reasoning settings (see [`reasoning`]).
 pub fn build<'a>(
     request: &'a ModelRequest,
+    model: &'a str,
+    reasoning: Option<Reasoning<'a>>,
+) -> ResponsesBody<'a> {
+    build_from(request, 0, model, reasoning)
+}
+
+/// Builds a body whose input holds only `request.messages[from..]`: the
+/// delta a continuation sends after `previous_response_id` (E-MOD-12). The
+/// instructions and tools are always complete, since a continued response
+/// does not inherit them.
+pub fn build_from<'a>(
+    request: &'a ModelRequest,
+    from: usize,
     model: &'a str,
     reasoning: Option<Reasoning<'a>>,
 ) -> ResponsesBody<'a> {
@@ -207,7 +223,7 @@ pub fn build<'a>(
     ResponsesBody {
         model,
         instructions: request.system_prompt(),
-        input: input_items(&request.messages),
+        input: input_items(request.messages.get(from..).unwrap_or_default()),
         tools,
         stream: true,
         store: false,
