@@ -83,9 +83,10 @@ pub enum StopReason {
     Aborted,
 }
 
-/// Token usage of one model pass (`model.usage`, G4).
+/// Token usage of one model pass (`model.usage`, G4). Missing fields read
+/// as zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,
@@ -100,8 +101,9 @@ pub struct Usage {
 }
 
 /// Transport and request-shape metrics of one model pass (`model.metrics`, G4).
+/// Missing fields read as zero, so logs from other writers or versions load.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Metrics {
     /// `echo`, `chat-sse`, `responses-sse`, `responses-ws`, `anthropic-sse`.
     pub transport: String,

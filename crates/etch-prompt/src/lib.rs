@@ -1,61 +1,37 @@
-//! System prompt assembly (E-CTX-02, G22).
+//! System prompt assembly (E-CTX-02..11, E-CTX-21, G21, G22).
 //!
 //! This crate owns the text of the pinned layers: the base coding-agent
-//! prompt with etch's invariants and Pi's guideline lines, and the
-//! environment tail (cwd and date). Instruction files, skills and the `[prompt]`
-//! config text join these layers in the context issue. It must not read the
-//! session log or know any provider: it returns [`SystemLayer`]s.
+//! prompt, the `[prompt]` config text, `SYSTEM.md` files, the `AGENTS.md`
+//! layer (with `CLAUDE.md` fallback), the skills catalog and the environment
+//! tail, assembled in G22 order by [`assemble`]. It also owns skill invocation
+//! blocks and the token estimator. Project files are inert text here (never
+//! executed). It must not read the session log or know any provider: it
+//! returns [`SystemLayer`]s and plain strings.
 
+mod assemble;
+mod base;
+pub mod estimate;
+mod instructions;
+mod paths;
+mod read;
+pub mod skills;
+
+use std::fmt::Display;
 use std::path::Path;
 
 use etch_model::SystemLayer;
 
-/// Pi's guideline lines, included verbatim (P-PROMPT-05).
-const GUIDELINES: [&str; 2] = [
-    "Be concise in your responses",
-    "Show file paths clearly when working with files",
-];
+pub use assemble::{Assembled, PromptInputs, assemble};
+pub use base::{base_prompt, environment_tail};
+pub use estimate::{TokenCounter, message_tokens, tokens};
+pub use read::ReadError;
+pub use skills::{
+    Rejection, Skill, SkillBlock, SkillError, expand_skill, find_skill, load_skill_body,
+    parse_skill_block,
+};
 
-/// Added when `bash` is active but none of `grep`, `find`, `ls` is (P-PROMPT-04).
-const BASH_FOR_FILES: &str = "Use bash for file operations like ls, rg, find";
-
-/// The base prompt for a session whose active tools are `tools`.
-pub fn base_prompt(tools: &[&str]) -> String {
-    let mut text = String::from(
-        "You are an expert coding assistant operating inside etch, a terminal coding agent. \
-         You help users by reading files, running commands, editing code and writing new files.\n\n\
-         Invariants:\n\
-         - Everything you do is recorded in an append-only session log the user can read.\n\
-         - Read and follow the project instructions (AGENTS.md) included below; they are the \
-         repository's own rules for workflow, coding, documentation and verification.\n\
-         - Use tools to inspect the project instead of guessing; change files only when the task needs it.",
-    );
-    if tools.is_empty() {
-        text.push_str("\n\nNo tools are available in this session; answer from the conversation.");
-    } else {
-        text.push_str("\n\nAvailable tools: ");
-        text.push_str(&tools.join(", "));
-    }
-    text.push_str("\n\nGuidelines:");
-    let has = |name: &str| tools.contains(&name);
-    if has("bash") && !has("grep") && !has("find") && !has("ls") {
-        text.push_str("\n- ");
-        text.push_str(BASH_FOR_FILES);
-    }
-    for line in GUIDELINES {
-        text.push_str("\n- ");
-        text.push_str(line);
-    }
-    text
-}
-
-/// The environment tail that ends every prompt (P-PROMPT-11, G22).
-pub fn environment_tail(cwd: &Path, date: &str) -> String {
-    let cwd = cwd.to_string_lossy().replace('\\', "/");
-    format!("Current working directory: {cwd}\nCurrent date: {date}")
-}
-
-/// The pinned layers known so far: base prompt, then the environment tail.
+/// The minimal pinned layers (base prompt, then the environment tail) for
+/// callers that do not read project files; [`assemble`] gives the full set.
 pub fn system_layers(tools: &[&str], cwd: &Path, date: &str) -> Vec<SystemLayer> {
     vec![
         SystemLayer {
@@ -69,23 +45,40 @@ pub fn system_layers(tools: &[&str], cwd: &Path, date: &str) -> Vec<SystemLayer>
     ]
 }
 
+/// A diagnostic line, `"{path}: {reason}"`, with the path `/`-separated.
+pub(crate) fn diagnostic(path: &Path, reason: impl Display) -> String {
+    format!("{}: {reason}", paths::slash_path(path))
+}
+
+#[cfg(test)]
+pub(crate) mod test_fs {
+    //! Helpers that lay out fake projects and homes in temp directories.
+
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    /// Writes `text` to `path`, creating parent directories.
+    pub fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// Creates a valid skill `root/name/SKILL.md` and returns its path.
+    pub fn skill(root: &Path, name: &str, description: &str) -> PathBuf {
+        let path = root.join(name).join("SKILL.md");
+        write(
+            &path,
+            &format!("---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n"),
+        );
+        path
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// P-PROMPT-05 lines are always present; P-PROMPT-04 only for bash alone.
-    #[test]
-    fn guidelines_follow_the_tool_set() {
-        let all = base_prompt(&["bash", "edit", "find", "grep", "ls", "read", "write"]);
-        assert!(all.contains(
-            "- Be concise in your responses\n- Show file paths clearly when working with files"
-        ));
-        assert!(!all.contains(BASH_FOR_FILES));
-        assert!(base_prompt(&["bash", "read"]).contains(BASH_FOR_FILES));
-        assert!(base_prompt(&[]).contains("No tools are available"));
-    }
-
-    /// G22: the prompt ends with the cwd and date lines.
+    /// G22: the legacy layers end with the cwd and date lines.
     #[test]
     fn tail_names_cwd_and_date() {
         let layers = system_layers(&[], Path::new("/w/p"), "2026-12-02");

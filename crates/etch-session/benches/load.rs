@@ -1,5 +1,6 @@
 //! Loading and projecting a large session (issue 2 target: at least 100 MB/s
-//! of JSONL for 100,000 events).
+//! of JSONL for 100,000 events; issue 5 target: projecting a compacted
+//! 100,000-event session in under 50 ms).
 //!
 //! The file is generated with a realistic mix of events on one linear
 //! branch: user prompts, assistant tool calls, tool results cycling through
@@ -17,8 +18,16 @@ use serde_json::json;
 /// Number of events in the generated session.
 const EVENTS: usize = 100_000;
 
-/// Builds the JSONL text of a session with `EVENTS` events.
-fn generate() -> Vec<u8> {
+/// Where the compacted variant has its `context.summary` (a `model.usage`
+/// slot), and the user message its raw replay starts from.
+const SUMMARY_AT: usize = 95_000;
+
+/// The first event kept raw after the summary (a `message.user` slot).
+const FIRST_KEPT: usize = 93_996;
+
+/// Builds the JSONL text of a session with `EVENTS` events; with `compacted`,
+/// one event near the end is a `context.summary` (issue 5).
+fn generate(compacted: bool) -> Vec<u8> {
     let mut out = String::new();
     let mut parent: Option<String> = None;
     let snippet = "    let value = compute(\"input\", 42)?; // keep the old behaviour\n";
@@ -26,6 +35,10 @@ fn generate() -> Vec<u8> {
     for i in 0..EVENTS {
         let id = format!("01K{i:023}");
         let (kind, data) = match i % 6 {
+            _ if compacted && i == SUMMARY_AT => (
+                "context.summary",
+                json!({"summary": "## Goal\nFix the failing tests.", "trigger": "auto", "firstKeptEventId": format!("01K{FIRST_KEPT:023}"), "tokensBefore": 120_000, "tokensAfter": 20_000, "readFiles": [], "modifiedFiles": []}),
+            ),
             _ if i == 0 => (
                 "session.started",
                 json!({"sessionId": "S", "formatVersion": 1, "cwd": "/w", "etchVersion": "0.1.0", "provider": "openai", "model": "m"}),
@@ -65,7 +78,7 @@ fn generate() -> Vec<u8> {
 
 /// Measures load plus projection throughput in bytes of JSONL.
 fn bench_load(c: &mut Criterion) {
-    let bytes = generate();
+    let bytes = generate(false);
     let mut group = c.benchmark_group("session");
     group.sample_size(10);
     group.throughput(Throughput::Bytes(bytes.len() as u64));
@@ -79,6 +92,13 @@ fn bench_load(c: &mut Criterion) {
     let session = parse_session(Path::new("bench.jsonl"), &bytes).unwrap();
     group.bench_function("project_only_100k_events", |b| {
         b.iter(|| black_box(project_messages(black_box(&session)).messages.len()));
+    });
+    // Issue 5 target: projecting a compacted 100,000-event session under
+    // 50 ms (the summary plus the raw events it keeps).
+    let compacted = parse_session(Path::new("bench.jsonl"), &generate(true)).unwrap();
+    assert!(project_messages(&compacted).summary.is_some());
+    group.bench_function("project_100k_events_with_summary", |b| {
+        b.iter(|| black_box(project_messages(black_box(&compacted)).messages.len()));
     });
     group.finish();
 }

@@ -19,6 +19,7 @@ pub mod id;
 pub mod index;
 pub mod loader;
 pub mod projection;
+pub mod stats;
 pub mod store;
 pub mod writer;
 
@@ -30,5 +31,6 @@ pub use event::{
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};
 pub use projection::{dangling_tool_calls, project_messages};
+pub use stats::{SessionStats, session_stats};
 pub use store::SessionStore;
 pub use writer::SessionWriter;

@@ -1,0 +1,80 @@
+//! A whole compaction: plan, summarize, append `context.summary` (P-COMP-11,
+//! C23).
+//!
+//! The event is appended only after the summary is complete, in one write, so
+//! a failure or cancellation at any earlier point leaves the file exactly as
+//! it was. This module does not decide when to compact, and it does not
+//! rebuild the context afterwards: the caller reloads or re-projects.
+
+use etch_model::ModelClient;
+use etch_session::projection::summary_message;
+use etch_session::{LoadedSession, SessionWriter, SummaryData, types};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::CompactError;
+use crate::plan::plan;
+use crate::settings::{Settings, Trigger};
+use crate::skip::Skip;
+use crate::summarize::summarize;
+use crate::tokens::message_tokens;
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A `context.summary` event was appended.
+    Compacted {
+        /// The event's data, as written.
+        data: SummaryData,
+        /// The new event's id (the writer's new leaf).
+        event_id: String,
+    },
+    /// Nothing was worth compacting; the session is unchanged.
+    Skipped(Skip),
+}
+
+/// Compacts the active branch of `session` and appends the summary through
+/// `writer`, which must be open on the same file.
+///
+/// Events appended through `writer` after `session` was loaded are simply
+/// kept raw: they come after the cut. The recorded `tokensAfter` is the
+/// estimate of the new projection (summary message, kept messages, pinned
+/// context). On error nothing is appended.
+pub async fn compact(
+    session: &LoadedSession,
+    writer: &mut SessionWriter,
+    client: &dyn ModelClient,
+    trigger: Trigger,
+    focus: Option<&str>,
+    settings: &Settings,
+    cancel: &CancellationToken,
+) -> Result<Outcome, CompactError> {
+    let plan = match plan(session, settings) {
+        Ok(plan) => plan,
+        Err(skip) => return Ok(Outcome::Skipped(skip)),
+    };
+    let focus = focus.map(str::trim).filter(|f| !f.is_empty());
+    let summary = summarize(client, &plan, focus, session.session_id(), cancel).await?;
+    if cancel.is_cancelled() {
+        return Err(CompactError::Cancelled);
+    }
+    let tokens_after =
+        plan.tokens_kept + message_tokens(&summary_message(&summary), settings.estimate);
+    let data = SummaryData {
+        summary,
+        trigger: trigger.as_str().to_string(),
+        first_kept_event_id: Some(plan.first_kept_event_id),
+        tokens_before: plan.tokens_before,
+        tokens_after,
+        read_files: plan.read_files,
+        modified_files: plan.modified_files,
+        instructions: focus.map(str::to_string),
+    };
+    let appended = writer.append(types::CONTEXT_SUMMARY, &data)?;
+    Ok(Outcome::Compacted {
+        data,
+        event_id: appended.id,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! The typed, merged configuration the rest of etch reads.
+//!
+//! This module owns the public config structs: one field per schema key,
+//! with the compiled defaults applied. It must not know files, TOML or
+//! provenance; `build` fills it from merged values and the schema.
+
+use std::path::PathBuf;
+
+/// Every setting, merged over the defaults (E-CFG-03). CLI flags are applied
+/// by the caller on top, see [`Loaded::mark_flag`](crate::Loaded::mark_flag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `[session]`.
+    pub session: SessionConfig,
+    /// `[context]`.
+    pub context: ContextConfig,
+    /// `[provider]`.
+    pub provider: ProviderConfig,
+    /// `[openai]`.
+    pub openai: OpenAiConfig,
+    /// `[prompt]`.
+    pub prompt: PromptConfig,
+    /// `[tools.*]`.
+    pub tools: ToolsConfig,
+    /// `[subagents]` and its `[[subagents.profile]]` entries (M2).
+    pub subagents: SubagentsConfig,
+    /// `[[plugins]]` entries, user entries first (M2).
+    pub plugins: Vec<PluginEntry>,
+    /// `[[hooks.<Event>]]` entries in source order, user entries first (M2).
+    pub hooks: Vec<HookEntry>,
+}
+
+impl Default for Config {
+    /// The compiled defaults: what etch runs with when no file exists.
+    fn default() -> Self {
+        crate::build::build(&std::collections::BTreeMap::new(), &[])
+    }
+}
+
+/// `[session]` (E-CFG-07).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// Session directory as written; resolve it with
+    /// [`Loaded::resolve_path`](crate::Loaded::resolve_path).
+    pub dir: String,
+    /// Round bound of one prompt (at least 1).
+    pub max_tool_rounds: u32,
+    /// Recent messages always kept verbatim.
+    pub keep_messages: u32,
+}
+
+/// `[context]` (E-CFG-08).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextConfig {
+    /// Whether threshold compaction is on.
+    pub auto_compact: bool,
+    /// Estimated tokens at which it runs.
+    pub auto_compact_threshold_tokens: u64,
+    /// Tokens of recent messages compaction keeps.
+    pub keep_recent_tokens: u64,
+}
+
+/// `[provider]` (E-CFG-09, C34, C42).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// `None` when no file sets it: the caller auto-selects from credentials.
+    pub name: Option<String>,
+    /// `None` when no file sets it, so the caller can tell a configured model
+    /// from the default (`gpt-5.5`, shown by `--effective`).
+    pub model: Option<String>,
+    /// Retries before any output of a pass.
+    pub max_retries: u32,
+    /// First retry delay; doubles per retry.
+    pub retry_base_delay_ms: u64,
+}
+
+/// `[openai]` (E-CFG-10, C35, G13, G19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenAiConfig {
+    /// `None` when no file sets it, so the caller can tell a configured URL
+    /// from the default (`https://api.openai.com/v1`).
+    pub base_url: Option<String>,
+    /// `chat` or `responses`.
+    pub api: String,
+    /// One of the C35 efforts; `off` omits reasoning.
+    pub reasoning_effort: String,
+    /// `auto`, `concise`, `detailed` or `none`.
+    pub reasoning_summary: String,
+    /// Whether Chat Completions asks for usage in the stream.
+    pub stream_usage: bool,
+    /// `sse`, `websocket` or `auto`.
+    pub transport: String,
+}
+
+/// `[prompt]` (E-CFG-11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptConfig {
+    /// Extra system prompt text, when configured.
+    pub text: Option<String>,
+}
+
+/// `[tools.*]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsConfig {
+    /// `[tools.bash] inherit_credentials` (E-CFG-22).
+    pub bash_inherit_credentials: bool,
+}
+
+/// `[subagents]` (E-CFG-13, M2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentsConfig {
+    /// Whether the task tool is offered.
+    pub enabled: bool,
+    /// Task calls allowed per turn.
+    pub max_per_turn: u32,
+    /// Subagents running at once.
+    pub max_concurrent: u32,
+    /// `[[subagents.profile]]` entries, user entries first.
+    pub profiles: Vec<SubagentProfile>,
+}
+
+/// One `[[subagents.profile]]` (E-CFG-14, M2). Unset keys are `None` and
+/// inherit the parent's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentProfile {
+    /// Profile name (always present: validation requires it).
+    pub name: String,
+    /// What the profile is for.
+    pub description: Option<String>,
+    /// Provider name.
+    pub provider: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// `chat` or `responses`.
+    pub openai_api: Option<String>,
+    /// Reasoning effort.
+    pub reasoning_effort: Option<String>,
+    /// Reasoning summary detail.
+    pub reasoning_summary: Option<String>,
+    /// System prompt file as written; resolve with
+    /// [`Loaded::resolve_path`](crate::Loaded::resolve_path).
+    pub system_prompt_file: Option<String>,
+    /// Tool allowlist by name.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Round bound of the child.
+    pub max_tool_rounds: Option<u32>,
+    /// Whether the child compacts automatically.
+    pub auto_compact: Option<bool>,
+    /// The child's compaction threshold.
+    pub auto_compact_threshold_tokens: Option<u64>,
+    /// The file that declared it.
+    pub source: PathBuf,
+}
+
+/// One `[[plugins]]` (E-CFG-12, M2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginEntry {
+    /// Plugin name.
+    pub name: String,
+    /// Shell command; non-empty unless `disabled`.
+    pub command: String,
+    /// Timeout for initialize and each call.
+    pub timeout_seconds: u64,
+    /// Extra environment variables passed through.
+    pub env: Vec<String>,
+    /// Whether the plugin is switched off.
+    pub disabled: bool,
+    /// The file that declared it.
+    pub source: PathBuf,
+}
+
+/// One `[[hooks.<Event>]]` (E-CFG-15, M2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEntry {
+    /// One of the E-HOOK-03 event names.
+    pub event: String,
+    /// Regex matched against the whole subject; empty or `*` match all.
+    pub matcher: String,
+    /// Shell command; non-empty unless `disabled`.
+    pub command: String,
+    /// Seconds before the hook is killed.
+    pub timeout_seconds: u64,
+    /// Whether the hook is switched off.
+    pub disabled: bool,
+    /// The file that declared it.
+    pub source: PathBuf,
+}

@@ -1,0 +1,325 @@
+//! Tests of loading real files: precedence, provenance, appending entries,
+//! broken files, `--effective` and path resolution.
+
+use super::*;
+use crate::config::HookEntry;
+
+/// A temporary home with a user file and a project with its own file.
+struct Fixture {
+    /// Keeps the directory alive for the test.
+    _temp: tempfile::TempDir,
+    /// The home directory.
+    home: PathBuf,
+    /// The project root (holds `.etch/`).
+    project: PathBuf,
+    /// A directory nested inside the project, used as the cwd.
+    nested: PathBuf,
+}
+
+impl Fixture {
+    /// Writes `user` and `project` config texts (`None` leaves a file out).
+    fn new(user: Option<&str>, project: Option<&str>) -> Self {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let home = temp.path().join("home");
+        let project_dir = temp.path().join("work/app");
+        let nested = project_dir.join("src/deep");
+        fs::create_dir_all(home.join(".etch")).expect("mkdir");
+        fs::create_dir_all(project_dir.join(".etch")).expect("mkdir");
+        fs::create_dir_all(&nested).expect("mkdir");
+        if let Some(text) = user {
+            fs::write(home.join(".etch/config.toml"), text).expect("write user");
+        }
+        if let Some(text) = project {
+            fs::write(project_dir.join(".etch/config.toml"), text).expect("write project");
+        }
+        Self {
+            _temp: temp,
+            home,
+            project: project_dir,
+            nested,
+        }
+    }
+
+    /// Loads from the nested cwd.
+    fn load(&self) -> Loaded {
+        load(&self.nested, Some(&self.home))
+    }
+
+    /// The user file's path.
+    fn user_file(&self) -> PathBuf {
+        self.home.join(".etch/config.toml")
+    }
+
+    /// The project file's path.
+    fn project_file(&self) -> PathBuf {
+        self.project.join(".etch/config.toml")
+    }
+}
+
+/// Defaults < user < project, with provenance for each value.
+#[test]
+fn merge_order_and_provenance() {
+    let fixture = Fixture::new(
+        Some(
+            "[openai]\napi = \"responses\"\ntransport = \"auto\"\n[session]\nmax_tool_rounds = 10\n",
+        ),
+        Some("[session]\nmax_tool_rounds = 20\n"),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
+    assert_eq!(loaded.files.user, Some(fixture.user_file()));
+    assert_eq!(loaded.files.project, Some(fixture.project_file()));
+    assert_eq!(loaded.project_root, Some(fixture.project.clone()));
+
+    assert_eq!(loaded.config.session.max_tool_rounds, 20);
+    assert_eq!(
+        loaded.source("session.max_tool_rounds"),
+        Source::File(fixture.project_file())
+    );
+    assert_eq!(loaded.config.openai.api, "responses");
+    assert_eq!(
+        loaded.source("openai.api"),
+        Source::File(fixture.user_file())
+    );
+    assert_eq!(loaded.config.openai.reasoning_effort, "minimal");
+    assert_eq!(loaded.source("openai.reasoning_effort"), Source::Default);
+    assert_eq!(loaded.source("no.such_key"), Source::Default);
+}
+
+/// With no files at all, the compiled defaults apply and nothing is wrong.
+#[test]
+fn no_files_means_defaults() {
+    let fixture = Fixture::new(None, None);
+    let loaded = fixture.load();
+    assert_eq!(loaded.config, Config::default());
+    assert!(loaded.diagnostics.is_empty());
+    assert_eq!(loaded.files, ConfigFiles::default());
+    assert_eq!(loaded.project_root, None);
+}
+
+/// Array tables append in source order, user entries first.
+#[test]
+fn array_tables_append_user_first() {
+    let fixture = Fixture::new(
+        Some(
+            "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"user-1\"\n\
+             [[plugins]]\nname = \"u\"\ncommand = \"u\"\n\
+             [[hooks.SessionStart]]\ncommand = \"user-2\"\n",
+        ),
+        Some(
+            "[[hooks.PreToolUse]]\ncommand = \"project-1\"\ntimeout_seconds = 5\n\
+             [[plugins]]\nname = \"p\"\ncommand = \"p\"\ndisabled = true\n\
+             [[subagents.profile]]\nname = \"explore\"\n",
+        ),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
+    let hooks: Vec<_> = loaded
+        .config
+        .hooks
+        .iter()
+        .map(|hook| (hook.event.as_str(), hook.command.as_str()))
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            ("PreToolUse", "user-1"),
+            ("SessionStart", "user-2"),
+            ("PreToolUse", "project-1")
+        ]
+    );
+    assert_eq!(
+        loaded.config.hooks[2],
+        HookEntry {
+            event: "PreToolUse".into(),
+            matcher: String::new(),
+            command: "project-1".into(),
+            timeout_seconds: 5,
+            disabled: false,
+            source: fixture.project_file(),
+        }
+    );
+    assert_eq!(loaded.config.hooks[0].timeout_seconds, 30);
+    assert_eq!(loaded.config.hooks[0].source, fixture.user_file());
+    let plugins: Vec<_> = loaded
+        .config
+        .plugins
+        .iter()
+        .map(|plugin| (plugin.name.as_str(), plugin.disabled))
+        .collect();
+    assert_eq!(plugins, [("u", false), ("p", true)]);
+    assert_eq!(loaded.config.subagents.profiles[0].name, "explore");
+    assert_eq!(loaded.config.subagents.profiles[0].model, None);
+}
+
+/// A broken project file is reported and ignored; the user file still counts.
+#[test]
+fn broken_file_contributes_nothing() {
+    let fixture = Fixture::new(
+        Some("[session]\nmax_tool_rounds = 10\n"),
+        Some("[session]\nmax_tool_rounds = 20\n[openai\napi = \"responses\"\n"),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.has_errors());
+    assert_eq!(loaded.diagnostics.len(), 1);
+    let text = loaded.diagnostics[0].to_string();
+    assert!(
+        text.starts_with(&format!(
+            "{}:3: invalid TOML",
+            fixture.project_file().display()
+        )),
+        "{text}"
+    );
+    assert_eq!(loaded.config.session.max_tool_rounds, 10);
+    assert_eq!(loaded.config.openai.api, "chat");
+}
+
+/// An unreadable file is an error without a line; loading goes on.
+#[test]
+fn unreadable_file_is_an_error() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let files = ConfigFiles {
+        user: Some(temp.path().to_path_buf()),
+        project: None,
+    };
+    let loaded = load_files(files, temp.path());
+    assert!(loaded.has_errors());
+    assert_eq!(loaded.diagnostics[0].line, None);
+    assert!(
+        loaded.diagnostics[0]
+            .message
+            .starts_with("cannot read the config file: ")
+    );
+    assert_eq!(loaded.config, Config::default());
+}
+
+/// Unknown keys warn at runtime and are errors for `config check`.
+#[test]
+fn strict_turns_warnings_into_errors() {
+    let fixture = Fixture::new(None, Some("[session]\ndirr = \"x\"\n"));
+    let loaded = fixture.load();
+    assert!(!loaded.has_errors());
+    assert_eq!(loaded.diagnostics[0].severity, Severity::Warning);
+    let strict = loaded.strict();
+    assert!(strict.has_errors());
+    assert_eq!(strict.diagnostics[0].severity, Severity::Error);
+}
+
+/// `--effective` parses back, shows every key with its provenance, and
+/// reflects caller overrides marked as flags.
+#[test]
+fn effective_toml_round_trips_with_provenance() {
+    let fixture = Fixture::new(
+        Some(
+            "[openai]\napi = \"responses\"\n[[plugins]]\nname = \"git\"\ncommand = \"git-plugin\"\n",
+        ),
+        Some(
+            "[session]\nmax_tool_rounds = 20\n[prompt]\ntext = \"Be \\\"brief\\\".\\nReally.\"\n[[hooks.PreToolUse]]\nmatcher = \"^bash$\"\ncommand = \"audit\"\n",
+        ),
+    );
+    let mut loaded = fixture.load();
+    assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
+    loaded.config.openai.transport = "websocket".into();
+    loaded.mark_flag("openai.transport");
+    let text = loaded.effective_toml();
+
+    let parsed: toml::Table =
+        toml::from_str(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    assert_eq!(parsed["session"]["max_tool_rounds"].as_integer(), Some(20));
+    assert_eq!(parsed["session"]["dir"].as_str(), Some(".etch/sessions"));
+    assert_eq!(parsed["openai"]["transport"].as_str(), Some("websocket"));
+    assert_eq!(parsed["provider"]["name"].as_str(), Some("echo"));
+    assert_eq!(parsed["provider"]["model"].as_str(), Some("gpt-5.5"));
+    assert_eq!(
+        parsed["prompt"]["text"].as_str(),
+        Some("Be \"brief\".\nReally.")
+    );
+    assert_eq!(
+        parsed["tools"]["bash"]["inherit_credentials"].as_bool(),
+        Some(false)
+    );
+    assert_eq!(parsed["plugins"][0]["name"].as_str(), Some("git"));
+    assert_eq!(
+        parsed["hooks"]["PreToolUse"][0]["matcher"].as_str(),
+        Some("^bash$")
+    );
+    let root = toml::Value::Table(parsed.clone());
+    for key in crate::schema_keys() {
+        if ["hooks.", "plugins.", "subagents.profile."]
+            .iter()
+            .any(|array| key.starts_with(array))
+        {
+            continue;
+        }
+        let found = key
+            .split('.')
+            .try_fold(&root, |value, segment| value.get(segment));
+        assert!(found.is_some(), "{key} missing from --effective:\n{text}");
+    }
+
+    let user = fixture.user_file().display().to_string();
+    let project = fixture.project_file().display().to_string();
+    assert!(
+        text.contains("max_tool_rounds = 20  # from ") && text.contains(&project),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("api = \"responses\"  # from {user}")),
+        "{text}"
+    );
+    assert!(text.contains("keep_messages = 12  # default\n"), "{text}");
+    assert!(
+        text.contains("transport = \"websocket\"  # from a flag\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("name = \"echo\"  # default: auto-selected"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("[[plugins]]  # from {user}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("[[hooks.PreToolUse]]  # from {project}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains("[subagents]  # used from milestone 2"),
+        "{text}"
+    );
+}
+
+/// Keys without a default and unset are shown as comments, not values.
+#[test]
+fn effective_toml_marks_unset_keys() {
+    let fixture = Fixture::new(None, None);
+    let text = fixture.load().effective_toml();
+    assert!(text.contains("# text is not set"), "{text}");
+    assert!(text.contains("# project file: (none)"), "{text}");
+    let parsed: toml::Table = toml::from_str(&text).expect("parses");
+    assert!(parsed["prompt"].get("text").is_none());
+}
+
+/// Relative paths resolve against the project root, else the cwd.
+#[test]
+fn resolve_path_uses_project_root() {
+    let fixture = Fixture::new(None, Some("[session]\ndir = \"sessions\"\n"));
+    let loaded = fixture.load();
+    assert_eq!(
+        loaded.resolve_path(&fixture.nested, &loaded.config.session.dir),
+        fixture.project.join("sessions")
+    );
+    assert_eq!(
+        loaded.resolve_path(&fixture.nested, "/abs/dir"),
+        PathBuf::from("/abs/dir")
+    );
+
+    let fixture = Fixture::new(Some("[session]\ndir = \"s\"\n"), None);
+    let loaded = fixture.load();
+    assert_eq!(loaded.project_root, None);
+    assert_eq!(
+        loaded.resolve_path(&fixture.nested, "s"),
+        fixture.nested.join("s")
+    );
+}

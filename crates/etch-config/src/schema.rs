@@ -1,0 +1,646 @@
+//! The one schema of etch's configuration (E-CFG-06): every table, every key,
+//! its type, default, description, allowed values, range and merge rule.
+//!
+//! This module owns only the static declaration. Parsing, validation, the
+//! typed [`Config`](crate::Config), `config show --effective`, `config schema`
+//! and the `sample-config.toml` coverage test all read it, so adding a key
+//! means adding one [`KeySpec`] here (plus its typed field and the sample).
+//! It must not know files, TOML syntax or diagnostics.
+
+/// The TOML type a key accepts (E-CFG-05: the surface is deliberately small).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueType {
+    /// A TOML string.
+    String,
+    /// A TOML integer, further bounded by [`KeySpec::min`] and [`KeySpec::max`].
+    Integer,
+    /// A TOML boolean.
+    Boolean,
+    /// A TOML array whose items are all strings.
+    StringArray,
+}
+
+impl ValueType {
+    /// The name used by `config schema`, so tools can switch on it.
+    pub(crate) const fn schema_name(self) -> &'static str {
+        match self {
+            Self::String => "string",
+            Self::Integer => "integer",
+            Self::Boolean => "boolean",
+            Self::StringArray => "string_array",
+        }
+    }
+
+    /// The phrase used in "expected …" messages, with its article.
+    pub(crate) const fn phrase(self) -> &'static str {
+        match self {
+            Self::String => "a string",
+            Self::Integer => "an integer",
+            Self::Boolean => "a boolean",
+            Self::StringArray => "an array of strings",
+        }
+    }
+}
+
+/// A compiled default, kept static so the schema is a plain table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Literal {
+    /// A string default.
+    Str(&'static str),
+    /// An integer default.
+    Int(i64),
+    /// A boolean default.
+    Bool(bool),
+}
+
+/// When an array-table entry must carry a key; plain tables never require keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Requirement {
+    /// The key may be left out.
+    Optional,
+    /// Every entry needs a non-empty value.
+    Always,
+    /// Entries that are not `disabled = true` need a non-empty value
+    /// (E-CFG-17: every enabled hook or plugin has a command).
+    WhenEnabled,
+}
+
+impl Requirement {
+    /// The name used by `config schema`.
+    pub(crate) const fn schema_name(self) -> &'static str {
+        match self {
+            Self::Optional => "optional",
+            Self::Always => "required",
+            Self::WhenEnabled => "required_when_enabled",
+        }
+    }
+}
+
+/// One key of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeySpec {
+    /// The key as written in TOML.
+    pub name: &'static str,
+    /// The type the value must have.
+    pub ty: ValueType,
+    /// The compiled default; `None` means "absent unless a file sets it".
+    pub default: Option<Literal>,
+    /// One line for humans: `config schema`, the sample and `--effective`.
+    pub description: &'static str,
+    /// The fixed set of allowed strings, when there is one.
+    pub allowed: Option<&'static [&'static str]>,
+    /// Smallest allowed integer.
+    pub min: Option<i64>,
+    /// Largest allowed integer (the typed field's range).
+    pub max: Option<i64>,
+    /// The value is a hook matcher: a regex, where empty and `*` match all.
+    pub regex: bool,
+    /// The value is a path resolved against the project root (E-CFG-21).
+    pub path: bool,
+    /// Whether array-table entries must set it.
+    pub required: Requirement,
+}
+
+/// Largest value of a `u32` field, as the schema's integer type.
+const U32_MAX: i64 = u32::MAX as i64;
+
+impl KeySpec {
+    /// A key with no default, no restriction and the given type.
+    const fn new(name: &'static str, ty: ValueType, description: &'static str) -> Self {
+        Self {
+            name,
+            ty,
+            default: None,
+            description,
+            allowed: None,
+            min: None,
+            max: None,
+            regex: false,
+            path: false,
+            required: Requirement::Optional,
+        }
+    }
+
+    /// A string key without a default.
+    const fn string(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ValueType::String, description)
+    }
+
+    /// An integer key without a default, in `min..=max`.
+    const fn integer(name: &'static str, min: i64, max: i64, description: &'static str) -> Self {
+        let mut key = Self::new(name, ValueType::Integer, description);
+        key.min = Some(min);
+        key.max = Some(max);
+        key
+    }
+
+    /// A boolean key without a default.
+    const fn boolean(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ValueType::Boolean, description)
+    }
+
+    /// A string-array key (never has a default).
+    const fn string_array(name: &'static str, description: &'static str) -> Self {
+        Self::new(name, ValueType::StringArray, description)
+    }
+
+    /// Sets the compiled default.
+    const fn default(mut self, value: Literal) -> Self {
+        self.default = Some(value);
+        self
+    }
+
+    /// Restricts a string to a fixed set.
+    const fn allowed(mut self, values: &'static [&'static str]) -> Self {
+        self.allowed = Some(values);
+        self
+    }
+
+    /// Marks the key as a hook matcher regex.
+    const fn regex(mut self) -> Self {
+        self.regex = true;
+        self
+    }
+
+    /// Marks the key as a path resolved against the project root.
+    const fn path(mut self) -> Self {
+        self.path = true;
+        self
+    }
+
+    /// Sets when array-table entries must carry the key.
+    const fn required(mut self, required: Requirement) -> Self {
+        self.required = required;
+        self
+    }
+}
+
+/// Whether a table is written once (`[t]`, scalars override) or repeated
+/// (`[[t]]`, entries append user-first, E-CFG-02).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TableKind {
+    /// `[table]`: a project scalar overrides the user scalar.
+    Table,
+    /// `[[table]]`: entries append in source order, user entries first.
+    ArrayTable,
+}
+
+impl TableKind {
+    /// The merge rule's name in `config schema`.
+    pub(crate) const fn merge_name(self) -> &'static str {
+        match self {
+            Self::Table => "override",
+            Self::ArrayTable => "append",
+        }
+    }
+}
+
+/// The milestone that starts using a table; M2 tables are parsed and validated
+/// now so configs written today keep working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Milestone {
+    /// Used by the first milestone.
+    M1,
+    /// Parsed and validated now, used from milestone 2.
+    M2,
+}
+
+impl Milestone {
+    /// The label used by `config schema`.
+    pub(crate) const fn label(self) -> &'static str {
+        match self {
+            Self::M1 => "M1",
+            Self::M2 => "M2",
+        }
+    }
+}
+
+/// One table of the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TableSpec {
+    /// Dotted name; [`HOOKS_TABLE`] stands for every `hooks.<Event>`.
+    pub name: &'static str,
+    /// Plain table or array table.
+    pub kind: TableKind,
+    /// When etch starts using it.
+    pub milestone: Milestone,
+    /// One line for humans.
+    pub description: &'static str,
+    /// Its keys, in the order `--effective` and the sample list them.
+    pub keys: &'static [KeySpec],
+}
+
+impl TableSpec {
+    /// The key spec called `name`, if the table has one.
+    pub(crate) fn key(&self, name: &str) -> Option<&'static KeySpec> {
+        self.keys.iter().find(|key| key.name == name)
+    }
+}
+
+/// The schema name of the hook tables: `hooks.<Event>` for each event.
+pub(crate) const HOOKS_TABLE: &str = "hooks.*";
+
+/// Hook event names, exactly (E-HOOK-03).
+pub(crate) const HOOK_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "TurnStart",
+    "TurnComplete",
+    "ContextBuild",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "PostCompact",
+];
+
+/// Provider names (E-CFG-09).
+pub(crate) const PROVIDERS: &[&str] = &["echo", "openai", "anthropic"];
+/// OpenAI API modes (E-CFG-10).
+pub(crate) const OPENAI_APIS: &[&str] = &["chat", "responses"];
+/// Reasoning efforts (C35); `off` omits reasoning entirely.
+pub(crate) const REASONING_EFFORTS: &[&str] =
+    &["none", "minimal", "low", "medium", "high", "xhigh", "off"];
+/// Reasoning summary levels (C35).
+pub(crate) const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed", "none"];
+/// Responses transports (G13).
+pub(crate) const TRANSPORTS: &[&str] = &["sse", "websocket", "auto"];
+
+/// `[session]` keys (E-CFG-07).
+const SESSION: &[KeySpec] = &[
+    KeySpec::string(
+        "dir",
+        "Directory of session files; a relative path resolves against the project root, else the cwd.",
+    )
+    .default(Literal::Str(".etch/sessions"))
+    .path(),
+    KeySpec::integer(
+        "max_tool_rounds",
+        1,
+        U32_MAX,
+        "Most model/tool rounds one prompt may take before the run fails.",
+    )
+    .default(Literal::Int(32)),
+    KeySpec::integer(
+        "keep_messages",
+        0,
+        U32_MAX,
+        "Recent messages always kept verbatim in the model context.",
+    )
+    .default(Literal::Int(12)),
+];
+
+/// `[context]` keys (E-CFG-08).
+const CONTEXT: &[KeySpec] = &[
+    KeySpec::boolean(
+        "auto_compact",
+        "Compact automatically when the context estimate reaches the threshold.",
+    )
+    .default(Literal::Bool(false)),
+    KeySpec::integer(
+        "auto_compact_threshold_tokens",
+        0,
+        i64::MAX,
+        "Estimated context tokens at which automatic compaction runs.",
+    )
+    .default(Literal::Int(120_000)),
+    KeySpec::integer(
+        "keep_recent_tokens",
+        0,
+        i64::MAX,
+        "Tokens of the newest messages that compaction keeps verbatim.",
+    )
+    .default(Literal::Int(20_000)),
+];
+
+/// `[provider]` keys (E-CFG-09, C34, C42).
+const PROVIDER: &[KeySpec] = &[
+    KeySpec::string(
+        "name",
+        "Model provider; when no file or flag sets it, etch picks one from the available credentials.",
+    )
+    .allowed(PROVIDERS),
+    KeySpec::string("model", "Model name sent to the provider.").default(Literal::Str("gpt-5.5")),
+    KeySpec::integer(
+        "max_retries",
+        0,
+        U32_MAX,
+        "Retries of a request failing with 429, 5xx or a network error before any output.",
+    )
+    .default(Literal::Int(3)),
+    KeySpec::integer(
+        "retry_base_delay_ms",
+        0,
+        i64::MAX,
+        "First retry delay in milliseconds; it doubles on each retry unless Retry-After says otherwise.",
+    )
+    .default(Literal::Int(2000)),
+];
+
+/// `[openai]` keys (E-CFG-10, C35, G13, G19).
+const OPENAI: &[KeySpec] = &[
+    KeySpec::string(
+        "base_url",
+        "Base URL of the OpenAI-compatible API used with API keys.",
+    )
+    .default(Literal::Str("https://api.openai.com/v1")),
+    KeySpec::string("api", "OpenAI API to call: Chat Completions or Responses.")
+        .default(Literal::Str("chat"))
+        .allowed(OPENAI_APIS),
+    KeySpec::string(
+        "reasoning_effort",
+        "Reasoning effort for the Responses API; off leaves reasoning out of the request.",
+    )
+    .default(Literal::Str("minimal"))
+    .allowed(REASONING_EFFORTS),
+    KeySpec::string(
+        "reasoning_summary",
+        "Reasoning summary detail for the Responses API.",
+    )
+    .default(Literal::Str("auto"))
+    .allowed(REASONING_SUMMARIES),
+    KeySpec::boolean(
+        "stream_usage",
+        "Ask Chat Completions to report token usage at the end of the stream.",
+    )
+    .default(Literal::Bool(true)),
+    KeySpec::string(
+        "transport",
+        "Responses transport; auto falls back to SSE when the WebSocket fails before any output.",
+    )
+    .default(Literal::Str("sse"))
+    .allowed(TRANSPORTS),
+];
+
+/// `[prompt]` keys (E-CFG-11).
+const PROMPT: &[KeySpec] = &[KeySpec::string(
+    "text",
+    "Operator or project prompt text, pinned after the base system prompt.",
+)];
+
+/// `[tools.bash]` keys (E-CFG-22).
+const TOOLS_BASH: &[KeySpec] = &[KeySpec::boolean(
+    "inherit_credentials",
+    "Let the bash tool's commands keep the model credential environment variables.",
+)
+.default(Literal::Bool(false))];
+
+/// `[subagents]` keys (E-CFG-13).
+const SUBAGENTS: &[KeySpec] = &[
+    KeySpec::boolean(
+        "enabled",
+        "Offer the task tool, which runs subagent profiles.",
+    )
+    .default(Literal::Bool(false)),
+    KeySpec::integer(
+        "max_per_turn",
+        1,
+        U32_MAX,
+        "Most task calls one turn may make; later ones get a tool error.",
+    )
+    .default(Literal::Int(4)),
+    KeySpec::integer(
+        "max_concurrent",
+        1,
+        U32_MAX,
+        "Most subagents running at the same time.",
+    )
+    .default(Literal::Int(2)),
+];
+
+/// `[[subagents.profile]]` keys (E-CFG-14); unset keys inherit from the parent.
+const SUBAGENT_PROFILE: &[KeySpec] = &[
+    KeySpec::string("name", "Profile name the model passes to the task tool.")
+        .required(Requirement::Always),
+    KeySpec::string(
+        "description",
+        "What the profile is for, shown to the model.",
+    ),
+    KeySpec::string("provider", "Provider of the subagent.").allowed(PROVIDERS),
+    KeySpec::string("model", "Model of the subagent."),
+    KeySpec::string("openai_api", "OpenAI API of the subagent.").allowed(OPENAI_APIS),
+    KeySpec::string("reasoning_effort", "Reasoning effort of the subagent.")
+        .allowed(REASONING_EFFORTS),
+    KeySpec::string(
+        "reasoning_summary",
+        "Reasoning summary detail of the subagent.",
+    )
+    .allowed(REASONING_SUMMARIES),
+    KeySpec::string(
+        "system_prompt_file",
+        "File with the subagent's system instructions; relative to the project root, else the cwd.",
+    )
+    .path(),
+    KeySpec::string_array("allowed_tools", "Tools the subagent may call, by name."),
+    KeySpec::integer(
+        "max_tool_rounds",
+        1,
+        U32_MAX,
+        "Most model/tool rounds of the subagent's run.",
+    ),
+    KeySpec::boolean(
+        "auto_compact",
+        "Whether the subagent compacts automatically.",
+    ),
+    KeySpec::integer(
+        "auto_compact_threshold_tokens",
+        0,
+        i64::MAX,
+        "Estimated context tokens at which the subagent compacts.",
+    ),
+];
+
+/// `[[plugins]]` keys (E-CFG-12).
+const PLUGINS: &[KeySpec] = &[
+    KeySpec::string("name", "Plugin name, used in diagnostics.").required(Requirement::Always),
+    KeySpec::string(
+        "command",
+        "Command started through the shell from the project directory; speaks JSONL-RPC on stdio.",
+    )
+    .required(Requirement::WhenEnabled),
+    KeySpec::integer(
+        "timeout_seconds",
+        1,
+        i64::MAX,
+        "Seconds allowed for initialize and for each tool call.",
+    )
+    .default(Literal::Int(30)),
+    KeySpec::string_array(
+        "env",
+        "Environment variables passed to the plugin on top of the sanitized default set.",
+    ),
+    KeySpec::boolean("disabled", "Keep the entry but never start the plugin.")
+        .default(Literal::Bool(false)),
+];
+
+/// `[[hooks.<Event>]]` keys (E-CFG-15, G7).
+const HOOKS: &[KeySpec] = &[
+    KeySpec::string(
+        "matcher",
+        "Regex the event's subject must match in full; empty or * matches everything.",
+    )
+    .default(Literal::Str(""))
+    .regex(),
+    KeySpec::string(
+        "command",
+        "Command run through sh -c with the event's JSON envelope on stdin.",
+    )
+    .required(Requirement::WhenEnabled),
+    KeySpec::integer(
+        "timeout_seconds",
+        1,
+        i64::MAX,
+        "Seconds before the hook is killed and counted as failed.",
+    )
+    .default(Literal::Int(30)),
+    KeySpec::boolean("disabled", "Keep the entry but never run the hook.")
+        .default(Literal::Bool(false)),
+];
+
+/// Every table, in the order `--effective`, `config schema` and the sample use.
+pub(crate) static TABLES: &[TableSpec] = &[
+    TableSpec {
+        name: "session",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Where sessions are stored and how long one prompt may run.",
+        keys: SESSION,
+    },
+    TableSpec {
+        name: "context",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "What the model context keeps and when it is compacted.",
+        keys: CONTEXT,
+    },
+    TableSpec {
+        name: "provider",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Which model provider and model run, and how requests are retried.",
+        keys: PROVIDER,
+    },
+    TableSpec {
+        name: "openai",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Settings of the OpenAI provider. Credentials come from flags or the environment.",
+        keys: OPENAI,
+    },
+    TableSpec {
+        name: "prompt",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Extra system prompt text.",
+        keys: PROMPT,
+    },
+    TableSpec {
+        name: "tools.bash",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Settings of the bash tool.",
+        keys: TOOLS_BASH,
+    },
+    TableSpec {
+        name: "subagents",
+        kind: TableKind::Table,
+        milestone: Milestone::M2,
+        description: "Subagents run through the task tool.",
+        keys: SUBAGENTS,
+    },
+    TableSpec {
+        name: "subagents.profile",
+        kind: TableKind::ArrayTable,
+        milestone: Milestone::M2,
+        description: "One subagent profile; keys left out inherit the parent's settings.",
+        keys: SUBAGENT_PROFILE,
+    },
+    TableSpec {
+        name: "plugins",
+        kind: TableKind::ArrayTable,
+        milestone: Milestone::M2,
+        description: "One external plugin process; plugins are configured, never discovered.",
+        keys: PLUGINS,
+    },
+    TableSpec {
+        name: HOOKS_TABLE,
+        kind: TableKind::ArrayTable,
+        milestone: Milestone::M2,
+        description: "One hook command for an event (hooks.<Event>).",
+        keys: HOOKS,
+    },
+];
+
+/// The table spec called `name` (`hooks.*` for hook tables).
+pub(crate) fn table(name: &str) -> Option<&'static TableSpec> {
+    TABLES.iter().find(|table| table.name == name)
+}
+
+/// The key spec for a dotted `table.key` (`hooks.*.matcher` or
+/// `hooks.PreToolUse.matcher` for hooks).
+pub(crate) fn key(dotted: &str) -> Option<(&'static TableSpec, &'static KeySpec)> {
+    let (table_name, key_name) = dotted.rsplit_once('.')?;
+    let table_name = match table_name.strip_prefix("hooks.") {
+        Some(event) if event == "*" || HOOK_EVENTS.contains(&event) => HOOKS_TABLE,
+        _ => table_name,
+    };
+    let table = table(table_name)?;
+    Some((table, table.key(key_name)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defaults must satisfy their own key's type, range and allowed set, or
+    /// the compiled configuration would fail its own validation.
+    #[test]
+    fn defaults_respect_their_own_rules() {
+        for table in TABLES {
+            for key in table.keys {
+                let Some(default) = key.default else { continue };
+                match (key.ty, default) {
+                    (ValueType::String, Literal::Str(text)) => {
+                        if let Some(allowed) = key.allowed {
+                            assert!(allowed.contains(&text), "{}.{}", table.name, key.name);
+                        }
+                    }
+                    (ValueType::Integer, Literal::Int(value)) => {
+                        assert!(key.min.is_none_or(|min| value >= min), "{}", key.name);
+                        assert!(key.max.is_none_or(|max| value <= max), "{}", key.name);
+                    }
+                    (ValueType::Boolean, Literal::Bool(_)) => {}
+                    _ => panic!("{}.{} default has the wrong type", table.name, key.name),
+                }
+            }
+        }
+    }
+
+    /// Table and key names are unique, so lookups are unambiguous.
+    #[test]
+    fn names_are_unique() {
+        let mut tables: Vec<_> = TABLES.iter().map(|table| table.name).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        assert_eq!(tables.len(), TABLES.len());
+        for table in TABLES {
+            let mut keys: Vec<_> = table.keys.iter().map(|key| key.name).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), table.keys.len(), "{}", table.name);
+        }
+    }
+
+    /// Dotted lookups find hook keys under any valid event name only.
+    #[test]
+    fn dotted_lookup_handles_hooks() {
+        assert_eq!(key("openai.api").map(|(_, k)| k.name), Some("api"));
+        assert_eq!(
+            key("hooks.PreToolUse.matcher").map(|(t, _)| t.name),
+            Some(HOOKS_TABLE)
+        );
+        assert_eq!(key("hooks.*.command").map(|(_, k)| k.name), Some("command"));
+        assert!(key("hooks.Nope.command").is_none());
+        assert!(key("openai.nope").is_none());
+        assert!(key("nope").is_none());
+    }
+}

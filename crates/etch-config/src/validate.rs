@@ -1,0 +1,214 @@
+//! Checks one TOML value against its [`KeySpec`]: type, allowed set, range
+//! and, for hook matchers, regex syntax (E-CFG-17, G7).
+//!
+//! This module owns value-level rules only. It must not know files, lines,
+//! tables or merging; the parser decides where a value sits and what to do
+//! with the result.
+
+use toml::de::DeValue;
+
+use crate::problem::Problem;
+use crate::schema::{KeySpec, ValueType};
+use crate::value::Value;
+
+/// The validated value of `raw` for `spec`, or what is wrong with it.
+pub(crate) fn check(spec: &KeySpec, raw: &DeValue<'_>) -> Result<Value, Problem> {
+    let value = match (spec.ty, raw) {
+        (ValueType::String, DeValue::String(text)) => Value::String(text.to_string()),
+        (ValueType::Integer, DeValue::Integer(number)) => Value::Integer(
+            i64::from_str_radix(number.as_str(), number.radix())
+                .map_err(|_| out_of_range(spec, &number.to_string()))?,
+        ),
+        (ValueType::Boolean, DeValue::Boolean(flag)) => Value::Boolean(*flag),
+        (ValueType::StringArray, DeValue::Array(items)) => Value::StringArray(
+            items
+                .iter()
+                .map(|item| match item.get_ref() {
+                    DeValue::String(text) => Ok(text.to_string()),
+                    other => Err(Problem::WrongType {
+                        expected: spec.ty.phrase(),
+                        found: format!("an array containing {}", found(other)),
+                    }),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        (expected, other) => {
+            return Err(Problem::WrongType {
+                expected: expected.phrase(),
+                found: found(other),
+            });
+        }
+    };
+    check_rules(spec, &value)?;
+    Ok(value)
+}
+
+/// Applies the allowed set, the range and the regex rule to a typed value.
+fn check_rules(spec: &KeySpec, value: &Value) -> Result<(), Problem> {
+    if let (Some(allowed), Some(text)) = (spec.allowed, value.as_str())
+        && !allowed.contains(&text)
+    {
+        return Err(Problem::NotAllowed {
+            value: text.to_owned(),
+            allowed: allowed.join(", "),
+        });
+    }
+    if let Some(number) = value.as_integer()
+        && (spec.min.is_some_and(|min| number < min) || spec.max.is_some_and(|max| number > max))
+    {
+        return Err(out_of_range(spec, &number.to_string()));
+    }
+    if spec.regex
+        && let Some(matcher) = value.as_str()
+    {
+        check_matcher(matcher)?;
+    }
+    Ok(())
+}
+
+/// A hook matcher is valid when empty, `*`, or a regex that compiles in the
+/// anchored form G7 uses at runtime (`^(?:{matcher})$`).
+pub(crate) fn check_matcher(matcher: &str) -> Result<(), Problem> {
+    if matcher.is_empty() || matcher == "*" {
+        return Ok(());
+    }
+    regex::Regex::new(&format!("^(?:{matcher})$"))
+        .map(drop)
+        .map_err(|error| Problem::BadRegex {
+            matcher: matcher.to_owned(),
+            detail: regex_detail(&error),
+        })
+}
+
+/// The regex crate's message without its multi-line source excerpt.
+fn regex_detail(error: &regex::Error) -> String {
+    let text = error.to_string();
+    text.lines()
+        .rev()
+        .find(|line| line.trim_start().starts_with("error:"))
+        .map_or_else(
+            || text.lines().last().unwrap_or_default().trim().to_owned(),
+            |line| {
+                line.trim_start()
+                    .trim_start_matches("error:")
+                    .trim()
+                    .to_owned()
+            },
+        )
+}
+
+/// The range problem for `spec`, worded from its bounds.
+fn out_of_range(spec: &KeySpec, value: &str) -> Problem {
+    let range = match (spec.min, spec.max) {
+        (Some(min), Some(max)) if max < i64::MAX => format!("an integer from {min} to {max}"),
+        (Some(min), _) => format!("an integer >= {min}"),
+        (None, Some(max)) => format!("an integer <= {max}"),
+        (None, None) => "an integer that fits in 64 bits".to_owned(),
+    };
+    Problem::OutOfRange {
+        value: value.to_owned(),
+        range,
+    }
+}
+
+/// A TOML value's type with its article, for "found …".
+pub(crate) fn found(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a datetime",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+    .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema;
+
+    /// Parses `text` as one TOML value and checks it against `dotted`'s spec.
+    fn run(dotted: &str, text: &str) -> Result<Value, String> {
+        let (_, spec) = schema::key(dotted).expect("schema key");
+        let raw = DeValue::parse(text).expect("value parses");
+        check(spec, raw.get_ref()).map_err(|problem| problem.to_string())
+    }
+
+    /// Each type is accepted in its own shape.
+    #[test]
+    fn accepts_valid_values() {
+        assert_eq!(run("session.dir", "\"x\""), Ok(Value::String("x".into())));
+        assert_eq!(
+            run("session.max_tool_rounds", "0x10"),
+            Ok(Value::Integer(16))
+        );
+        assert_eq!(
+            run("context.keep_recent_tokens", "1_000"),
+            Ok(Value::Integer(1000))
+        );
+        assert_eq!(
+            run("context.auto_compact", "true"),
+            Ok(Value::Boolean(true))
+        );
+        assert_eq!(
+            run("plugins.env", "[\"PATH\"]"),
+            Ok(Value::StringArray(vec!["PATH".into()]))
+        );
+        assert!(run("hooks.*.matcher", "\"*\"").is_ok());
+        assert!(run("hooks.*.matcher", "\"\"").is_ok());
+        assert!(run("hooks.*.matcher", "\"bash|write\"").is_ok());
+    }
+
+    /// Type mismatches name both types.
+    #[test]
+    fn rejects_wrong_types() {
+        assert_eq!(
+            run("session.max_tool_rounds", "\"32\""),
+            Err("expected an integer, found a string".into())
+        );
+        assert_eq!(
+            run("context.auto_compact", "1.5"),
+            Err("expected a boolean, found a float".into())
+        );
+        assert_eq!(
+            run("plugins.env", "[\"A\", 1]"),
+            Err("expected an array of strings, found an array containing an integer".into())
+        );
+    }
+
+    /// Allowed sets and ranges list what is allowed.
+    #[test]
+    fn rejects_values_outside_rules() {
+        assert_eq!(
+            run("provider.name", "\"opneai\""),
+            Err("\"opneai\" is not allowed; expected one of: echo, openai, anthropic".into())
+        );
+        assert_eq!(
+            run("session.max_tool_rounds", "0"),
+            Err("0 is out of range; expected an integer from 1 to 4294967295".into())
+        );
+        assert_eq!(
+            run("context.keep_recent_tokens", "-1"),
+            Err("-1 is out of range; expected an integer >= 0".into())
+        );
+        assert_eq!(
+            run("context.keep_recent_tokens", "99999999999999999999"),
+            Err("99999999999999999999 is out of range; expected an integer >= 0".into())
+        );
+    }
+
+    /// Broken regexes are reported on one line with the fallback explained.
+    #[test]
+    fn rejects_bad_matchers() {
+        let message = run("hooks.*.matcher", "\"(unclosed\"").expect_err("invalid");
+        assert!(
+            message.starts_with("\"(unclosed\" is not a valid regex: "),
+            "{message}"
+        );
+        assert!(message.contains("unclosed group"), "{message}");
+        assert!(!message.contains('\n'), "{message}");
+    }
+}
