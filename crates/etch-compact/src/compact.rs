@@ -27,6 +27,8 @@ pub enum Outcome {
         data: SummaryData,
         /// The new event's id (the writer's new leaf).
         event_id: String,
+        /// The JSON line as written, for observers that mirror the log.
+        line: String,
     },
     /// Nothing was worth compacting; the session is unchanged.
     Skipped(Skip),
@@ -59,6 +61,12 @@ pub async fn compact(
     }
     let tokens_after =
         plan.tokens_kept + message_tokens(&summary_message(&summary), settings.estimate);
+    if tokens_after >= plan.tokens_before {
+        return Ok(Outcome::Skipped(Skip::SummaryTooLong {
+            tokens_before: plan.tokens_before,
+            tokens_after,
+        }));
+    }
     let data = SummaryData {
         summary,
         trigger: trigger.as_str().to_string(),
@@ -73,6 +81,7 @@ pub async fn compact(
     Ok(Outcome::Compacted {
         data,
         event_id: appended.id,
+        line: appended.line,
     })
 }
 

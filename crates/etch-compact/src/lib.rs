@@ -45,4 +45,4 @@ pub use settings::{
 };
 pub use skip::{Budget, Skip};
 pub use summarize::summarize;
-pub use tokens::{estimate_context, estimate_request};
+pub use tokens::{estimate_context, estimate_request, message_tokens};

@@ -45,6 +45,14 @@ pub enum Skip {
         /// as the size of the new one.
         tokens_after: u64,
     },
+    /// The summary came back no smaller than what it would replace, so
+    /// appending it would grow the next request; nothing was appended.
+    SummaryTooLong {
+        /// Estimated tokens of the context now.
+        tokens_before: u64,
+        /// Estimated tokens with the summary in place.
+        tokens_after: u64,
+    },
 }
 
 impl fmt::Display for Skip {
@@ -67,6 +75,13 @@ impl fmt::Display for Skip {
             } => write!(
                 f,
                 "compaction skipped: it would only shrink the context from about {tokens_before} to {tokens_after} estimated tokens (less than 10%); the recent messages, the previous summary and the pinned context already dominate"
+            ),
+            Self::SummaryTooLong {
+                tokens_before,
+                tokens_after,
+            } => write!(
+                f,
+                "compaction skipped: the summary is no smaller than the history it would replace (about {tokens_before} -> {tokens_after} estimated tokens); the session was not changed"
             ),
         }
     }

@@ -15,7 +15,7 @@ use crate::window::{Branch, failed, replayed_message};
 /// Estimated tokens of one message: its text parts, and for each tool call
 /// its name plus its JSON arguments. Provider items are opaque replay state
 /// with no text to measure, so they count as nothing.
-pub(crate) fn message_tokens(message: &Message, estimate: Estimator) -> u64 {
+pub fn message_tokens(message: &Message, estimate: Estimator) -> u64 {
     let parts = match message {
         Message::User { content }
         | Message::Assistant { content }

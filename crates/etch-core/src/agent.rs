@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use etch_compact::Trigger;
 use etch_model::{
-    ContentPart, Message, ModelClient, ModelRequest, RequestOptions, StopReason, SystemLayer,
-    ToolCall,
+    ContentPart, ErrorKind, Message, ModelClient, ModelRequest, RequestOptions, StopReason,
+    SystemLayer, ToolCall,
 };
 use etch_session::event::{AssistantData, ReasoningData, ResponseData, ToolData, UserData};
 use etch_session::{LoadedSession, SessionWriter, dangling_tool_calls, types};
@@ -14,6 +15,7 @@ use etch_tool::ToolRegistry;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{CompactionPolicy, Estimate};
 use crate::error::{RunError, ToolRoundLimitError};
 use crate::exec::{ABORTED, BatchEnv, CallResult, run_batch};
 use crate::observer::{AgentEvent, Observer};
@@ -32,16 +34,19 @@ pub struct AgentConfig {
     pub temp_dir: PathBuf,
     /// Request options (session id, reasoning).
     pub options: RequestOptions,
+    /// Threshold compaction and overflow recovery; `None` turns both off
+    /// (tests, and callers that cannot summarize).
+    pub compaction: Option<CompactionPolicy>,
 }
 
 /// A model client, the active tools and the run settings.
 pub struct Agent {
     /// The provider.
-    client: Arc<dyn ModelClient>,
+    pub(crate) client: Arc<dyn ModelClient>,
     /// Active tools.
     tools: ToolRegistry,
     /// Settings.
-    config: AgentConfig,
+    pub(crate) config: AgentConfig,
 }
 
 /// A successful run.
@@ -55,13 +60,15 @@ pub struct RunOutcome {
 
 /// The writer, history and observer of one run, so helpers can append
 /// durably and notify in one step.
-struct RunState<'a> {
+pub(crate) struct RunState<'a> {
     /// The session file.
-    writer: &'a mut SessionWriter,
+    pub(crate) writer: &'a mut SessionWriter,
     /// Projected history, extended as events are appended.
-    history: &'a mut Vec<Message>,
+    pub(crate) history: &'a mut Vec<Message>,
     /// Who is watching.
-    observer: &'a mut dyn Observer,
+    pub(crate) observer: &'a mut dyn Observer,
+    /// Running size estimate of the next request, for threshold compaction.
+    pub(crate) estimate: Estimate,
 }
 
 impl RunState<'_> {
@@ -145,6 +152,7 @@ impl Agent {
             writer,
             history,
             observer,
+            estimate: Estimate::default(),
         };
         let result = self.run_rounds(&mut state, prompt, cancel).await;
         let message = result.as_ref().err().map(ToString::to_string);
@@ -163,6 +171,7 @@ impl Agent {
     ) -> Result<RunOutcome, RunError> {
         let mut round = 0;
         let mut pending_prompts = vec![prompt];
+        let mut overflow_recovered = false;
         loop {
             round += 1;
             let started = Instant::now();
@@ -173,7 +182,22 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
             }
-            let pass = self.model_pass(state, cancel).await?;
+            self.maybe_compact(state, cancel).await?;
+            let pass = match self.model_pass(state, cancel).await {
+                // P-OVF-02: compact once and retry once per run; a second
+                // overflow, or a compaction that cannot help, surfaces the
+                // provider's error.
+                Err(RunError::Model { provider, source })
+                    if source.kind == ErrorKind::ContextOverflow && !overflow_recovered =>
+                {
+                    overflow_recovered = true;
+                    if !self.compact(state, Trigger::Overflow, cancel).await? {
+                        return Err(RunError::Model { provider, source });
+                    }
+                    self.model_pass(state, cancel).await?
+                }
+                other => other?,
+            };
             let calls: Vec<ToolCall> = pass
                 .content
                 .iter()
@@ -310,6 +334,9 @@ impl Agent {
                 state.history.push(message);
                 for item in &pass.provider_items {
                     state.history.push(Message::ProviderItem(item.clone()));
+                }
+                if let Some(usage) = &pass.usage {
+                    state.estimate.usage(usage, state.history.len());
                 }
                 Ok(pass)
             }

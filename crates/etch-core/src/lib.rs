@@ -13,17 +13,20 @@
 //!
 //! This crate must not know which provider answers, how a tool works inside,
 //! or how anything is rendered: it sees only `etch-model`, `etch-tool` and
-//! `etch-session` types.
+//! `etch-session` types, plus `etch-compact` to summarize when the context
+//! grows too large (threshold compaction, overflow recovery).
 
 pub mod agent;
+pub mod compaction;
 pub mod error;
 pub mod exec;
 pub mod observer;
 pub mod pass;
 
 pub use agent::{Agent, AgentConfig, RunOutcome, close_dangling_calls};
+pub use compaction::CompactionPolicy;
 pub use error::{RunError, ToolRoundLimitError};
-pub use observer::{AgentEvent, Delta, NoopObserver, Observer};
+pub use observer::{AgentEvent, CompactionResult, Delta, NoopObserver, Observer};
 
 /// Default bound on model/tool rounds per user turn (E-LOOP-02).
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 32;

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use etch_compact::Trigger;
 use etch_model::{Message, ToolCall};
 
 /// A streamed piece of the assistant message in progress.
@@ -91,11 +92,40 @@ pub enum AgentEvent<'a> {
         /// Tool results appended in this round.
         tool_results: usize,
     },
+    /// A compaction began (Pi's `compaction_start`): threshold (`auto`) or
+    /// overflow recovery.
+    CompactionStart {
+        /// Why it runs.
+        trigger: Trigger,
+    },
+    /// A compaction ended (Pi's `compaction_end`).
+    CompactionEnd {
+        /// Why it ran.
+        trigger: Trigger,
+        /// What happened.
+        result: CompactionResult<'a>,
+    },
     /// The run ended; `error` says why when it did not succeed.
     AgentEnd {
         /// Failure message, if any.
         error: Option<&'a str>,
     },
+}
+
+/// How a compaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionResult<'a> {
+    /// A `context.summary` was appended; estimates before and after.
+    Compacted {
+        /// Estimated tokens before.
+        tokens_before: u64,
+        /// Estimated tokens after.
+        tokens_after: u64,
+    },
+    /// Nothing worth compacting; why.
+    Skipped(&'a str),
+    /// The summary could not be made; the log is unchanged.
+    Failed(&'a str),
 }
 
 /// Receives a run's events. All methods have no-op defaults.

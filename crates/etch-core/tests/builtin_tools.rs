@@ -112,6 +112,7 @@ async fn two_edits_of_one_file_never_lose_an_update() {
             cwd: cwd.clone(),
             temp_dir: dir.path().join("tmp"),
             options: RequestOptions::default(),
+            compaction: None,
         },
     );
     agent

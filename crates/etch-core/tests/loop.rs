@@ -10,7 +10,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use etch_core::{Agent, AgentConfig, AgentEvent, Observer, RunError, RunOutcome};
+use etch_core::{
+    Agent, AgentConfig, AgentEvent, CompactionPolicy, CompactionResult, Observer, RunError,
+    RunOutcome,
+};
 use etch_model::{
     ErrorKind, Message, ModelClient, ModelError, ModelRequest, ModelStream, RequestOptions,
     StopReason, StreamEvent, ToolSpec, Usage, stream_channel,
@@ -196,6 +199,15 @@ impl Observer for Recorder {
             }
             AgentEvent::ToolExecutionEnd { call_id, .. } => format!("tool_execution_end:{call_id}"),
             AgentEvent::TurnEnd { .. } => "turn_end".to_string(),
+            AgentEvent::CompactionStart { trigger } => format!("compaction_start:{trigger}"),
+            AgentEvent::CompactionEnd { trigger, result } => {
+                let how = match result {
+                    CompactionResult::Compacted { .. } => "compacted".to_string(),
+                    CompactionResult::Skipped(why) => format!("skipped({why})"),
+                    CompactionResult::Failed(why) => format!("failed({why})"),
+                };
+                format!("compaction_end:{trigger}:{how}")
+            }
             AgentEvent::AgentEnd { .. } => "agent_end".to_string(),
         };
         self.events.push(name);
@@ -228,8 +240,18 @@ struct Fixture {
     agent: Agent,
 }
 
-/// Builds a fixture.
+/// Builds a fixture without compaction.
 fn fixture(client: Arc<dyn ModelClient>, tools: Vec<Arc<dyn Tool>>, max_rounds: u32) -> Fixture {
+    fixture_with(client, tools, max_rounds, None)
+}
+
+/// Builds a fixture with a compaction policy.
+fn fixture_with(
+    client: Arc<dyn ModelClient>,
+    tools: Vec<Arc<dyn Tool>>,
+    max_rounds: u32,
+    compaction: Option<CompactionPolicy>,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new(dir.path().join("sessions"));
     let (writer, _) = store
@@ -255,6 +277,7 @@ fn fixture(client: Arc<dyn ModelClient>, tools: Vec<Arc<dyn Tool>>, max_rounds: 
             cwd: dir.path().to_path_buf(),
             temp_dir: dir.path().join("tmp"),
             options: RequestOptions::default(),
+            compaction,
         },
     );
     Fixture {
@@ -665,4 +688,251 @@ async fn steering_is_admitted_after_a_tool_batch() {
             "model.usage"
         ]
     );
+}
+
+/// A compaction policy that keeps only the last two messages raw, counting
+/// a token per four bytes; `auto` with a threshold of one token compacts
+/// before every request.
+fn policy(auto: bool) -> CompactionPolicy {
+    CompactionPolicy {
+        auto,
+        threshold_tokens: 1,
+        settings: etch_compact::Settings {
+            keep_recent_tokens: 0,
+            keep_messages: 2,
+            estimate: |t| (t.len() as u64).div_ceil(4),
+        },
+        pinned_tokens: 0,
+    }
+}
+
+/// A long first answer whose usage is close to the estimate of the first
+/// prompt and answer (about 240 tokens plus a small prompt), as a real
+/// provider would report, so a compaction of them clearly shrinks the
+/// context.
+fn first_answer() -> Vec<StreamEvent> {
+    let mut pass = text_pass(&"answer one ".repeat(40));
+    pass[3] = StreamEvent::Usage(Usage {
+        input_tokens: 150,
+        output_tokens: 110,
+        total_tokens: 260,
+        ..Usage::default()
+    });
+    pass
+}
+
+/// A pass that fails with a context-overflow error.
+fn overflow_pass() -> Vec<StreamEvent> {
+    vec![StreamEvent::Error(ModelError::new(
+        ErrorKind::ContextOverflow,
+        "prompt is too long: 300000 tokens > 200000 maximum",
+    ))]
+}
+
+/// The user texts of a request.
+fn user_texts(request: &ModelRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { content } => Some(etch_model::content::joined_text(content)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// P-OVF-02: an overflow compacts once (trigger overflow) and retries the
+/// request with the summary in place of the old prefix.
+#[tokio::test]
+async fn overflow_compacts_and_retries_once() {
+    let model = Scripted::new(vec![
+        first_answer(),
+        overflow_pass(),
+        text_pass("## Goal\nKeep going."),
+        text_pass("after compaction"),
+    ]);
+    let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
+    let mut rec = Recorder::default();
+    f.run(
+        &"first prompt ".repeat(40),
+        &mut rec,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let mut rec = Recorder::default();
+    let outcome = f
+        .run("second prompt", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "after compaction");
+    assert!(
+        rec.events
+            .contains(&"compaction_start:overflow".to_string())
+            && rec
+                .events
+                .contains(&"compaction_end:overflow:compacted".to_string()),
+        "{:?}",
+        rec.events
+    );
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(requests.len(), 4);
+    let summarizer = &requests[2];
+    assert!(summarizer.tools.is_empty());
+    let retried = user_texts(&requests[3]);
+    assert!(
+        retried[0].starts_with("The conversation history before this point was compacted"),
+        "{retried:?}"
+    );
+    assert!(retried[0].contains("Keep going."));
+    let types = logged_types(&f.writer);
+    assert_eq!(
+        types.iter().filter(|t| *t == "context.summary").count(),
+        1,
+        "{types:?}"
+    );
+    assert!(rec.lines.iter().any(|l| l.contains("\"context.summary\"")));
+    let summary = load_session(f.writer.path()).unwrap();
+    let data: Value = summary
+        .events
+        .iter()
+        .find(|e| e.kind == types::CONTEXT_SUMMARY)
+        .map(|e| serde_json::from_str(e.data.get()).unwrap())
+        .unwrap();
+    assert_eq!(data["trigger"], "overflow");
+}
+
+/// P-OVF-02: an overflow on the retry too is surfaced, not looped; one
+/// compaction only.
+#[tokio::test]
+async fn second_overflow_is_surfaced() {
+    let model = Scripted::new(vec![
+        first_answer(),
+        overflow_pass(),
+        text_pass("## Goal\nSummary."),
+        overflow_pass(),
+    ]);
+    let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
+    let mut rec = Recorder::default();
+    f.run(
+        &"first prompt ".repeat(40),
+        &mut rec,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let err = f
+        .run("second prompt", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let RunError::Model { source, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(source.kind, ErrorKind::ContextOverflow);
+    assert_eq!(model.requests.lock().unwrap().len(), 4);
+    let types = logged_types(&f.writer);
+    assert_eq!(types.iter().filter(|t| *t == "context.summary").count(), 1);
+}
+
+/// An overflow with nothing to summarize (or a failing summarizer) surfaces
+/// the provider's error, and a failed summary leaves no summary event.
+#[tokio::test]
+async fn overflow_without_a_useful_compaction_is_surfaced() {
+    let model = Scripted::new(vec![overflow_pass()]);
+    let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
+    let mut rec = Recorder::default();
+    let err = f
+        .run("only prompt", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::Model { .. }), "{err:?}");
+    assert_eq!(model.requests.lock().unwrap().len(), 1);
+    assert!(
+        rec.events
+            .iter()
+            .any(|e| e.starts_with("compaction_end:overflow:skipped(nothing to compact")),
+        "{:?}",
+        rec.events
+    );
+
+    let model = Scripted::new(vec![
+        first_answer(),
+        overflow_pass(),
+        vec![StreamEvent::Error(ModelError::new(
+            ErrorKind::Transient,
+            "summarizer unavailable",
+        ))],
+    ]);
+    let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
+    f.run(
+        &"first prompt ".repeat(40),
+        &mut rec,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let mut rec = Recorder::default();
+    let err = f
+        .run("second prompt", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let RunError::Model { source, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(source.kind, ErrorKind::ContextOverflow);
+    assert!(
+        rec.events
+            .iter()
+            .any(|e| e.starts_with("compaction_end:overflow:failed(") && e.contains("not changed")),
+        "{:?}",
+        rec.events
+    );
+    assert!(!logged_types(&f.writer).contains(&"context.summary".to_string()));
+}
+
+/// E-CTX-16: with auto compaction on and the estimate over the threshold,
+/// the summary is appended before the request, which then carries it.
+#[tokio::test]
+async fn auto_compaction_runs_before_the_request() {
+    let model = Scripted::new(vec![
+        first_answer(),
+        text_pass("## Goal\nAuto summary."),
+        text_pass("answer two"),
+    ]);
+    let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
+    let mut rec = Recorder::default();
+    f.run(
+        &"first prompt ".repeat(40),
+        &mut rec,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    f.agent = Agent::new(
+        model.clone(),
+        ToolRegistry::new(),
+        AgentConfig {
+            max_tool_rounds: 8,
+            system: etch_prompt_layers(),
+            cwd: std::env::temp_dir(),
+            temp_dir: std::env::temp_dir(),
+            options: RequestOptions::default(),
+            compaction: Some(policy(true)),
+        },
+    );
+    let mut rec = Recorder::default();
+    let outcome = f
+        .run("second prompt", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "answer two");
+    assert!(
+        rec.events
+            .contains(&"compaction_end:auto:compacted".to_string()),
+        "{:?}",
+        rec.events
+    );
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(requests.len(), 3);
+    assert!(user_texts(&requests[2])[0].contains("Auto summary."));
 }

@@ -19,6 +19,11 @@ Examples:
   etch show 01JX                         print a session transcript
   etch resume 01JX -p \"now add tests\"    continue a session headless
   etch tool grep TODO src                run one tool directly, as the model would
+  etch --skill release -p \"cut 1.2\"      load a skill's instructions into the prompt
+  etch status                            counters of the newest session
+  etch context                           what the next request would contain
+  etch compact --session 01JX            summarize old history (kept on disk)
+  etch config check                      validate ~/.etch/config.toml and .etch/config.toml
 
 Exit codes: 0 success, 1 the run failed, 2 usage error or unknown session,
 130 interrupted (Ctrl-C).";
@@ -116,6 +121,39 @@ pub struct RunArgs {
     /// Only the read-only tools: read, grep, find, ls.
     #[arg(long)]
     pub read_only: bool,
+    /// Load the skill NAME (from .etch/skills, .agents/skills or
+    /// ~/.etch/skills) into the prompt before your text.
+    #[arg(long, value_name = "NAME")]
+    pub skill: Option<String>,
+}
+
+/// `etch context` actions.
+#[derive(Debug, Subcommand)]
+pub enum ContextAction {
+    /// Write the full logical context (prompt layers, summary, conversation,
+    /// tools) to a text file.
+    Dump {
+        /// Output file (default: .etch/context-dump-<session-id>.txt).
+        #[arg(value_name = "PATH")]
+        path: Option<PathBuf>,
+    },
+}
+
+/// `etch config` actions.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Validate the user and project config files; exit 1 on any problem.
+    Check,
+    /// Print the configuration.
+    Show {
+        /// The merged result with every default, each value marked with where
+        /// it came from.
+        #[arg(long)]
+        effective: bool,
+    },
+    /// Print every table and key with its type, default and description as
+    /// JSON.
+    Schema,
 }
 
 /// Subcommands.
@@ -153,6 +191,56 @@ pub enum Command {
         after_help = "Examples:\n  etch tool read --offset 20 --limit 40 README.md\n  etch tool grep TODO src\n  etch tool bash -- cargo test"
     )]
     Tool(crate::tool_cmd::ToolCommand),
+    /// Show a session's counters: age, turns, model calls, tools, compactions,
+    /// tokens and transport.
+    #[command(after_help = "Examples:\n  etch status\n  etch status --session 01JX --json")]
+    Status {
+        /// Session id prefix (default: the newest session).
+        #[arg(long, value_name = "PREFIX")]
+        session: Option<String>,
+        /// Print the counters as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what the next model request would contain: prompt layers with
+    /// sizes, pinned files, skills, the active summary, the conversation and
+    /// tool schemas.
+    #[command(
+        after_help = "Examples:\n  etch context\n  etch context --session 01JX --json\n  etch context dump /tmp/ctx.txt"
+    )]
+    Context {
+        /// Write a dump instead of the summary.
+        #[command(subcommand)]
+        action: Option<ContextAction>,
+        /// Session id prefix (default: the newest session, if any).
+        #[arg(long, value_name = "PREFIX", global = true)]
+        session: Option<String>,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarize a session's older history into a context.summary event; the
+    /// full history stays in the log.
+    #[command(
+        after_help = "Examples:\n  etch compact --session 01JX\n  etch compact --session 01JX --focus \"the failing parser tests\""
+    )]
+    Compact {
+        /// Session id prefix.
+        #[arg(long, value_name = "PREFIX")]
+        session: String,
+        /// Extra instruction for the summary, e.g. what to keep in detail.
+        #[arg(long, value_name = "TEXT")]
+        focus: Option<String>,
+        /// Provider options for the summary request.
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Check, show or describe the configuration.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  etch config check\n  etch config show --effective\n  etch config schema | jq '.tables[].name'"
+    )]
+    Config(ConfigAction),
     /// Continue a session with a new prompt, headless.
     #[command(
         after_help = "Example:\n  etch resume 01JX -p \"now run the tests\"\n\n\
@@ -177,6 +265,10 @@ impl Command {
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
             Self::Auth(_) => "auth",
+            Self::Status { .. } => "status",
+            Self::Context { .. } => "context",
+            Self::Compact { .. } => "compact",
+            Self::Config(_) => "config",
         }
     }
 }

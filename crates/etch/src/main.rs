@@ -8,14 +8,19 @@
 
 mod auth_cmd;
 mod cli;
+mod compact_cmd;
+mod config_cmd;
+mod context_cmd;
 mod exit;
 mod markdown;
 mod output;
 mod paths;
 mod provider;
 mod run;
+mod session_arg;
 mod sessions;
 mod show;
+mod status_cmd;
 mod tool_cmd;
 
 use std::path::PathBuf;
@@ -56,11 +61,46 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     if let Some(command) = &cli.command {
         reject_run_options(&cli, command.name())?;
     }
-    let session_dir = paths::session_dir(&cwd, cli.global.session_dir.as_deref());
-    let place = Place { cwd, session_dir };
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let config = etch_config::load(&cwd, home.as_deref());
+    if let Some(Command::Config(action)) = &cli.command {
+        return config_cmd::run(action, config);
+    }
+    let runs_model = matches!(
+        cli.command,
+        None | Some(Command::Resume { .. } | Command::Compact { .. })
+    );
+    config_cmd::report(&config, runs_model)?;
+    let session_dir = paths::session_dir(
+        &cwd,
+        cli.global.session_dir.as_deref(),
+        &config.config.session.dir,
+    );
+    let place = Place {
+        cwd,
+        session_dir,
+        home,
+        config: config.config,
+    };
     match cli.command {
         Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
         Some(Command::Show { json, prefix }) => show::show(&place.session_dir, &prefix, json),
+        Some(Command::Status { session, json }) => {
+            status_cmd::status(&place.session_dir, session.as_deref(), json)
+        }
+        Some(Command::Context {
+            action,
+            session,
+            json,
+        }) => context_cmd::run(&place, session.as_deref(), action.as_ref(), json),
+        Some(Command::Compact {
+            session,
+            focus,
+            run,
+        }) => runtime()?.block_on(compact_cmd::run(&place, &session, focus.as_deref(), &run)),
+        Some(Command::Config(_)) => Ok(()),
         Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Resume { prefix, run }) => {

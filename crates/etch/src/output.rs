@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use etch_core::Observer;
+use etch_core::{AgentEvent, CompactionResult, Observer};
 use serde::Serialize;
 
 /// Streams durable lines to stdout.
@@ -15,8 +15,30 @@ use serde::Serialize;
 pub struct JsonLines;
 
 impl Observer for JsonLines {
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        compaction_notice(event);
+    }
+
     fn durable_line(&mut self, line: &str) {
         print_line(line);
+    }
+}
+
+/// Says on stderr what a compaction did, so a run that changed its context
+/// (or could not) never does so silently.
+fn compaction_notice(event: &AgentEvent<'_>) {
+    let AgentEvent::CompactionEnd { trigger, result } = event else {
+        return;
+    };
+    match result {
+        CompactionResult::Compacted {
+            tokens_before,
+            tokens_after,
+        } => eprintln!(
+            "etch: compacted the context ({trigger}): ~{tokens_before} -> ~{tokens_after} estimated tokens; the full history stays in the session log"
+        ),
+        CompactionResult::Skipped(why) => eprintln!("etch: {trigger} compaction skipped: {why}"),
+        CompactionResult::Failed(why) => eprintln!("etch: {trigger} compaction failed: {why}"),
     }
 }
 
@@ -47,8 +69,13 @@ pub struct ResultLine<'a> {
     pub error: Option<&'a str>,
 }
 
-/// A plain observer for `-p`: nothing live yet.
+/// A plain observer for `-p`: nothing live on stdout; compaction notices
+/// on stderr.
 #[derive(Debug, Default)]
 pub struct Quiet;
 
-impl Observer for Quiet {}
+impl Observer for Quiet {
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        compaction_notice(event);
+    }
+}

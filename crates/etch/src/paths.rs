@@ -21,13 +21,14 @@ pub fn project_root(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// The session directory: `--session-dir` against the cwd, else
-/// `<project root>/.etch/sessions`.
-pub fn session_dir(cwd: &Path, flag: Option<&Path>) -> PathBuf {
+/// The session directory: `--session-dir` against the cwd, else the
+/// configured `[session] dir` (default `.etch/sessions`) against the project
+/// root (G2, E-CFG-21).
+pub fn session_dir(cwd: &Path, flag: Option<&Path>, configured: &str) -> PathBuf {
     match flag {
         Some(dir) if dir.is_absolute() => dir.to_path_buf(),
         Some(dir) => cwd.join(dir),
-        None => project_root(cwd).join(".etch").join("sessions"),
+        None => project_root(cwd).join(configured),
     }
 }
 
@@ -49,8 +50,15 @@ mod tests {
         let sub = root.path().join("a/b");
         std::fs::create_dir_all(&sub).unwrap();
         assert_eq!(project_root(&sub), root.path());
-        assert_eq!(session_dir(&sub, None), root.path().join(".etch/sessions"));
-        assert_eq!(session_dir(&sub, Some(Path::new("s"))), sub.join("s"));
+        assert_eq!(
+            session_dir(&sub, None, ".etch/sessions"),
+            root.path().join(".etch/sessions")
+        );
+        assert_eq!(
+            session_dir(&sub, Some(Path::new("s")), ".etch/sessions"),
+            sub.join("s")
+        );
+        assert_eq!(session_dir(&sub, None, "/abs/s"), Path::new("/abs/s"));
         let bare = tempfile::tempdir().unwrap();
         assert_eq!(project_root(bare.path()), bare.path());
     }

@@ -24,6 +24,8 @@ use etch_provider::openai::chat::{ChatClient, ChatConfig};
 use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
 use etch_provider::openai::responses_ws::Transport;
 
+use etch_config::Config;
+
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
 
@@ -72,23 +74,76 @@ fn openai_auth(args: &RunArgs) -> (Option<AuthMode>, AuthInputs) {
     (resolve_mode(&inputs), inputs)
 }
 
-/// Picks the provider for a run. `recorded` is the provider and model a
-/// resumed session was started with, used when no flag says otherwise.
-pub async fn select(args: &RunArgs, recorded: Option<(&str, &str)>) -> Result<Selection, Failure> {
-    let provider = args.provider.as_deref().or(recorded.map(|r| r.0));
-    let model = args.model.as_deref().or(recorded.map(|r| r.1));
+/// Settings from the configuration that no flag carries.
+struct Knobs {
+    /// Retry policy (`[provider] max_retries`, `retry_base_delay_ms`).
+    retry: RetryPolicy,
+    /// `[openai] stream_usage` (G19).
+    stream_usage: bool,
+    /// Whether `--openai-transport` was given (a WebSocket transport with
+    /// Chat Completions is then a usage error rather than a warning).
+    transport_flag: bool,
+}
+
+/// Picks the provider for a run. Precedence (E-CFG-03): flags, then for a
+/// resumed session the provider and model it was started with (`recorded`),
+/// then the configuration, then auto-selection from credentials (C42).
+pub async fn select(
+    args: &RunArgs,
+    config: &Config,
+    recorded: Option<(&str, &str)>,
+) -> Result<Selection, Failure> {
+    let provider = args
+        .provider
+        .as_deref()
+        .or(recorded.map(|r| r.0))
+        .or(config.provider.name.as_deref());
+    let model = args
+        .model
+        .as_deref()
+        .or(recorded.map(|r| r.1))
+        .or(config.provider.model.as_deref());
+    let knobs = Knobs {
+        retry: retry_policy(config),
+        stream_usage: config.openai.stream_usage,
+        transport_flag: args.openai_transport.is_some(),
+    };
+    let openai_args = with_openai_config(args, config);
     match provider {
         Some("echo") => Ok(echo(model, None)),
-        Some("openai") => openai(args, model).await,
-        Some("anthropic") => anthropic_client(args, model),
+        Some("openai") => openai(&openai_args, model, &knobs).await,
+        Some("anthropic") => anthropic_client(args, model, &knobs),
         Some(other) => Err(Failure::usage(format!(
             "unknown provider \"{other}\": expected one of {}",
             PROVIDERS.join(", ")
         ))),
-        None if openai_auth(args).0.is_some() => openai(args, model).await,
-        None if env("ANTHROPIC_API_KEY").is_some() => anthropic_client(args, model),
+        None if openai_auth(args).0.is_some() => openai(&openai_args, model, &knobs).await,
+        None if env("ANTHROPIC_API_KEY").is_some() => anthropic_client(args, model, &knobs),
         None => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
     }
+}
+
+/// The run flags with `[openai]` settings filling what no flag gave. Only
+/// the OpenAI provider reads the result, so `[openai]` never affects
+/// Anthropic (whose thinking budget comes from the flag alone).
+fn with_openai_config(args: &RunArgs, config: &Config) -> RunArgs {
+    let openai = &config.openai;
+    let mut merged = args.clone();
+    merged.base_url = args.base_url.clone().or_else(|| openai.base_url.clone());
+    merged.openai_api = args.openai_api.clone().or_else(|| Some(openai.api.clone()));
+    merged.openai_transport = args
+        .openai_transport
+        .clone()
+        .or_else(|| Some(openai.transport.clone()));
+    merged.reasoning_effort = args
+        .reasoning_effort
+        .clone()
+        .or_else(|| Some(openai.reasoning_effort.clone()));
+    merged.reasoning_summary = args
+        .reasoning_summary
+        .clone()
+        .or_else(|| Some(openai.reasoning_summary.clone()));
+    merged
 }
 
 /// The offline echo model.
@@ -104,12 +159,17 @@ fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
     }
 }
 
-/// Retry policy, with `ETCH_RETRY_BASE_DELAY_MS` applied.
-fn retry_policy() -> RetryPolicy {
+/// Retry policy from `[provider]`, with `ETCH_RETRY_BASE_DELAY_MS` (a test
+/// knob) winning over the configured first delay.
+fn retry_policy(config: &Config) -> RetryPolicy {
+    let configured = config.provider.retry_base_delay_ms;
     RetryPolicy {
-        base_delay: env("ETCH_RETRY_BASE_DELAY_MS")
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(RetryPolicy::default().base_delay, Duration::from_millis),
+        max_retries: config.provider.max_retries,
+        base_delay: Duration::from_millis(
+            env("ETCH_RETRY_BASE_DELAY_MS")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(configured),
+        ),
         ..RetryPolicy::default()
     }
 }
@@ -129,7 +189,11 @@ fn reasoning_effort(args: &RunArgs) -> Option<String> {
 }
 
 /// The Anthropic Messages provider (C29).
-fn anthropic_client(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
+fn anthropic_client(
+    args: &RunArgs,
+    model: Option<&str>,
+    knobs: &Knobs,
+) -> Result<Selection, Failure> {
     let Some(key) = args.api_key.clone().or_else(|| env("ANTHROPIC_API_KEY")) else {
         return Err(Failure::new(
             exit::FAILED,
@@ -155,7 +219,7 @@ fn anthropic_client(args: &RunArgs, model: Option<&str>) -> Result<Selection, Fa
             model,
             max_tokens: anthropic::DEFAULT_MAX_TOKENS,
             thinking_budget: budget,
-            retry: retry_policy(),
+            retry: knobs.retry.clone(),
             idle_timeout: idle_timeout(),
         })),
         notice: Some(notice),
@@ -164,7 +228,7 @@ fn anthropic_client(args: &RunArgs, model: Option<&str>) -> Result<Selection, Fa
 
 /// The OpenAI provider: Chat Completions or Responses with an API key, or
 /// Responses on the Codex backend with a ChatGPT/Codex login or token.
-async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failure> {
+async fn openai(args: &RunArgs, model: Option<&str>, knobs: &Knobs) -> Result<Selection, Failure> {
     let (mode, inputs) = openai_auth(args);
     let model_name = model.unwrap_or(OPENAI_MODEL).to_string();
     let (bearer, credentials): (Option<String>, Option<Arc<dyn CredentialSource>>) = match mode {
@@ -178,7 +242,7 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
             ));
         }
         Some(AuthMode::OpenAiApiKey { .. }) => {
-            return api_key_client(args, model_name, &inputs);
+            return api_key_client(args, model_name, &inputs, knobs);
         }
         Some(AuthMode::CodexOAuth) => {
             let Some(store) = credential_store() else {
@@ -228,7 +292,7 @@ async fn openai(args: &RunArgs, model: Option<&str>) -> Result<Selection, Failur
             ),
             extra_headers: Vec::new(),
             credentials,
-            retry: retry_policy(),
+            retry: knobs.retry.clone(),
             idle_timeout: idle_timeout(),
             transport,
             websocket_headers: vec![("OpenAI-Beta".to_string(), CODEX_WEBSOCKET_BETA.to_string())],
@@ -293,6 +357,7 @@ fn api_key_client(
     args: &RunArgs,
     model: String,
     inputs: &AuthInputs,
+    knobs: &Knobs,
 ) -> Result<Selection, Failure> {
     let mode = resolve_mode(inputs);
     let key = mode
@@ -304,12 +369,18 @@ fn api_key_client(
         .clone()
         .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
     let api = args.openai_api.as_deref().unwrap_or("chat");
-    let transport = transport(args);
+    let mut transport = transport(args);
     if api == "chat" && transport != Transport::Sse {
-        return Err(Failure::usage(format!(
-            "--openai-transport {} needs the Responses API: add --openai-api responses",
-            args.openai_transport.as_deref().unwrap_or_default()
-        )));
+        let mode = args.openai_transport.as_deref().unwrap_or_default();
+        if knobs.transport_flag {
+            return Err(Failure::usage(format!(
+                "--openai-transport {mode} needs the Responses API: add --openai-api responses"
+            )));
+        }
+        eprintln!(
+            "etch: warning: [openai] transport = \"{mode}\" needs api = \"responses\"; using sse with Chat Completions"
+        );
+        transport = Transport::Sse;
     }
     let notice = format!(
         "etch: openai {api}{} · {model} · {base_url} · {LABEL_API_KEY}",
@@ -328,7 +399,7 @@ fn api_key_client(
             ),
             extra_headers: Vec::new(),
             credentials: None,
-            retry: retry_policy(),
+            retry: knobs.retry.clone(),
             idle_timeout: idle_timeout(),
             transport,
             websocket_headers: Vec::new(),
@@ -338,8 +409,8 @@ fn api_key_client(
             base_url,
             api_key: Some(key),
             model,
-            stream_usage: true,
-            retry: retry_policy(),
+            stream_usage: knobs.stream_usage,
+            retry: knobs.retry.clone(),
             idle_timeout: idle_timeout(),
         }))
     };

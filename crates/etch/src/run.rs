@@ -7,10 +7,10 @@
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
-use etch_core::{
-    Agent, AgentConfig, DEFAULT_MAX_TOOL_ROUNDS, Observer, RunError, close_dangling_calls,
-};
+use etch_config::Config;
+use etch_core::{Agent, AgentConfig, CompactionPolicy, Observer, RunError, close_dangling_calls};
 use etch_model::{Message, RequestOptions};
+use etch_prompt::{Assembled, PromptInputs};
 use etch_session::store::NewSession;
 use etch_session::{SessionStore, SessionWriter, project_messages};
 use etch_tool::ToolRegistry;
@@ -23,13 +23,70 @@ use crate::output::{self, JsonLines, Quiet, ResultLine};
 use crate::paths;
 use crate::provider;
 
-/// Where a run happens.
+/// Where a run happens and with which configuration.
 #[derive(Debug, Clone)]
 pub struct Place {
     /// Working directory.
     pub cwd: PathBuf,
     /// Session directory.
     pub session_dir: PathBuf,
+    /// The user's home, for `~/.etch` files.
+    pub home: Option<PathBuf>,
+    /// The merged configuration (E-CFG-03).
+    pub config: Config,
+}
+
+/// The active tools and the pinned prompt built for them.
+pub struct Context {
+    /// Active tools.
+    pub tools: ToolRegistry,
+    /// The assembled pinned layers, files and skills.
+    pub assembled: Assembled,
+}
+
+/// Builds the active tools and the pinned prompt (G22), printing any
+/// instruction-file or skill diagnostics as warnings: a bad file never
+/// stops a run.
+pub fn context(place: &Place, args: &RunArgs) -> Result<Context, Failure> {
+    let tools = active_tools(args, &place.config)?;
+    let assembled = assemble(place, &tools.names());
+    for diagnostic in &assembled.diagnostics {
+        eprintln!("etch: warning: {diagnostic}");
+    }
+    Ok(Context { tools, assembled })
+}
+
+/// The pinned prompt for `tools` in `place`, dated today (local time).
+pub fn assemble(place: &Place, tools: &[&str]) -> Assembled {
+    let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+    etch_prompt::assemble(&PromptInputs {
+        cwd: &place.cwd,
+        home: place.home.as_deref(),
+        tools,
+        prompt_text: place.config.prompt.text.as_deref(),
+        date: &date,
+    })
+}
+
+/// Expands `--skill NAME` into the prompt (P-SKILL-10): the skill's
+/// instructions in a `<skill>` block, then the user's text.
+fn with_skill(args: &RunArgs, assembled: &Assembled, prompt: String) -> Result<String, Failure> {
+    let Some(name) = args.skill.as_deref() else {
+        return Ok(prompt);
+    };
+    let Some(skill) = etch_prompt::find_skill(&assembled.skills, name) else {
+        let known: Vec<&str> = assembled.skills.iter().map(|s| s.name.as_str()).collect();
+        let listed = if known.is_empty() {
+            "none found in .etch/skills, .agents/skills or ~/.etch/skills".to_owned()
+        } else {
+            known.join(", ")
+        };
+        return Err(Failure::usage(format!(
+            "unknown skill \"{name}\"; available: {listed}"
+        )));
+    };
+    let body = etch_prompt::load_skill_body(skill).map_err(|e| Failure::new(exit::FAILED, e))?;
+    Ok(etch_prompt::expand_skill(skill, &body, &prompt))
 }
 
 /// Builds the prompt text: the given prompt plus piped stdin as a fenced
@@ -74,7 +131,9 @@ fn fenced(text: &str) -> String {
 pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<(), Failure> {
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
-    let selection = provider::select(args, None).await?;
+    let context = context(place, args)?;
+    let prompt = with_skill(args, &context.assembled, prompt)?;
+    let selection = provider::select(args, &place.config, None).await?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
     }
@@ -97,6 +156,7 @@ pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<()
         history: Vec::new(),
         prompt,
         observer,
+        context,
     };
     let result = execute(place, args, run, &cancel).await;
     watcher.abort();
@@ -112,6 +172,8 @@ pub async fn run_resume(
 ) -> Result<(), Failure> {
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
+    let context = context(place, args)?;
+    let prompt = with_skill(args, &context.assembled, prompt)?;
     let store = SessionStore::new(&place.session_dir);
     let row = store
         .resolve(prefix)
@@ -124,6 +186,7 @@ pub async fn run_resume(
     }
     let selection = provider::select(
         args,
+        &place.config,
         Some((
             loaded.header.provider.as_str(),
             loaded.header.model.as_str(),
@@ -146,6 +209,7 @@ pub async fn run_resume(
         history: projection.messages,
         prompt,
         observer,
+        context,
     };
     let result = execute(place, args, run, &cancel).await;
     watcher.abort();
@@ -164,6 +228,8 @@ struct Run {
     prompt: String,
     /// Output mode.
     observer: Box<dyn Observer>,
+    /// Active tools and the pinned prompt.
+    context: Context,
 }
 
 /// The observer for the output mode.
@@ -188,19 +254,22 @@ async fn execute(
         mut history,
         prompt,
         mut observer,
+        context,
     } = run;
-    let tools = active_tools(args)?;
-    let names = tools.names();
-    let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let Context { tools, assembled } = context;
+    let compaction = compaction_policy(&place.config, &assembled, &tools);
     let config = AgentConfig {
-        max_tool_rounds: args.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
-        system: etch_prompt::system_layers(&names, &place.cwd, &date),
+        max_tool_rounds: args
+            .max_tool_rounds
+            .unwrap_or(place.config.session.max_tool_rounds),
+        system: assembled.layers,
         cwd: place.cwd.clone(),
         temp_dir: paths::session_temp_dir(&place.cwd, writer.session_id()),
         options: RequestOptions {
             session_id: writer.session_id().to_string(),
             ..RequestOptions::default()
         },
+        compaction: Some(compaction),
     };
     let agent = Agent::new(selection.client, tools, config);
     let result = agent
@@ -209,9 +278,38 @@ async fn execute(
     report(args.json, &writer, &result)
 }
 
+/// Compaction for a run (E-CTX-16, C22): threshold compaction as configured,
+/// overflow recovery always; the pinned prompt and tool schemas are counted
+/// when the log has no usage to measure the request by.
+pub fn compaction_policy(
+    config: &Config,
+    assembled: &Assembled,
+    tools: &ToolRegistry,
+) -> CompactionPolicy {
+    let schemas = serde_json::to_string(&tools.specs()).unwrap_or_default();
+    CompactionPolicy {
+        auto: config.context.auto_compact,
+        threshold_tokens: config.context.auto_compact_threshold_tokens,
+        settings: compact_settings(config),
+        pinned_tokens: etch_prompt::estimate::tokens(&assembled.prompt())
+            + etch_prompt::estimate::tokens(&schemas),
+    }
+}
+
+/// What compaction keeps raw (`[context] keep_recent_tokens`, `[session]
+/// keep_messages`), counted with the E-CTX-21 estimator.
+pub fn compact_settings(config: &Config) -> etch_compact::Settings {
+    etch_compact::Settings {
+        keep_recent_tokens: config.context.keep_recent_tokens,
+        keep_messages: usize::try_from(config.session.keep_messages).unwrap_or(usize::MAX),
+        estimate: etch_prompt::estimate::tokens,
+    }
+}
+
 /// The registry of active built-in tools: `--tools`, `--read-only`, or all
-/// seven (C1).
-fn active_tools(args: &RunArgs) -> Result<ToolRegistry, Failure> {
+/// seven (C1); `bash` keeps credentials only when `[tools.bash]
+/// inherit_credentials` says so (G18).
+pub fn active_tools(args: &RunArgs, config: &Config) -> Result<ToolRegistry, Failure> {
     let names: Vec<&str> = match (&args.tools, args.read_only) {
         (Some(list), _) => list
             .iter()
@@ -221,7 +319,10 @@ fn active_tools(args: &RunArgs) -> Result<ToolRegistry, Failure> {
         (None, true) => builtin::READ_ONLY.to_vec(),
         (None, false) => builtin::ALL.to_vec(),
     };
-    builtin::registry(&names, &BuiltinOptions::default()).map_err(Failure::usage)
+    let options = BuiltinOptions {
+        inherit_credentials: config.tools.bash_inherit_credentials,
+    };
+    builtin::registry(&names, &options).map_err(Failure::usage)
 }
 
 /// Cancels the run on the first SIGINT and exits on a second one.

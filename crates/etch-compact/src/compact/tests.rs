@@ -73,7 +73,7 @@ async fn compaction_appends_a_summary_that_the_projection_uses() {
     )
     .await
     .unwrap();
-    let Outcome::Compacted { data, event_id } = outcome else {
+    let Outcome::Compacted { data, event_id, .. } = outcome else {
         panic!("skipped: {outcome:?}");
     };
     let summary = "## Goal\nShip it.\n\n<read-files>\nsrc/a.rs\n</read-files>\n\n<modified-files>\nsrc/b.rs\n</modified-files>";
@@ -242,4 +242,31 @@ async fn a_skip_makes_no_request() {
     );
     assert!(client.requests.lock().unwrap().is_empty());
     assert_eq!(log.bytes(), bytes);
+}
+
+/// A summary no smaller than the history it would replace is not appended:
+/// the compaction reports a skip and the file is unchanged.
+#[tokio::test]
+async fn a_summary_that_does_not_shrink_is_not_appended() {
+    let (mut log, _) = session();
+    let session = log.load();
+    let before = std::fs::read(&session.path).unwrap();
+    let huge = Scripted::replying(&sized(5000));
+    let outcome = compact(
+        &session,
+        &mut log.writer,
+        &huge,
+        Trigger::Manual,
+        None,
+        &settings(),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let Outcome::Skipped(skip) = outcome else {
+        panic!("appended: {outcome:?}");
+    };
+    assert!(matches!(skip, Skip::SummaryTooLong { .. }), "{skip:?}");
+    assert!(skip.to_string().contains("the session was not changed"));
+    assert_eq!(std::fs::read(&session.path).unwrap(), before);
 }

@@ -1,0 +1,155 @@
+//! When the loop compacts (E-CTX-16, E-CTX-18, P-OVF-01/02, C22): the
+//! opt-in threshold check before each model request, and the always-on
+//! recovery from a provider's context-overflow error (compact once, retry
+//! once per run).
+//!
+//! The compaction itself (cut point, summarizer call, `context.summary`
+//! event) belongs to `etch-compact`; this module decides when to call it,
+//! keeps a cheap running estimate of the next request between passes, and
+//! rebuilds the history from the log afterwards. It must not know which
+//! provider answers or how notices are rendered: observers get
+//! [`AgentEvent::CompactionStart`] and [`AgentEvent::CompactionEnd`].
+
+use etch_compact::{CompactError, Outcome, Settings, Trigger, estimate_request, message_tokens};
+use etch_model::{Message, Usage};
+use etch_session::{load_session, project_messages};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, RunState};
+use crate::error::RunError;
+use crate::observer::{AgentEvent, CompactionResult};
+
+/// How a run compacts. Overflow recovery is on whenever a policy is given;
+/// threshold compaction only with `auto`.
+#[derive(Debug, Clone, Copy)]
+pub struct CompactionPolicy {
+    /// Threshold compaction before requests (`[context] auto_compact`).
+    pub auto: bool,
+    /// Estimated tokens at which threshold compaction runs.
+    pub threshold_tokens: u64,
+    /// What to keep raw and how to count tokens.
+    pub settings: Settings,
+    /// Estimated tokens of the pinned prompt and tool schemas, counted when
+    /// the log has no provider usage to measure the request with.
+    pub pinned_tokens: u64,
+}
+
+/// A running estimate of the next request's size: a measured base (provider
+/// usage, the estimate at run start, or a compaction's `tokensAfter`) plus
+/// the estimated messages appended since, so no round reloads the log.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Estimate {
+    /// Tokens of the context up to `len` messages, if known.
+    base: Option<u64>,
+    /// History length the base covers.
+    len: usize,
+}
+
+impl Estimate {
+    /// Records a measured size covering the first `len` history messages.
+    pub(crate) fn set(&mut self, tokens: u64, len: usize) {
+        self.base = Some(tokens);
+        self.len = len;
+    }
+
+    /// Records a pass's provider usage: its total covers the request and the
+    /// answer, i.e. the history up to `len`.
+    pub(crate) fn usage(&mut self, usage: &Usage, len: usize) {
+        let total = if usage.total_tokens > 0 {
+            usage.total_tokens
+        } else {
+            usage.input_tokens + usage.output_tokens
+        };
+        self.set(total, len);
+    }
+}
+
+impl Agent {
+    /// The threshold check of E-CTX-16, run after the prompt is appended and
+    /// before each request. The first check of a run measures the log (C22:
+    /// last usage plus the estimator); later ones use the running estimate.
+    pub(crate) async fn maybe_compact(
+        &self,
+        state: &mut RunState<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<(), RunError> {
+        let Some(policy) = self.config.compaction.filter(|p| p.auto) else {
+            return Ok(());
+        };
+        let estimate = if let Some(base) = state.estimate.base {
+            base + state.history[state.estimate.len.min(state.history.len())..]
+                .iter()
+                .map(|m| message_tokens(m, policy.settings.estimate))
+                .sum::<u64>()
+        } else {
+            let session = load_session(state.writer.path())?;
+            let tokens = estimate_request(&session, policy.settings.estimate, policy.pinned_tokens);
+            state.estimate.set(tokens, state.history.len());
+            tokens
+        };
+        if estimate >= policy.threshold_tokens {
+            self.compact(state, Trigger::Auto, cancel).await?;
+        }
+        Ok(())
+    }
+
+    /// Compacts the session now and rebuilds the history from the log.
+    /// Returns whether a summary was appended; a skip or a failed summary is
+    /// reported to observers and leaves the history as it was.
+    pub(crate) async fn compact(
+        &self,
+        state: &mut RunState<'_>,
+        trigger: Trigger,
+        cancel: &CancellationToken,
+    ) -> Result<bool, RunError> {
+        let Some(policy) = self.config.compaction else {
+            return Ok(false);
+        };
+        state
+            .observer
+            .agent_event(&AgentEvent::CompactionStart { trigger });
+        let session = load_session(state.writer.path())?;
+        let outcome = etch_compact::compact(
+            &session,
+            state.writer,
+            &*self.client,
+            trigger,
+            None,
+            &policy.settings,
+            cancel,
+        )
+        .await;
+        let result = match outcome {
+            Ok(Outcome::Compacted { data, line, .. }) => {
+                state.observer.durable_line(&line);
+                let reloaded = load_session(state.writer.path())?;
+                let history: Vec<Message> = project_messages(&reloaded).messages;
+                *state.history = history;
+                state.estimate.set(data.tokens_after, state.history.len());
+                state.observer.agent_event(&AgentEvent::CompactionEnd {
+                    trigger,
+                    result: CompactionResult::Compacted {
+                        tokens_before: data.tokens_before,
+                        tokens_after: data.tokens_after,
+                    },
+                });
+                return Ok(true);
+            }
+            Ok(Outcome::Skipped(skip)) => skip.to_string(),
+            Err(CompactError::Cancelled) => return Err(RunError::Cancelled),
+            Err(err) => {
+                let message = err.to_string();
+                state.observer.agent_event(&AgentEvent::CompactionEnd {
+                    trigger,
+                    result: CompactionResult::Failed(&message),
+                });
+                return Ok(false);
+            }
+        };
+        state.observer.agent_event(&AgentEvent::CompactionEnd {
+            trigger,
+            result: CompactionResult::Skipped(&result),
+        });
+        Ok(false)
+    }
+}

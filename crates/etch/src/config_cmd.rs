@@ -1,0 +1,93 @@
+//! `etch config check | show --effective | schema` (E-CLI-09, E-CFG-17..19),
+//! and how every other command reports configuration problems.
+//!
+//! Loading, merging and validation live in `etch-config`; this module only
+//! prints its diagnostics and picks exit codes: `config check` exits 1 on
+//! any problem (unknown keys included); a run refuses to start on an error
+//! (a value it would silently ignore) and warns about unknown keys; other
+//! commands only warn.
+
+use etch_config::{Loaded, Severity};
+
+use crate::cli::ConfigAction;
+use crate::exit::{self, Failure};
+use crate::output::print_line;
+
+/// Runs a `config` action.
+pub fn run(action: &ConfigAction, loaded: Loaded) -> Result<(), Failure> {
+    match action {
+        ConfigAction::Check => check(&loaded.strict()),
+        ConfigAction::Show { effective } => {
+            if !effective {
+                return Err(Failure::usage(
+                    "etch config show needs --effective (the merged configuration with defaults); \
+                     see etch config show --help",
+                ));
+            }
+            for diagnostic in &loaded.diagnostics {
+                eprintln!("etch: {}: {diagnostic}", diagnostic.severity);
+            }
+            print!("{}", loaded.effective_toml());
+            Ok(())
+        }
+        ConfigAction::Schema => {
+            let text = serde_json::to_string_pretty(&etch_config::schema_json()).map_err(|e| {
+                Failure::new(
+                    exit::FAILED,
+                    anyhow::anyhow!("could not encode the schema: {e}"),
+                )
+            })?;
+            print_line(&text);
+            Ok(())
+        }
+    }
+}
+
+/// `config check`: every problem on stderr, a summary line on stdout.
+fn check(loaded: &Loaded) -> Result<(), Failure> {
+    let files: Vec<String> = [&loaded.files.user, &loaded.files.project]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect();
+    for diagnostic in &loaded.diagnostics {
+        eprintln!("etch: {}: {diagnostic}", diagnostic.severity);
+    }
+    let checked = if files.is_empty() {
+        "no config files found (~/.etch/config.toml, .etch/config.toml); the defaults apply"
+            .to_owned()
+    } else {
+        files.join(", ")
+    };
+    if loaded.has_errors() {
+        let n = loaded.diagnostics.len();
+        return Err(Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("{n} problem{} in {checked}", if n == 1 { "" } else { "s" }),
+        ));
+    }
+    print_line(&format!("config ok: {checked}"));
+    Ok(())
+}
+
+/// Reports problems before another command runs. With `strict` (commands
+/// that call a model), an error stops the command: running with a value
+/// silently dropped would surprise the user more than a refusal.
+pub fn report(loaded: &Loaded, strict: bool) -> Result<(), Failure> {
+    for diagnostic in &loaded.diagnostics {
+        let label = match diagnostic.severity {
+            Severity::Error if strict => "error",
+            Severity::Error | Severity::Warning => "warning",
+        };
+        eprintln!("etch: {label}: {diagnostic}");
+    }
+    if strict && loaded.has_errors() {
+        return Err(Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!(
+                "the configuration has errors (listed above); fix them or see etch config check"
+            ),
+        ));
+    }
+    Ok(())
+}
