@@ -52,6 +52,69 @@ pub struct HttpPass {
     pub error_body: fn(u16, &str) -> ModelError,
 }
 
+/// Where a pass's events go. Events are forwarded as they are decoded,
+/// but `Done` is held back until the metrics are out, so the loop logs a
+/// pass's metrics with it (E-SES-15). Shared by the HTTP driver and the
+/// Responses WebSocket pass.
+pub(crate) struct Outlet<'a> {
+    /// The stream to the core.
+    tx: &'a StreamSender,
+    /// A decoded `Done`, held until the metrics are sent.
+    done: Option<StreamEvent>,
+}
+
+impl<'a> Outlet<'a> {
+    /// An outlet into `tx`.
+    pub(crate) fn new(tx: &'a StreamSender) -> Self {
+        Self { tx, done: None }
+    }
+
+    /// Sends events on, holding `Done` back for after the metrics.
+    pub(crate) async fn forward(&mut self, events: &mut Vec<StreamEvent>) {
+        for event in events.drain(..) {
+            if matches!(event, StreamEvent::Done { .. }) {
+                self.done = Some(event);
+            } else if !self.tx.send(event).await {
+                break;
+            }
+        }
+    }
+
+    /// Ends a successful pass: the metrics, then the held `Done`.
+    pub(crate) async fn finish(&mut self, metrics: Metrics) {
+        self.tx.send(StreamEvent::Metrics(metrics)).await;
+        if let Some(done) = self.done.take() {
+            self.tx.send(done).await;
+        }
+    }
+
+    /// Ends a failed pass: the metrics, then the error.
+    pub(crate) async fn fail(&mut self, metrics: Metrics, err: ModelError) {
+        self.tx.send(StreamEvent::Metrics(metrics)).await;
+        self.tx.send(StreamEvent::Error(err)).await;
+    }
+
+    /// Ends a pass that never got as far as a request: just the error.
+    pub(crate) async fn error(&mut self, err: ModelError) {
+        self.tx.send(StreamEvent::Error(err)).await;
+    }
+}
+
+/// The error reported when retries ran out (C34): the last failure, saying
+/// how many retries were made.
+pub(crate) fn gave_up(err: ModelError, policy: &RetryPolicy) -> ModelError {
+    if policy.max_retries == 0 {
+        return err;
+    }
+    ModelError::new(
+        err.kind,
+        format!(
+            "{} (gave up after {} retries)",
+            err.message, policy.max_retries
+        ),
+    )
+}
+
 /// How one HTTP attempt ended.
 enum Attempt {
     /// The stream finished (successfully or with an error event sent).
@@ -67,13 +130,11 @@ struct Run<'a> {
     /// What to send.
     pass: &'a mut HttpPass,
     /// Where events go.
-    tx: &'a StreamSender,
+    outlet: Outlet<'a>,
     /// Run cancellation.
     cancel: &'a CancellationToken,
     /// When the pass started.
     started: Instant,
-    /// A `Done` decoded mid-stream, held until the metrics are sent.
-    done: Option<StreamEvent>,
 }
 
 /// Starts a pass on its own task and returns its stream: the whole
@@ -124,10 +185,9 @@ pub async fn run<D: StreamDecoder>(
 ) {
     let mut run = Run {
         pass: &mut pass,
-        tx,
+        outlet: Outlet::new(tx),
         cancel,
         started: Instant::now(),
-        done: None,
     };
     let mut attempt = 0;
     loop {
@@ -138,15 +198,8 @@ pub async fn run<D: StreamDecoder>(
             Attempt::Retry(err, retry_after) => {
                 let policy = &run.pass.retry;
                 if attempt > policy.max_retries {
-                    let message = if policy.max_retries > 0 {
-                        format!(
-                            "{} (gave up after {} retries)",
-                            err.message, policy.max_retries
-                        )
-                    } else {
-                        err.message
-                    };
-                    run.fail(ModelError::new(err.kind, message)).await;
+                    let err = gave_up(err, policy);
+                    run.fail(err).await;
                     return;
                 }
                 let delay = policy.delay(attempt, retry_after);
@@ -162,10 +215,7 @@ impl Run<'_> {
     /// Sends the metrics and then the error.
     async fn fail(&mut self, err: ModelError) {
         self.pass.metrics.duration_ms = millis(self.started.elapsed());
-        self.tx
-            .send(StreamEvent::Metrics(self.pass.metrics.clone()))
-            .await;
-        self.tx.send(StreamEvent::Error(err)).await;
+        self.outlet.fail(self.pass.metrics.clone(), err).await;
     }
 
     /// One HTTP request and its stream.
@@ -173,7 +223,7 @@ impl Run<'_> {
         let http = match http::client() {
             Ok(h) => h,
             Err(e) => {
-                self.tx.send(StreamEvent::Error(e)).await;
+                self.outlet.error(e).await;
                 return Attempt::Finished;
             }
         };
@@ -265,14 +315,9 @@ impl Run<'_> {
         if let Err(err) = decoder.finish(&mut events) {
             return self.fail_or_retry(err, decoder).await;
         }
-        self.forward(&mut events).await;
+        self.outlet.forward(&mut events).await;
         self.pass.metrics.duration_ms = millis(self.started.elapsed());
-        self.tx
-            .send(StreamEvent::Metrics(self.pass.metrics.clone()))
-            .await;
-        if let Some(done) = self.done.take() {
-            self.tx.send(done).await;
-        }
+        self.outlet.finish(self.pass.metrics.clone()).await;
         Attempt::Finished
     }
 
@@ -289,19 +334,8 @@ impl Run<'_> {
         if !events.is_empty() && self.pass.metrics.first_event_ms == 0 {
             self.pass.metrics.first_event_ms = millis(self.started.elapsed()).max(1);
         }
-        self.forward(events).await;
+        self.outlet.forward(events).await;
         Ok(())
-    }
-
-    /// Sends events on, holding `Done` back for after the metrics.
-    async fn forward(&mut self, events: &mut Vec<StreamEvent>) {
-        for event in events.drain(..) {
-            if matches!(event, StreamEvent::Done { .. }) {
-                self.done = Some(event);
-            } else if !self.tx.send(event).await {
-                break;
-            }
-        }
     }
 
     /// A failure after the stream began: retried only if nothing was shown

@@ -8,13 +8,13 @@
 //! failed summary is (and leaves the log untouched).
 
 use etch_compact::{Outcome, Trigger};
-use etch_session::SessionStore;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
 use crate::output::print_line;
 use crate::provider;
 use crate::run::{Place, compact_settings, watch_sigint};
+use crate::session_arg;
 
 /// Compacts the session `prefix` names.
 pub async fn run(
@@ -28,28 +28,8 @@ pub async fn run(
             "etch compact takes no prompt or skill; use --focus TEXT to steer the summary",
         ));
     }
-    let store = SessionStore::new(&place.session_dir);
-    let row = store
-        .resolve(prefix)
-        .map_err(|e| Failure::new(exit::USAGE, e))?;
-    let (loaded, mut writer) = store
-        .open(&row)
-        .map_err(|e| Failure::new(exit::FAILED, e))?;
-    for warning in &loaded.warnings {
-        eprintln!("etch: warning: {}: {warning}", loaded.path.display());
-    }
-    let selection = provider::select(
-        args,
-        &place.config,
-        Some((
-            loaded.header.provider.as_str(),
-            loaded.header.model.as_str(),
-        )),
-    )
-    .await?;
-    if let Some(notice) = &selection.notice {
-        eprintln!("{notice}");
-    }
+    let (loaded, mut writer) = session_arg::open(&place.session_dir, prefix)?;
+    let selection = provider::select_for_session(args, &place.config, &loaded).await?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
     let outcome = etch_compact::compact(

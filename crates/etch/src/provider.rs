@@ -74,6 +74,27 @@ fn openai_auth(args: &RunArgs) -> (Option<AuthMode>, AuthInputs) {
     (resolve_mode(&inputs), inputs)
 }
 
+/// Picks the provider for continuing `session` (the provider and model it
+/// was started with, unless a flag says otherwise) and prints the header
+/// line on stderr.
+pub async fn select_for_session(
+    args: &RunArgs,
+    config: &Config,
+    session: &etch_session::LoadedSession,
+) -> Result<Selection, Failure> {
+    let header = &session.header;
+    let selection = select(
+        args,
+        config,
+        Some((header.provider.as_str(), header.model.as_str())),
+    )
+    .await?;
+    if let Some(notice) = &selection.notice {
+        eprintln!("{notice}");
+    }
+    Ok(selection)
+}
+
 /// Settings from the configuration that no flag carries.
 struct Knobs {
     /// Retry policy (`[provider] max_retries`, `retry_base_delay_ms`).

@@ -174,28 +174,8 @@ pub async fn run_resume(
     let watcher = watch_sigint(cancel.clone())?;
     let context = context(place, args)?;
     let prompt = with_skill(args, &context.assembled, prompt)?;
-    let store = SessionStore::new(&place.session_dir);
-    let row = store
-        .resolve(prefix)
-        .map_err(|e| Failure::new(exit::USAGE, e))?;
-    let (loaded, mut writer) = store
-        .open(&row)
-        .map_err(|e| Failure::new(exit::FAILED, e))?;
-    for warning in &loaded.warnings {
-        eprintln!("etch: warning: {}: {warning}", loaded.path.display());
-    }
-    let selection = provider::select(
-        args,
-        &place.config,
-        Some((
-            loaded.header.provider.as_str(),
-            loaded.header.model.as_str(),
-        )),
-    )
-    .await?;
-    if let Some(notice) = &selection.notice {
-        eprintln!("{notice}");
-    }
+    let (loaded, mut writer) = crate::session_arg::open(&place.session_dir, prefix)?;
+    let selection = provider::select_for_session(args, &place.config, &loaded).await?;
     let mut observer = make_observer(args.json);
     close_dangling_calls(&loaded, &mut writer, observer.as_mut())
         .map_err(|e| Failure::new(exit::FAILED, e))?;

@@ -1,10 +1,11 @@
 //! Which session a command works on: the one a `--session PREFIX` names, or
-//! the newest one when no prefix is given (`etch status`, `etch context`,
-//! `etch compact`).
+//! the newest one when no prefix is given (`etch status`, `etch context`),
+//! and opening a named session for appending (`etch resume`, `etch
+//! compact`).
 
 use std::path::{Path, PathBuf};
 
-use etch_session::{IndexRow, SessionStore};
+use etch_session::{IndexRow, LoadedSession, SessionStore, SessionWriter};
 
 use crate::exit::{self, Failure};
 
@@ -31,4 +32,21 @@ pub fn pick(session_dir: &Path, prefix: Option<&str>) -> Result<(IndexRow, PathB
     };
     let path = store.session_file(&row);
     Ok((row, path))
+}
+
+/// Opens the session `prefix` names for appending (taking its lock), and
+/// prints what the loader had to skip. An unknown or ambiguous prefix is a
+/// usage error (G23); a session in use by another etch is a failure.
+pub fn open(session_dir: &Path, prefix: &str) -> Result<(LoadedSession, SessionWriter), Failure> {
+    let store = SessionStore::new(session_dir);
+    let row = store
+        .resolve(prefix)
+        .map_err(|e| Failure::new(exit::USAGE, e))?;
+    let (loaded, writer) = store
+        .open(&row)
+        .map_err(|e| Failure::new(exit::FAILED, e))?;
+    for warning in &loaded.warnings {
+        eprintln!("etch: warning: {}: {warning}", loaded.path.display());
+    }
+    Ok((loaded, writer))
 }

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::conn::{self, Socket};
 use super::{Encoder, WsState};
-use crate::driver::millis;
+use crate::driver::{Outlet, gave_up, millis};
 use crate::http::{self, RetryPolicy};
 use crate::openai::continuation::{self, Chain, Plan};
 use crate::openai::responses_decode::ResponsesDecoder;
@@ -98,13 +98,11 @@ struct Run<'a> {
     /// What to do.
     pass: WsPass,
     /// Where events go.
-    tx: &'a StreamSender,
+    outlet: Outlet<'a>,
     /// Run cancellation.
     cancel: &'a CancellationToken,
     /// When the pass started.
     started: Instant,
-    /// A decoded `Done`, held until the metrics are sent.
-    done: Option<StreamEvent>,
     /// Retries used so far.
     retries: u32,
 }
@@ -113,10 +111,9 @@ struct Run<'a> {
 pub(crate) async fn run(pass: WsPass, tx: &StreamSender, cancel: &CancellationToken) -> Ended {
     let mut run = Run {
         pass,
-        tx,
+        outlet: Outlet::new(tx),
         cancel,
         started: Instant::now(),
-        done: None,
         retries: 0,
     };
     run.run().await
@@ -362,7 +359,7 @@ impl Run<'_> {
             if !events.is_empty() && self.pass.metrics.first_event_ms == 0 {
                 self.pass.metrics.first_event_ms = millis(self.started.elapsed()).max(1);
             }
-            self.forward(&mut events).await;
+            self.outlet.forward(&mut events).await;
             if decoder.is_finished() {
                 return Read::Completed { response_id, calls };
             }
@@ -406,47 +403,25 @@ impl Run<'_> {
             let delay = policy.delay(self.retries, None);
             return http::sleep_unless_cancelled(delay, self.cancel).await;
         }
-        let message = if err.kind == ErrorKind::Transient && policy.max_retries > 0 {
-            format!(
-                "{} (gave up after {} retries)",
-                err.message, policy.max_retries
-            )
+        let err = if err.kind == ErrorKind::Transient {
+            gave_up(err, policy)
         } else {
-            err.message
+            err
         };
-        self.fail(ModelError::new(err.kind, message)).await;
+        self.fail(err).await;
         false
-    }
-
-    /// Sends events on, holding `Done` back for after the metrics.
-    async fn forward(&mut self, events: &mut Vec<StreamEvent>) {
-        for event in events.drain(..) {
-            if matches!(event, StreamEvent::Done { .. }) {
-                self.done = Some(event);
-            } else if !self.tx.send(event).await {
-                break;
-            }
-        }
     }
 
     /// Sends the metrics, then the held `Done`.
     async fn finish(&mut self) {
         self.pass.metrics.duration_ms = millis(self.started.elapsed());
-        self.tx
-            .send(StreamEvent::Metrics(self.pass.metrics.clone()))
-            .await;
-        if let Some(done) = self.done.take() {
-            self.tx.send(done).await;
-        }
+        self.outlet.finish(self.pass.metrics.clone()).await;
     }
 
     /// Sends the metrics and then the error.
     async fn fail(&mut self, err: ModelError) {
         self.pass.metrics.duration_ms = millis(self.started.elapsed());
-        self.tx
-            .send(StreamEvent::Metrics(self.pass.metrics.clone()))
-            .await;
-        self.tx.send(StreamEvent::Error(err)).await;
+        self.outlet.fail(self.pass.metrics.clone(), err).await;
     }
 }
 
