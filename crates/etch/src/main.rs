@@ -128,9 +128,17 @@ fn reject_run_options(cli: &Cli, command: &str) -> Result<(), Failure> {
         (run.provider.is_some(), "--provider"),
         (run.model.is_some(), "--model"),
         (
-            run.base_url.is_some() || run.api_key.is_some() || run.openai_api.is_some(),
-            "--base-url/--api-key/--openai-api",
+            run.base_url.is_some()
+                || run.api_key.is_some()
+                || run.openai_api.is_some()
+                || run.openai_transport.is_some(),
+            "--base-url/--api-key/--openai-api/--openai-transport",
         ),
+        (
+            run.reasoning_effort.is_some() || run.reasoning_summary.is_some(),
+            "--reasoning-effort/--reasoning-summary",
+        ),
+        (run.skill.is_some(), "--skill"),
         (run.max_tool_rounds.is_some(), "--max-tool-rounds"),
         (run.tools.is_some() || run.read_only, "--tools/--read-only"),
     ];

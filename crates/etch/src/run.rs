@@ -266,13 +266,20 @@ pub fn compaction_policy(
     assembled: &Assembled,
     tools: &ToolRegistry,
 ) -> CompactionPolicy {
-    let schemas = serde_json::to_string(&tools.specs()).unwrap_or_default();
+    let auto = config.context.auto_compact;
+    // Only the threshold check reads the pinned size; skip the work
+    // otherwise, since every run starts here.
+    let pinned_tokens = if auto {
+        let schemas = serde_json::to_string(&tools.specs()).unwrap_or_default();
+        etch_prompt::estimate::tokens(&assembled.prompt()) + etch_prompt::estimate::tokens(&schemas)
+    } else {
+        0
+    };
     CompactionPolicy {
-        auto: config.context.auto_compact,
+        auto,
         threshold_tokens: config.context.auto_compact_threshold_tokens,
         settings: compact_settings(config),
-        pinned_tokens: etch_prompt::estimate::tokens(&assembled.prompt())
-            + etch_prompt::estimate::tokens(&schemas),
+        pinned_tokens,
     }
 }
 
