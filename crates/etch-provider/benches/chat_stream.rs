@@ -2,7 +2,7 @@
 //! plus chunk decoding into stream events (target: at least 300 MB/s).
 //!
 //! The body is about 10 MB of synthetic `/chat/completions` SSE shaped like
-//! the recorded llama-server frames (`shared/fixtures/llama-server`): many
+//! the recorded llama-server frames (`tests/fixtures/llama-server`): many
 //! small text-delta chunks carrying the usual `id`/`model`/`created`/
 //! `system_fingerprint` envelope, now and then a tool call streamed as a
 //! dozen argument fragments, then a `finish_reason` chunk with `timings`, a
@@ -182,7 +182,7 @@ fn chat_stream(c: &mut Criterion) {
 fn recorded_body() -> Option<Vec<u8>> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/llama-server/qwen2.5-coder-1.5b_tools-template/llama-server.stream_plain.resp"
+        "/tests/fixtures/llama-server/qwen2.5-coder-1.5b_tools-template/llama-server.stream_plain.resp"
     );
     let raw = std::fs::read_to_string(path).ok()?;
     let body = raw

@@ -1,5 +1,5 @@
 //! Fixture tests: raw llama-server exchanges recorded under
-//! `shared/fixtures/llama-server` are run through [`SseParser`] and
+//! `tests/fixtures/llama-server` (copied from the team's shared recordings) are run through [`SseParser`] and
 //! [`ChatDecoder`] (streams) or [`decode_error_body`] (error replies) and
 //! checked against a naive `serde_json` reading. They are skipped, with a
 //! note, when the fixtures are not checked out; they must not depend on the
@@ -23,15 +23,12 @@ struct Recorded {
     body: Vec<u8>,
 }
 
-/// The fixture root, or `None` (with a note) when it is not checked out.
-fn fixture_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/llama-server");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("note: {} is missing; fixture tests skipped", dir.display());
-        None
-    }
+/// The fixture root, checked into the repository so the vectors always
+/// run (a missing directory is a failure, not a skip).
+fn fixture_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llama-server");
+    assert!(dir.is_dir(), "{} is missing", dir.display());
+    dir
 }
 
 /// Every fixture file whose name matches `wanted`, across model folders,
@@ -267,7 +264,7 @@ fn asked_for_usage(resp: &Path) -> bool {
 /// well-formed events, and meets the case's own expectations.
 #[test]
 fn fixture_streams() {
-    let Some(root) = fixture_dir() else { return };
+    let root = fixture_dir();
     let files = fixture_files(&root, |name| {
         name.contains("stream") && !name.contains("nonstream")
     });
@@ -367,7 +364,7 @@ fn fixture_streams() {
 /// stream or answer.
 #[test]
 fn fixture_error_bodies() {
-    let Some(root) = fixture_dir() else { return };
+    let root = fixture_dir();
     let files = fixture_files(&root, |name| name.contains(".err_"));
     assert!(!files.is_empty());
     let mut errors = 0;
