@@ -100,7 +100,13 @@ setup() {
   fi
 
   say "build tools (cmake, ninja) in $CACHE/venv"
-  [ -x "$CACHE/venv/bin/python" ] || python3 -m venv "$CACHE/venv" || die "python3 -m venv failed"
+  # A venv left half-made (e.g. without ensurepip) has a python but no pip:
+  # start it over rather than failing later with a misleading error.
+  if ! "$CACHE/venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    rm -rf "$CACHE/venv"
+    python3 -m venv "$CACHE/venv" > "$CACHE/logs/venv.log" 2>&1 \
+      || die "python3 -m venv failed (log: $CACHE/logs/venv.log; on Debian install python3-venv)"
+  fi
   local spec file sha
   for entry in "${TOOL_WHEELS[@]}"; do
     read -r spec file sha <<< "$entry"

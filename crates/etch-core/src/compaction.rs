@@ -43,6 +43,9 @@ pub(crate) struct Estimate {
     base: Option<u64>,
     /// History length the base covers.
     len: usize,
+    /// Threshold compaction was skipped or failed in this run; trying again
+    /// every round would repeat the same (possibly paid) summary request.
+    gave_up: bool,
 }
 
 impl Estimate {
@@ -76,6 +79,9 @@ impl Agent {
         let Some(policy) = self.config.compaction.filter(|p| p.auto) else {
             return Ok(());
         };
+        if state.estimate.gave_up {
+            return Ok(());
+        }
         let estimate = if let Some(base) = state.estimate.base {
             base + state.history[state.estimate.len.min(state.history.len())..]
                 .iter()
@@ -87,8 +93,10 @@ impl Agent {
             state.estimate.set(tokens, state.history.len());
             tokens
         };
-        if estimate >= policy.threshold_tokens {
-            self.compact(state, Trigger::Auto, cancel).await?;
+        if estimate >= policy.threshold_tokens
+            && !self.compact(state, Trigger::Auto, cancel).await?
+        {
+            state.estimate.gave_up = true;
         }
         Ok(())
     }
@@ -108,6 +116,41 @@ impl Agent {
         state
             .observer
             .agent_event(&AgentEvent::CompactionStart { trigger });
+        let result = self.compact_logged(state, trigger, &policy, cancel).await;
+        let message = match &result {
+            Ok(Some((tokens_before, tokens_after))) => {
+                state.observer.agent_event(&AgentEvent::CompactionEnd {
+                    trigger,
+                    result: CompactionResult::Compacted {
+                        tokens_before: *tokens_before,
+                        tokens_after: *tokens_after,
+                    },
+                });
+                None
+            }
+            Ok(None) => None,
+            Err(RunError::Cancelled) => Some("cancelled".to_owned()),
+            Err(err) => Some(err.to_string()),
+        };
+        if let Some(message) = message {
+            state.observer.agent_event(&AgentEvent::CompactionEnd {
+                trigger,
+                result: CompactionResult::Failed(&message),
+            });
+        }
+        result.map(|done| done.is_some())
+    }
+
+    /// The compaction proper. Returns the estimates when a summary was
+    /// appended; a skip or a failed summary is reported to observers here
+    /// and returns `None`; every other error is the caller's to report.
+    async fn compact_logged(
+        &self,
+        state: &mut RunState<'_>,
+        trigger: Trigger,
+        policy: &CompactionPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<Option<(u64, u64)>, RunError> {
         let session = load_session(state.writer.path())?;
         let outcome = etch_compact::compact(
             &session,
@@ -119,37 +162,30 @@ impl Agent {
             cancel,
         )
         .await;
-        let result = match outcome {
+        let why = match outcome {
             Ok(Outcome::Compacted { data, line, .. }) => {
                 state.observer.durable_line(&line);
                 let reloaded = load_session(state.writer.path())?;
                 let history: Vec<Message> = project_messages(&reloaded).messages;
                 *state.history = history;
-                state.estimate.set(data.tokens_after, state.history.len());
-                state.observer.agent_event(&AgentEvent::CompactionEnd {
-                    trigger,
-                    result: CompactionResult::Compacted {
-                        tokens_before: data.tokens_before,
-                        tokens_after: data.tokens_after,
-                    },
-                });
-                return Ok(true);
+                // Measure the new projection the way the run start does, so
+                // the pinned prompt counts when the log has no usage.
+                let tokens =
+                    estimate_request(&reloaded, policy.settings.estimate, policy.pinned_tokens);
+                state.estimate.set(tokens, state.history.len());
+                return Ok(Some((data.tokens_before, data.tokens_after)));
             }
-            Ok(Outcome::Skipped(skip)) => skip.to_string(),
+            Ok(Outcome::Skipped(skip)) => (true, skip.to_string()),
             Err(CompactError::Cancelled) => return Err(RunError::Cancelled),
-            Err(err) => {
-                let message = err.to_string();
-                state.observer.agent_event(&AgentEvent::CompactionEnd {
-                    trigger,
-                    result: CompactionResult::Failed(&message),
-                });
-                return Ok(false);
-            }
+            Err(err) => (false, err.to_string()),
         };
-        state.observer.agent_event(&AgentEvent::CompactionEnd {
-            trigger,
-            result: CompactionResult::Skipped(&result),
-        });
-        Ok(false)
+        let result = match &why {
+            (true, text) => CompactionResult::Skipped(text),
+            (false, text) => CompactionResult::Failed(text),
+        };
+        state
+            .observer
+            .agent_event(&AgentEvent::CompactionEnd { trigger, result });
+        Ok(None)
     }
 }

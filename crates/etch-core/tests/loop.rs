@@ -936,3 +936,56 @@ async fn auto_compaction_runs_before_the_request() {
     assert_eq!(requests.len(), 3);
     assert!(user_texts(&requests[2])[0].contains("Auto summary."));
 }
+
+/// Threshold compaction that fails is not retried every round: one failed
+/// summary request, then the run goes on uncompacted.
+#[tokio::test]
+async fn failed_auto_compaction_is_not_repeated_each_round() {
+    let model = Scripted::new(vec![
+        first_answer(),
+        vec![StreamEvent::Error(ModelError::new(
+            ErrorKind::Transient,
+            "summarizer unavailable",
+        ))],
+        call_pass(&[("c1", "nope", "{}")]),
+        text_pass("answer two"),
+    ]);
+    let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
+    let mut rec = Recorder::default();
+    f.run(
+        &"first prompt ".repeat(40),
+        &mut rec,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    f.agent = Agent::new(
+        model.clone(),
+        ToolRegistry::new(),
+        AgentConfig {
+            max_tool_rounds: 8,
+            system: etch_prompt_layers(),
+            cwd: std::env::temp_dir(),
+            temp_dir: std::env::temp_dir(),
+            options: RequestOptions::default(),
+            compaction: Some(policy(true)),
+        },
+    );
+    let mut rec = Recorder::default();
+    let outcome = f
+        .run("second prompt", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "answer two");
+    assert_eq!(model.requests.lock().unwrap().len(), 4);
+    let ends: Vec<&String> = rec
+        .events
+        .iter()
+        .filter(|e| e.starts_with("compaction_end"))
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert!(
+        ends[0].starts_with("compaction_end:auto:failed("),
+        "{ends:?}"
+    );
+}

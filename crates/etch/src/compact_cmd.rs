@@ -23,10 +23,20 @@ pub async fn run(
     focus: Option<&str>,
     args: &RunArgs,
 ) -> Result<(), Failure> {
-    if args.prompt.is_some() || args.skill.is_some() {
-        return Err(Failure::usage(
-            "etch compact takes no prompt or skill; use --focus TEXT to steer the summary",
-        ));
+    let run_only = [
+        (args.prompt.is_some(), "a prompt"),
+        (args.skill.is_some(), "--skill"),
+        (args.json, "--json"),
+        (
+            args.tools.is_some() || args.read_only,
+            "--tools/--read-only",
+        ),
+        (args.max_tool_rounds.is_some(), "--max-tool-rounds"),
+    ];
+    if let Some((_, what)) = run_only.iter().find(|(given, _)| *given) {
+        return Err(Failure::usage(format!(
+            "etch compact does not take {what}; it accepts the provider flags and --focus TEXT to steer the summary"
+        )));
     }
     let (loaded, mut writer) = session_arg::open(&place.session_dir, prefix)?;
     let selection = provider::select_for_session(args, &place.config, &loaded).await?;

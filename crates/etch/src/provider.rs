@@ -104,6 +104,11 @@ struct Knobs {
     /// Whether `--openai-transport` was given (a WebSocket transport with
     /// Chat Completions is then a usage error rather than a warning).
     transport_flag: bool,
+    /// `--base-url` as given. The ChatGPT/Codex login goes only to the
+    /// Codex backend or to a URL named on the command line, never to an
+    /// `[openai] base_url` meant for API keys (a token must not leak to a
+    /// configured third-party or local server).
+    flag_base_url: Option<String>,
 }
 
 /// Picks the provider for a run. Precedence (E-CFG-03): flags, then for a
@@ -119,15 +124,23 @@ pub async fn select(
         .as_deref()
         .or(recorded.map(|r| r.0))
         .or(config.provider.name.as_deref());
+    // A configured model belongs to the configured provider: it is not sent
+    // to another provider chosen by a flag, a resumed session or
+    // auto-selection.
+    let configured_model =
+        config.provider.model.as_deref().filter(|_| {
+            config.provider.name.is_none() || config.provider.name.as_deref() == provider
+        });
     let model = args
         .model
         .as_deref()
         .or(recorded.map(|r| r.1))
-        .or(config.provider.model.as_deref());
+        .or(configured_model);
     let knobs = Knobs {
         retry: retry_policy(config),
         stream_usage: config.openai.stream_usage,
         transport_flag: args.openai_transport.is_some(),
+        flag_base_url: args.base_url.clone(),
     };
     let openai_args = with_openai_config(args, config);
     match provider {
@@ -291,8 +304,8 @@ async fn openai(args: &RunArgs, model: Option<&str>, knobs: &Knobs) -> Result<Se
         ),
     };
     let label = mode.map_or("", AuthMode::label);
-    let base_url = args
-        .base_url
+    let base_url = knobs
+        .flag_base_url
         .clone()
         .unwrap_or_else(|| CODEX_BASE_URL.to_string());
     let transport = transport(args);

@@ -303,6 +303,13 @@ fn manual_compaction_and_its_failure() {
 
     let out = ws.run(&["compact", "--session", "zzzz"]);
     assert_eq!(out.code(), 2);
+    let out = ws.run(&["compact", "--session", &id, "--json"]);
+    assert_eq!(out.code(), 2);
+    assert!(
+        out.stderr().contains("does not take --json"),
+        "{}",
+        out.stderr()
+    );
 }
 
 /// `etch status` and `etch context` report the session; `context dump`

@@ -42,7 +42,10 @@ pub enum Transport {
     /// WebSocket only; a failed handshake is an error (retried like HTTP).
     WebSocket,
     /// WebSocket, falling back to HTTP/SSE for the rest of the session when
-    /// the handshake or first exchange fails before any output.
+    /// the connection cannot be used: the handshake fails, or the socket
+    /// closes before answering the first request. An error the server sends
+    /// as an answer (e.g. an invalid request) is reported, not retried over
+    /// SSE.
     Auto,
 }
 

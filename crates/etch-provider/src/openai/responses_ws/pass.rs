@@ -29,6 +29,12 @@ use crate::http::{self, RetryPolicy};
 use crate::openai::continuation::{self, Chain, Plan};
 use crate::openai::responses_decode::ResponsesDecoder;
 
+/// How long a kept connection may stay silent after a request before it is
+/// presumed dead and replaced. A live Responses backend answers with
+/// `response.created` at once; a flow dropped by a NAT or a suspend would
+/// otherwise cost the whole idle timeout.
+const REUSED_FIRST_MESSAGE: Duration = Duration::from_secs(15);
+
 /// Everything one WebSocket pass needs, owned so it runs on its own task.
 pub(crate) struct WsPass {
     /// The client's session state.
@@ -188,17 +194,31 @@ impl Run<'_> {
             metrics.input_bytes = encoded.input_bytes;
             metrics.delta_messages = encoded.delta_messages;
             let continuing = matches!(plan, Plan::Delta { .. });
+            let idle = self.pass.idle_timeout;
             let sent = tokio::select! {
                 () = self.cancel.cancelled() => return Some(Ended::Finished),
-                r = socket.send(WsMessage::text(encoded.text)) => r,
+                r = tokio::time::timeout(idle, socket.send(WsMessage::text(encoded.text))) => r,
+            };
+            let first_wait = if reused {
+                idle.min(REUSED_FIRST_MESSAGE)
+            } else {
+                idle
             };
             let read = match sent {
-                Ok(()) => self.read(&mut socket, continuing).await,
-                Err(e) => Read::Silent(ModelError::new(
+                Ok(Ok(())) => self.read(&mut socket, continuing, first_wait).await,
+                Ok(Err(e)) => Read::Silent(ModelError::new(
                     ErrorKind::Transient,
                     format!(
                         "cannot send the request over the WebSocket to {}: {e}",
                         self.pass.url
+                    ),
+                )),
+                Err(_) => Read::Silent(ModelError::new(
+                    ErrorKind::Transient,
+                    format!(
+                        "sending the request over the WebSocket to {} took more than {} seconds",
+                        self.pass.url,
+                        idle.as_secs()
                     ),
                 )),
             };
@@ -260,8 +280,9 @@ impl Run<'_> {
     }
 
     /// Reads server messages until the response finishes or fails,
-    /// forwarding decoded events.
-    async fn read(&mut self, socket: &mut Socket, continuing: bool) -> Read {
+    /// forwarding decoded events. `first_wait` bounds the wait for the
+    /// first message (shorter on a kept connection that may be dead).
+    async fn read(&mut self, socket: &mut Socket, continuing: bool, first_wait: Duration) -> Read {
         let idle = self.pass.idle_timeout;
         let mut decoder = ResponsesDecoder::new();
         let mut events = Vec::new();
@@ -269,9 +290,10 @@ impl Run<'_> {
         let mut response_id = None;
         let mut calls = Vec::new();
         loop {
+            let wait = if received { idle } else { first_wait };
             let next = tokio::select! {
                 () = self.cancel.cancelled() => return Read::Cancelled,
-                r = tokio::time::timeout(idle, socket.next()) => r,
+                r = tokio::time::timeout(wait, socket.next()) => r,
             };
             let text = match next {
                 Err(_) => {
@@ -280,7 +302,7 @@ impl Run<'_> {
                         format!(
                             "{} sent nothing for {} seconds; the stream looks stalled",
                             self.pass.url,
-                            idle.as_secs()
+                            wait.as_secs()
                         ),
                     );
                     return Self::broken(err, received, &decoder);
