@@ -145,7 +145,9 @@ fn healthy(port: u16) -> bool {
     response.starts_with("HTTP/1.1 200")
 }
 
-/// Arguments that point etch at `url` with a model name and no key.
+/// Arguments that point etch at `url` with a model name and no key, and a
+/// round bound suited to these small tasks: a run where the model keeps
+/// repeating a call fails in minutes, not after the default 32 rounds.
 fn provider_args(url: &str) -> Vec<String> {
     [
         "--provider",
@@ -156,6 +158,8 @@ fn provider_args(url: &str) -> Vec<String> {
         "unused",
         "--model",
         "qwen2.5-coder-1.5b-instruct",
+        "--max-tool-rounds",
+        "8",
     ]
     .map(str::to_owned)
     .to_vec()
