@@ -721,6 +721,23 @@ fn first_answer() -> Vec<StreamEvent> {
     pass
 }
 
+/// An agent over `model` with threshold compaction on (threshold one
+/// token, so it compacts before every request).
+fn auto_agent(model: Arc<Scripted>) -> Agent {
+    Agent::new(
+        model,
+        ToolRegistry::new(),
+        AgentConfig {
+            max_tool_rounds: 8,
+            system: etch_prompt_layers(),
+            cwd: std::env::temp_dir(),
+            temp_dir: std::env::temp_dir(),
+            options: RequestOptions::default(),
+            compaction: Some(policy(true)),
+        },
+    )
+}
+
 /// A pass that fails with a context-overflow error.
 fn overflow_pass() -> Vec<StreamEvent> {
     vec![StreamEvent::Error(ModelError::new(
@@ -908,18 +925,7 @@ async fn auto_compaction_runs_before_the_request() {
     )
     .await
     .unwrap();
-    f.agent = Agent::new(
-        model.clone(),
-        ToolRegistry::new(),
-        AgentConfig {
-            max_tool_rounds: 8,
-            system: etch_prompt_layers(),
-            cwd: std::env::temp_dir(),
-            temp_dir: std::env::temp_dir(),
-            options: RequestOptions::default(),
-            compaction: Some(policy(true)),
-        },
-    );
+    f.agent = auto_agent(model.clone());
     let mut rec = Recorder::default();
     let outcome = f
         .run("second prompt", &mut rec, &CancellationToken::new())
@@ -959,18 +965,7 @@ async fn failed_auto_compaction_is_not_repeated_each_round() {
     )
     .await
     .unwrap();
-    f.agent = Agent::new(
-        model.clone(),
-        ToolRegistry::new(),
-        AgentConfig {
-            max_tool_rounds: 8,
-            system: etch_prompt_layers(),
-            cwd: std::env::temp_dir(),
-            temp_dir: std::env::temp_dir(),
-            options: RequestOptions::default(),
-            compaction: Some(policy(true)),
-        },
-    );
+    f.agent = auto_agent(model.clone());
     let mut rec = Recorder::default();
     let outcome = f
         .run("second prompt", &mut rec, &CancellationToken::new())
