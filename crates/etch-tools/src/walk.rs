@@ -165,6 +165,23 @@ impl GlobFilter {
         })
     }
 
+    /// Whether the entry at `rel` under the root the model wrote as
+    /// `root_raw` passes: by its root-relative path, or by its path with the
+    /// root in front. Models often repeat the search directory in the glob
+    /// (`path: "src"`, `glob: "src/**/*.rs"`), and a demanding user would
+    /// expect that to find the same files as `glob: "**/*.rs"`.
+    pub(crate) fn is_match_under(&self, root_raw: &str, rel: &Path) -> bool {
+        if self.is_match(rel) {
+            return true;
+        }
+        let root = root_raw.strip_prefix("./").unwrap_or(root_raw);
+        let root = root.trim_end_matches('/');
+        !self.basename
+            && !root.is_empty()
+            && root != "."
+            && self.matcher.is_match(Path::new(root).join(rel))
+    }
+
     /// Whether the entry at root-relative `rel` passes.
     pub(crate) fn is_match(&self, rel: &Path) -> bool {
         if self.basename {

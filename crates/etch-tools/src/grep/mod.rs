@@ -73,7 +73,7 @@ impl GrepTool {
                         },
                         "glob": {
                             "type": "string",
-                            "description": "Only search files matching this glob: the file name when it has no /, else the path relative to the search directory (e.g. '*.rs', 'src/**/*.ts')"
+                            "description": "Only search files matching this glob: the file name when it has no /, else the path relative to the search directory or to the working directory (e.g. '*.rs', 'src/**/*.ts')"
                         },
                         "ignoreCase": {
                             "type": "boolean",

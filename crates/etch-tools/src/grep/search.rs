@@ -131,6 +131,8 @@ struct Visitor<'s> {
     root_index: usize,
     /// Path of the root being walked.
     root: &'s Path,
+    /// The root as the model wrote it, for globs that repeat it.
+    root_raw: &'s str,
     /// This thread's search machinery.
     searcher: FileSearcher,
     /// Entries visited, to space out cancellation checks.
@@ -161,7 +163,11 @@ impl ParallelVisitor for Visitor<'_> {
             };
         }
         if !file_type.is_file()
-            || self.shared.glob.as_ref().is_some_and(|g| !g.is_match(rel))
+            || self
+                .shared
+                .glob
+                .as_ref()
+                .is_some_and(|g| !g.is_match_under(self.root_raw, rel))
             || self.shared.beyond(self.root_index, rel)
         {
             return WalkState::Continue;
@@ -183,6 +189,8 @@ struct Builder<'s> {
     root_index: usize,
     /// Path of the root being walked.
     root: &'s Path,
+    /// The root as the model wrote it.
+    root_raw: &'s str,
 }
 
 impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
@@ -191,6 +199,7 @@ impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
             shared: self.shared,
             root_index: self.root_index,
             root: self.root,
+            root_raw: self.root_raw,
             searcher: FileSearcher::new(
                 self.shared.matcher.clone(),
                 self.shared.context,
@@ -245,6 +254,7 @@ pub(super) fn search(
                     shared: &shared,
                     root_index: index,
                     root: &root.path,
+                    root_raw: &root.raw,
                 });
             continue;
         }
@@ -390,6 +400,14 @@ mod tests {
         let out = grep(
             dir.path(),
             json!({"pattern": "needle", "glob": "src/**/*.rs"}),
+        )
+        .unwrap();
+        assert_eq!(out, "src/c.rs:1:needle\nsrc/x/b.rs:1:needle");
+        // A glob that repeats the search directory matches as if it did not
+        // (a real model wrote exactly this).
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "needle", "path": "src", "glob": "src/**/*.rs"}),
         )
         .unwrap();
         assert_eq!(out, "src/c.rs:1:needle\nsrc/x/b.rs:1:needle");
