@@ -15,7 +15,7 @@ use super::file::{LineKind, Skip};
 use super::search::{Found, Key};
 
 /// Text returned when nothing matched (P-TOOL-33).
-const NO_MATCHES: &str = "No matches found";
+pub(super) const NO_MATCHES: &str = "No matches found";
 
 /// The path printed for a file: joined to its root as given (so a relative
 /// root gives paths relative to the working directory, which `read` accepts

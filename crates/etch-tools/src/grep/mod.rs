@@ -21,6 +21,7 @@ mod file;
 mod format;
 mod search;
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use etch_model::ToolSpec;
@@ -246,12 +247,21 @@ fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
     if cancel.is_cancelled() {
         return Err(ToolError::new("grep was cancelled"));
     }
-    Ok(format::format_output(
-        &found,
-        &roots,
-        args.limit,
-        args.context,
-    ))
+    let mut text = format::format_output(&found, &roots, args.limit, args.context);
+    // An empty result because the glob excluded every file is a different
+    // answer from "the text is not there": say so, so the model retries
+    // without the glob instead of concluding the text is missing.
+    if let Some(glob) = args.glob.as_deref()
+        && found.searched_files == 0
+        && roots.iter().any(|r| r.is_dir)
+        && text.starts_with(format::NO_MATCHES)
+    {
+        let _ = write!(
+            text,
+            "\n\n[No file matched the glob {glob:?}, so nothing was searched. Search again without the glob or with another one.]"
+        );
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use grep_regex::RegexMatcher;
@@ -69,6 +69,8 @@ struct Shared {
     budget: usize,
     /// Optional file filter.
     glob: Option<GlobFilter>,
+    /// Files walked that passed the filters and were searched.
+    searched: AtomicUsize,
     /// Fires when the call is cancelled.
     cancel: CancellationToken,
     /// The kept hits.
@@ -172,6 +174,7 @@ impl ParallelVisitor for Visitor<'_> {
         {
             return WalkState::Continue;
         }
+        self.shared.searched.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut hits) = self.searcher.search(entry.path()) {
             hits.bytes = hits.min_rendered_bytes(rel.as_os_str().len());
             self.shared
@@ -218,6 +221,9 @@ pub(super) struct Found {
     /// File roots that were not searched, by root index in root order, with
     /// the reason (never [`Skip::NoMatch`]).
     pub(super) skipped_roots: Vec<(usize, Skip)>,
+    /// Files found in directory roots that passed the glob and were
+    /// searched, so an empty result can say the glob matched nothing.
+    pub(super) searched_files: usize,
 }
 
 /// Searches `roots` in order for `matcher` with `context` lines each side,
@@ -237,6 +243,7 @@ pub(super) fn search(
         keep: GREP_PER_FILE.min(limit),
         budget: limit.saturating_add(1),
         glob,
+        searched: AtomicUsize::new(0),
         cancel: cancel.clone(),
         collector: Mutex::new(Collector::default()),
         full: AtomicBool::new(false),
@@ -271,6 +278,7 @@ pub(super) fn search(
             Err(skip) => skipped_roots.push((index, skip)),
         }
     }
+    let searched_files = shared.searched.load(Ordering::Relaxed);
     let collector = shared
         .collector
         .into_inner()
@@ -278,6 +286,7 @@ pub(super) fn search(
     Found {
         collector,
         skipped_roots,
+        searched_files,
     }
 }
 
@@ -413,5 +422,18 @@ mod tests {
         assert_eq!(out, "src/c.rs:1:needle\nsrc/x/b.rs:1:needle");
         let out = grep(dir.path(), json!({"pattern": "needle", "glob": "src/*.rs"})).unwrap();
         assert_eq!(out, "src/c.rs:1:needle");
+        // A glob that matches no file says so (the model copied an example
+        // extension and concluded the text was missing).
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "needle", "glob": "src/**/*.ts"}),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "No matches found\n\n[No file matched the glob \"src/**/*.ts\", so nothing was searched. Search again without the glob or with another one.]"
+        );
+        let out = grep(dir.path(), json!({"pattern": "absent", "glob": "*.rs"})).unwrap();
+        assert_eq!(out, "No matches found");
     }
 }
