@@ -226,6 +226,16 @@ fn measure(name: &str, mut task: impl FnMut(usize) -> Outcome) -> Option<String>
     (passed < REQUIRED).then(|| format!("{line}; failures: {}", details.join(" | ")))
 }
 
+/// The last stderr line of a failed run, to say why it failed.
+fn last_error(run: &support::Run) -> String {
+    if run.code() == 0 {
+        return String::new();
+    }
+    let stderr = run.stderr();
+    let line = stderr.lines().last().unwrap_or_default();
+    format!(", stderr {line:?}")
+}
+
 /// Whether `text` mentions `word`, ignoring case.
 fn mentions(text: &str, word: &str) -> bool {
     text.to_lowercase().contains(&word.to_lowercase())
@@ -261,7 +271,7 @@ fn agent_tasks_pass_at_the_required_rate() {
             passed: run.code() == 0 && mentions(&out, "pineapple"),
             requests,
             elapsed,
-            detail: format!("exit {}, answer {out:?}", run.code()),
+            detail: format!("exit {}, answer {out:?}{}", run.code(), last_error(&run)),
         }
     }));
 
@@ -299,7 +309,7 @@ fn agent_tasks_pass_at_the_required_rate() {
             passed: run.code() == 0 && mentions(&out, "maths.rs"),
             requests,
             elapsed,
-            detail: format!("exit {}, answer {out:?}", run.code()),
+            detail: format!("exit {}, answer {out:?}{}", run.code(), last_error(&run)),
         }
     }));
 
@@ -347,7 +357,7 @@ fn agent_tasks_pass_at_the_required_rate() {
             passed: run.code() == 0 && out.contains("37"),
             requests,
             elapsed,
-            detail: format!("exit {}, answer {out:?}", run.code()),
+            detail: format!("exit {}, answer {out:?}{}", run.code(), last_error(&run)),
         }
     }));
 
