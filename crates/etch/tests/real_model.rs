@@ -31,9 +31,13 @@ use serde_json::Value;
 use support::{Workspace, jsonl};
 
 /// Runs per agent task.
-const RUNS: usize = 5;
+const RUNS: usize = 6;
 
-/// Runs that must pass.
+/// Runs that must pass: two thirds. With this 1.5B model the grep task
+/// passes about nine runs in ten; at 4 of 5 a whole suite would still fail
+/// about one time in twenty on chance alone, at 4 of 6 about one in a
+/// hundred, while a task that really regresses (say to half its runs)
+/// fails it.
 const REQUIRED: usize = 4;
 
 /// Server settings of the harness: a cap on generated tokens per request
