@@ -11,7 +11,7 @@
 //! [`AgentEvent::CompactionStart`] and [`AgentEvent::CompactionEnd`].
 
 use etch_compact::{CompactError, Outcome, Settings, Trigger, estimate_request, message_tokens};
-use etch_model::{Message, Usage};
+use etch_model::Usage;
 use etch_session::{load_session, project_messages};
 use tokio_util::sync::CancellationToken;
 
@@ -102,8 +102,10 @@ impl Agent {
     }
 
     /// Compacts the session now and rebuilds the history from the log.
-    /// Returns whether a summary was appended; a skip or a failed summary is
-    /// reported to observers and leaves the history as it was.
+    /// Returns whether a summary was appended. Observers get one
+    /// `CompactionEnd` for every `CompactionStart`: compacted, skipped (with
+    /// why) or failed (a failed summary leaves the history as it was; other
+    /// failures, e.g. cancellation, are also the run's error).
     pub(crate) async fn compact(
         &self,
         state: &mut RunState<'_>,
@@ -116,41 +118,36 @@ impl Agent {
         state
             .observer
             .agent_event(&AgentEvent::CompactionStart { trigger });
-        let result = self.compact_logged(state, trigger, &policy, cancel).await;
-        let message = match &result {
-            Ok(Some((tokens_before, tokens_after))) => {
-                state.observer.agent_event(&AgentEvent::CompactionEnd {
-                    trigger,
-                    result: CompactionResult::Compacted {
-                        tokens_before: *tokens_before,
-                        tokens_after: *tokens_after,
-                    },
-                });
-                None
-            }
-            Ok(None) => None,
-            Err(RunError::Cancelled) => Some("cancelled".to_owned()),
-            Err(err) => Some(err.to_string()),
+        let ended = self.compact_now(state, trigger, &policy, cancel).await;
+        let error = match &ended {
+            Err(RunError::Cancelled) => "cancelled".to_owned(),
+            Err(err) => err.to_string(),
+            Ok(_) => String::new(),
         };
-        if let Some(message) = message {
-            state.observer.agent_event(&AgentEvent::CompactionEnd {
-                trigger,
-                result: CompactionResult::Failed(&message),
-            });
-        }
-        result.map(|done| done.is_some())
+        let result = match &ended {
+            Ok(Ended::Compacted(before, after)) => CompactionResult::Compacted {
+                tokens_before: *before,
+                tokens_after: *after,
+            },
+            Ok(Ended::Skipped(why)) => CompactionResult::Skipped(why),
+            Ok(Ended::Failed(why)) => CompactionResult::Failed(why),
+            Err(_) => CompactionResult::Failed(&error),
+        };
+        state
+            .observer
+            .agent_event(&AgentEvent::CompactionEnd { trigger, result });
+        ended.map(|ended| matches!(ended, Ended::Compacted(..)))
     }
 
-    /// The compaction proper. Returns the estimates when a summary was
-    /// appended; a skip or a failed summary is reported to observers here
-    /// and returns `None`; every other error is the caller's to report.
-    async fn compact_logged(
+    /// The compaction proper: appends the summary and rebuilds the history
+    /// and the running estimate, or says why nothing was appended.
+    async fn compact_now(
         &self,
         state: &mut RunState<'_>,
         trigger: Trigger,
         policy: &CompactionPolicy,
         cancel: &CancellationToken,
-    ) -> Result<Option<(u64, u64)>, RunError> {
+    ) -> Result<Ended, RunError> {
         let session = load_session(state.writer.path())?;
         let outcome = etch_compact::compact(
             &session,
@@ -162,30 +159,31 @@ impl Agent {
             cancel,
         )
         .await;
-        let why = match outcome {
+        match outcome {
             Ok(Outcome::Compacted { data, line, .. }) => {
                 state.observer.durable_line(&line);
                 let reloaded = load_session(state.writer.path())?;
-                let history: Vec<Message> = project_messages(&reloaded).messages;
-                *state.history = history;
+                *state.history = project_messages(&reloaded).messages;
                 // Measure the new projection the way the run start does, so
                 // the pinned prompt counts when the log has no usage.
                 let tokens =
                     estimate_request(&reloaded, policy.settings.estimate, policy.pinned_tokens);
                 state.estimate.set(tokens, state.history.len());
-                return Ok(Some((data.tokens_before, data.tokens_after)));
+                Ok(Ended::Compacted(data.tokens_before, data.tokens_after))
             }
-            Ok(Outcome::Skipped(skip)) => (true, skip.to_string()),
-            Err(CompactError::Cancelled) => return Err(RunError::Cancelled),
-            Err(err) => (false, err.to_string()),
-        };
-        let result = match &why {
-            (true, text) => CompactionResult::Skipped(text),
-            (false, text) => CompactionResult::Failed(text),
-        };
-        state
-            .observer
-            .agent_event(&AgentEvent::CompactionEnd { trigger, result });
-        Ok(None)
+            Ok(Outcome::Skipped(skip)) => Ok(Ended::Skipped(skip.to_string())),
+            Err(CompactError::Cancelled) => Err(RunError::Cancelled),
+            Err(err) => Ok(Ended::Failed(err.to_string())),
+        }
     }
+}
+
+/// How one compaction ended, before it is reported.
+enum Ended {
+    /// Appended; estimated tokens before and after.
+    Compacted(u64, u64),
+    /// Nothing worth compacting; why.
+    Skipped(String),
+    /// The summary could not be made; why.
+    Failed(String),
 }

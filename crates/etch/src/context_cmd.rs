@@ -104,11 +104,8 @@ pub fn run(
 ) -> Result<(), Failure> {
     let session = load(place, prefix)?;
     let assembled = assemble(place, &builtin::ALL);
-    let messages = session
-        .as_ref()
-        .map(|s| project_messages(s).messages)
-        .unwrap_or_default();
-    let summary = session.as_ref().and_then(|s| project_messages(s).summary);
+    let projection = session.as_ref().map(project_messages).unwrap_or_default();
+    let (messages, summary) = (projection.messages, projection.summary);
     match action {
         Some(ContextAction::Dump { path }) => dump(
             place,
@@ -294,14 +291,9 @@ fn dump(
     path: Option<&Path>,
 ) -> Result<(), Failure> {
     let mut out = String::new();
-    for layer in &assembled.layers {
-        let header = match layer.name.as_str() {
-            "AGENTS.md" => continue,
-            "skills" => "skills".to_owned(),
-            "base prompt" => "base prompt".to_owned(),
-            other => other.to_owned(),
-        };
-        let _ = write!(out, "=== {header} ===\n{}\n\n", layer.text);
+    // The AGENTS.md layer is shown file by file below, without its wrapper.
+    for layer in assembled.layers.iter().filter(|l| l.name != "AGENTS.md") {
+        let _ = write!(out, "=== {} ===\n{}\n\n", layer.name, layer.text);
     }
     for file in &assembled.instruction_files {
         let text = std::fs::read_to_string(file).unwrap_or_else(|e| format!("(unreadable: {e})"));

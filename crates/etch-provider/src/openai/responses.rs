@@ -206,23 +206,19 @@ impl ModelClient for ResponsesClient {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let auto = match self.config.transport {
-            Transport::Sse => false,
-            Transport::Auto if self.ws.unavailable().is_some() => false,
-            Transport::Auto => true,
-            Transport::WebSocket => {
-                return self.stream_ws(request, false, cancel);
+        match self.config.transport {
+            Transport::WebSocket => self.stream_ws(request, false, cancel),
+            // `auto` stays on SSE for the session once WebSocket failed.
+            Transport::Auto if self.ws.unavailable().is_none() => {
+                self.stream_ws(request, true, cancel)
             }
-        };
-        if auto {
-            return self.stream_ws(request, true, cancel);
+            Transport::Auto | Transport::Sse => driver::spawn(
+                self.pass(&request),
+                ResponsesDecoder::new,
+                self.config.credentials.clone(),
+                cancel,
+            ),
         }
-        driver::spawn(
-            self.pass(&request),
-            ResponsesDecoder::new,
-            self.config.credentials.clone(),
-            cancel,
-        )
     }
 }
 
