@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # A real OpenAI-compatible model server for etch's end-to-end tests.
 #
-#   scripts/real-model.sh setup          install (idempotent) into the cache dir
+#   scripts/real-model.sh setup          install (idempotent) into the cache dir,
+#                                        then smoke-check the server
 #   scripts/real-model.sh serve PORT     run the server on 127.0.0.1:PORT in the
 #                                        foreground (exec: the PID is the server's)
+#   scripts/real-model.sh smoke          start the server, ask for one short
+#                                        completion, stop it
+#   scripts/real-model.sh status         what is installed, and whether the
+#                                        cached server must be rebuilt
+#   scripts/real-model.sh flags          the llama.cpp build flags for this CPU
 #
 # What it installs, from the package registries only:
 #   - llama.cpp's llama-server, compiled from the llama.cpp sources vendored
@@ -17,12 +23,23 @@
 # second `setup` takes seconds. Fresh: about 5 minutes on an idle 2-core
 # machine, 9 when it is busy (the compile dominates).
 #
+# The server is compiled for a portable x86-64 baseline, never with
+# -march=native: a native build on a CPU with AMX (Intel Xeon Sapphire
+# Rapids and later) enables ggml's AMX kernels, and that server dies with a
+# general protection fault as soon as it loads the model. The flags (see
+# `flags`) use only the extensions this CPU reports among SSE4.2, AVX, AVX2,
+# FMA, F16C and BMI2; they are recorded in the build's stamp, and a cached
+# server built with other flags (another CPU, an older script) is rebuilt.
+#
 # Environment:
 #   ETCH_REAL_MODEL_DIR      cache directory (default ~/.cache/etch-real-model)
 #   ETCH_REAL_MODEL_CTX      context size in tokens for `serve` (default 8192)
 #   ETCH_REAL_MODEL_THREADS  CPU threads for `serve` (default 1: with 2, llama.cpp
 #                            spin-waits and collapses when anything else runs)
 #   JOBS                     compile jobs for `setup` (default: nproc)
+#   ETCH_REAL_MODEL_CPUINFO  the cpuinfo file `flags` reads (default /proc/cpuinfo)
+#   ETCH_REAL_MODEL_SMOKE_TIMEOUT  seconds `smoke` waits for /health and for
+#                            the completion, each (default 300)
 # Extra llama-server flags may follow `serve PORT`.
 #
 # The chat template the model needs for parseable tool calls is the test
@@ -63,10 +80,39 @@ MODEL_ALIAS=qwen2.5-coder-1.5b-instruct
 
 SERVER=$CACHE/build/llama-server/bin/llama-server
 STAMP=$CACHE/build/llama-server/.etch-stamp
-WANT_STAMP="llama-cpp-python=$LLAMA_CPP_PYTHON native=ON"
 
 die() { echo "real-model: error: $*" >&2; exit 1; }
 say() { echo "real-model: $*" >&2; }
+
+# The CPU-dependent cmake flags: never native, and on x86-64 each SIMD
+# extension that the CPU reports and that every x86-64 CPU of the last
+# decade with AVX2 has. AVX-512 and AMX stay off (AMX crashes this build).
+build_flags() {
+  local flags=(-DGGML_NATIVE=OFF) cpuinfo=${ETCH_REAL_MODEL_CPUINFO:-/proc/cpuinfo} have
+  if [ "$(uname -m)" = x86_64 ] && [ -r "$cpuinfo" ]; then
+    have=" $(grep -m1 '^flags' "$cpuinfo" | cut -d: -f2) "
+    local ext opt
+    for ext in sse4_2:SSE42 avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2; do
+      opt=${ext#*:}
+      if [[ "$have" == *" ${ext%%:*} "* ]]; then flags+=("-DGGML_$opt=ON"); else flags+=("-DGGML_$opt=OFF"); fi
+    done
+    flags+=(-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+  fi
+  echo "${flags[*]}"
+}
+
+# What the stamp of a server built by this script with these flags says.
+want_stamp() { echo "llama-cpp-python=$LLAMA_CPP_PYTHON flags=$(build_flags)"; }
+
+# Empty when the cached server can be used as it is, else why not.
+rebuild_reason() {
+  local have
+  if [ ! -x "$SERVER" ]; then echo "no server built yet"; return; fi
+  have=$(cat "$STAMP" 2>/dev/null || true)
+  if [ "$have" != "$(want_stamp)" ]; then
+    echo "built as '${have:-unknown}', this machine needs '$(want_stamp)'"
+  fi
+}
 
 # Checks `file` against `sha256`; on a mismatch the file is removed so the
 # next run fetches it again, and the error says which file and both sums.
@@ -118,10 +164,12 @@ setup() {
   done
   export PATH="$CACHE/venv/bin:$PATH"
 
-  local src=$CACHE/build/llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp
-  if [ -x "$SERVER" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT_STAMP" ]; then
-    say "llama-server already built"
+  local src=$CACHE/build/llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp reason
+  reason=$(rebuild_reason)
+  if [ -z "$reason" ]; then
+    say "llama-server already built ($(build_flags))"
   else
+    say "llama-server must be built: $reason"
     say "llama.cpp sources (llama-cpp-python==$LLAMA_CPP_PYTHON sdist)"
     [ -f "$CACHE/dl/$SDIST" ] || fetch "$CACHE/dl" --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_CPP_PYTHON"
     check_sha256 "$CACHE/dl/$SDIST" "$SDIST_SHA256"
@@ -129,8 +177,13 @@ setup() {
     tar xzf "$CACHE/dl/$SDIST" -C "$CACHE/build" || die "could not unpack $SDIST"
     [ -f "$src/CMakeLists.txt" ] || die "$SDIST has no vendored llama.cpp at vendor/llama.cpp"
     say "compiling llama-server with ${JOBS:-$(nproc)} jobs (minutes; log: $CACHE/logs/build.log)"
+    # A build directory configured with other flags keeps them in its
+    # CMakeCache: start it over.
+    rm -rf "$CACHE/build/llama-server"
+    local flags
+    read -r -a flags <<< "$(build_flags)"
     if ! { cmake -S "$src" -B "$CACHE/build/llama-server" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-             -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+             "${flags[@]}" -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
              -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
              -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
            && cmake --build "$CACHE/build/llama-server" --target llama-server -j "${JOBS:-$(nproc)}"; } \
@@ -139,7 +192,7 @@ setup() {
       die "compiling llama-server failed (log: $CACHE/logs/build.log)"
     fi
     [ -x "$SERVER" ] || die "the build finished but $SERVER is missing"
-    echo "$WANT_STAMP" > "$STAMP"
+    want_stamp > "$STAMP"
   fi
 
   if [ -f "$MODEL" ] && [ "$(sha256sum "$MODEL" | cut -d' ' -f1)" = "$MODEL_SHA256" ]; then
@@ -177,7 +230,80 @@ PY
     rm -rf "$parts"
   fi
   "$SERVER" --version 2>&1 | head -n 1 >&2 || true
+  smoke
   say "setup complete: scripts/real-model.sh serve PORT"
+}
+
+# http METHOD URL TIMEOUT [JSON]: prints the response body; fails with the
+# reason on stderr for a refused connection, a timeout or a non-2xx status.
+# (Python, because a fresh machine need not have curl.)
+http() {
+  python3 - "$@" <<'PY'
+import sys, urllib.request
+method, url, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        sys.stdout.write(resp.read().decode("utf-8", "replace"))
+except Exception as err:  # HTTPError, URLError, timeout: all a failed check
+    detail = err.read().decode("utf-8", "replace")[:300] if hasattr(err, "read") else ""
+    sys.exit(f"{method} {url}: {err} {detail}".strip())
+PY
+}
+
+# A free loopback port, from the kernel.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Starts the server, waits for /health, asks for one short completion and
+# stops it. A server that dies, never becomes healthy or cannot answer
+# fails with the step named and the tail of its log, so a broken build is
+# caught here and not by the tests.
+smoke() {
+  local port log=$CACHE/logs/smoke.log timeout=${ETCH_REAL_MODEL_SMOKE_TIMEOUT:-300} pid started
+  [[ "$timeout" =~ ^[0-9]+$ ]] || die "ETCH_REAL_MODEL_SMOKE_TIMEOUT must be a number of seconds, not '$timeout'"
+  mkdir -p "$CACHE/logs"
+  port=$(free_port) || die "smoke check: no free loopback port"
+  started=$SECONDS
+  say "smoke check: starting the server on 127.0.0.1:$port (log: $log)"
+  "$0" serve "$port" --n-predict 8 > "$log" 2>&1 &
+  pid=$!
+  # shellcheck disable=SC2064 # the pid is fixed now
+  trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null" EXIT
+  smoke_fail() {
+    echo "--- last lines of $log ---" >&2
+    tail -n 20 "$log" >&2
+    die "smoke check failed at '$1': $2"
+  }
+  local deadline=$((SECONDS + timeout)) code=0
+  until http GET "http://127.0.0.1:$port/health" 5 >/dev/null 2>&1; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" || code=$?
+      smoke_fail "start the server" "it exited with status $code before /health answered"
+    fi
+    [ "$SECONDS" -lt "$deadline" ] || smoke_fail "wait for /health" "no answer within ${timeout}s"
+    sleep 0.5
+  done
+  local body
+  body=$(http POST "http://127.0.0.1:$port/v1/chat/completions" "$timeout" \
+    '{"model":"'"$MODEL_ALIAS"'","messages":[{"role":"user","content":"Say hi."}],"max_tokens":8}' 2>&1) \
+    || smoke_fail "ask for a completion" "$body"
+  python3 -c 'import json, sys; m = json.load(sys.stdin)["choices"][0]["message"]; sys.exit(0 if m.get("content") or m.get("tool_calls") else 1)' \
+    <<< "$body" 2>/dev/null || smoke_fail "read the completion" "unexpected answer: ${body:0:300}"
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  trap - EXIT
+  say "smoke check passed in $((SECONDS - started))s"
+}
+
+status() {
+  local reason
+  echo "cache: $CACHE"
+  echo "flags: $(build_flags)"
+  reason=$(rebuild_reason)
+  if [ -z "$reason" ]; then echo "server: built"; else echo "server: needs a build: $reason"; fi
+  if [ -f "$MODEL" ]; then echo "model: $MODEL"; else echo "model: missing"; fi
 }
 
 serve() {
@@ -194,5 +320,8 @@ serve() {
 case "${1:-}" in
   setup) setup ;;
   serve) shift; serve "$@" ;;
-  *) echo "usage: scripts/real-model.sh setup | serve PORT [llama-server flags]" >&2; exit 2 ;;
+  smoke) smoke ;;
+  status) status ;;
+  flags) build_flags ;;
+  *) echo "usage: scripts/real-model.sh setup | serve PORT [llama-server flags] | smoke | status | flags" >&2; exit 2 ;;
 esac
