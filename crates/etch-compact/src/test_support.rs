@@ -43,6 +43,7 @@ impl Log {
                 provider: "scripted".into(),
                 model: "script-1".into(),
                 openai_api: None,
+                base_url: None,
                 etch_version: "0.0.0".into(),
                 first_prompt: "test".into(),
             })

@@ -43,6 +43,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             model: provider.set_string("model"),
             max_retries: provider.u32("max_retries"),
             retry_base_delay_ms: provider.u64("retry_base_delay_ms"),
+            idle_timeout_secs: provider.u64("idle_timeout_secs"),
         },
         openai: OpenAiConfig {
             base_url: openai.set_string("base_url"),
@@ -51,6 +52,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             reasoning_summary: openai.string("reasoning_summary"),
             stream_usage: openai.bool("stream_usage"),
             transport: openai.string("transport"),
+            auth: openai.string("auth"),
         },
         prompt: PromptConfig {
             text: get("prompt").set_string("text"),

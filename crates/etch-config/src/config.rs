@@ -72,6 +72,8 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// First retry delay; doubles per retry.
     pub retry_base_delay_ms: u64,
+    /// Seconds a stream may stay silent before the pass fails as stalled.
+    pub idle_timeout_secs: u64,
 }
 
 /// `[openai]` (E-CFG-10, C35, G13, G19).
@@ -90,6 +92,10 @@ pub struct OpenAiConfig {
     pub stream_usage: bool,
     /// `sse`, `websocket` or `auto`.
     pub transport: String,
+    /// Which credentials `base_url` gets: `auto` (an environment key only
+    /// to its own service), `none` or `api-key` (the environment key to any
+    /// URL). `--api-key` is always sent.
+    pub auth: String,
 }
 
 /// `[prompt]` (E-CFG-11).

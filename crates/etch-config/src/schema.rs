@@ -264,6 +264,8 @@ pub(crate) const REASONING_EFFORTS: &[&str] =
 pub(crate) const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed", "none"];
 /// Responses transports (G13).
 pub(crate) const TRANSPORTS: &[&str] = &["sse", "websocket", "auto"];
+/// Which credentials an OpenAI-compatible endpoint gets.
+pub(crate) const OPENAI_AUTHS: &[&str] = &["auto", "none", "api-key"];
 
 /// `[session]` keys (E-CFG-07).
 const SESSION: &[KeySpec] = &[
@@ -334,6 +336,13 @@ const PROVIDER: &[KeySpec] = &[
         "First retry delay in milliseconds; it doubles on each retry unless Retry-After says otherwise.",
     )
     .default(Literal::Int(2000)),
+    KeySpec::integer(
+        "idle_timeout_secs",
+        1,
+        i64::MAX,
+        "Seconds a model stream may stay silent before the pass fails as stalled.",
+    )
+    .default(Literal::Int(300)),
 ];
 
 /// `[openai]` keys (E-CFG-10, C35, G13, G19).
@@ -369,6 +378,14 @@ const OPENAI: &[KeySpec] = &[
     )
     .default(Literal::Str("sse"))
     .allowed(TRANSPORTS),
+    KeySpec::string(
+        "auth",
+        "Credentials sent to base_url: auto sends an environment key only to its own service \
+         (OPENAI_API_KEY to api.openai.com, OPENROUTER_API_KEY to openrouter.ai) and none to \
+         other servers; none never sends one; api-key sends the environment key to any base_url.",
+    )
+    .default(Literal::Str("auto"))
+    .allowed(OPENAI_AUTHS),
 ];
 
 /// `[prompt]` keys (E-CFG-11).

@@ -105,6 +105,18 @@ pub enum AgentEvent<'a> {
         /// What happened.
         result: CompactionResult<'a>,
     },
+    /// A model request failed before any output and is sent again after
+    /// `delay` (Pi's `auto_retry_start`).
+    Retrying {
+        /// Which retry, from 1.
+        attempt: u32,
+        /// Retries allowed in all.
+        max_retries: u32,
+        /// The wait before it.
+        delay: Duration,
+        /// Why the request failed.
+        reason: &'a str,
+    },
     /// The run ended; `error` says why when it did not succeed.
     AgentEnd {
         /// Failure message, if any.

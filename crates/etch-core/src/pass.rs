@@ -5,6 +5,7 @@
 //! that stops without `Done` or `Error` is a protocol error, never an answer.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use etch_model::{
     ContentPart, ErrorKind, Metrics, ModelError, ModelStream, ProviderItem, StopReason,
@@ -129,6 +130,17 @@ pub async fn collect(
             }
             StreamEvent::ProviderItem(item) => pass.provider_items.push(item),
             StreamEvent::Metrics(metrics) => pass.metrics = Some(metrics),
+            StreamEvent::Retrying {
+                attempt,
+                max_retries,
+                delay_ms,
+                reason,
+            } => observer.agent_event(&AgentEvent::Retrying {
+                attempt,
+                max_retries,
+                delay: Duration::from_millis(delay_ms),
+                reason: &reason,
+            }),
             StreamEvent::Error(err) => {
                 pass.outcome = Some(Err(err));
                 break;

@@ -99,6 +99,7 @@ async fn two_edits_of_one_file_never_lose_an_update() {
             provider: "scripted".into(),
             model: "script".into(),
             openai_api: None,
+            base_url: None,
             etch_version: "test".into(),
             first_prompt: "p".into(),
         })

@@ -208,6 +208,7 @@ impl Observer for Recorder {
                 };
                 format!("compaction_end:{trigger}:{how}")
             }
+            AgentEvent::Retrying { attempt, .. } => format!("retrying:{attempt}"),
             AgentEvent::AgentEnd { .. } => "agent_end".to_string(),
         };
         self.events.push(name);
@@ -260,6 +261,7 @@ fn fixture_with(
             provider: "scripted".into(),
             model: "script-1".into(),
             openai_api: None,
+            base_url: None,
             etch_version: "test".into(),
             first_prompt: "p".into(),
         })

@@ -58,6 +58,18 @@ pub enum StreamEvent {
     ProviderItem(ProviderItem),
     /// Transport and request-shape metrics for this pass.
     Metrics(Metrics),
+    /// A request failed before any output and will be sent again after
+    /// `delay_ms` (C34); front ends say so instead of waiting in silence.
+    Retrying {
+        /// Which retry this is, from 1.
+        attempt: u32,
+        /// Retries allowed in all.
+        max_retries: u32,
+        /// How long the provider waits before it.
+        delay_ms: u64,
+        /// Why the request failed.
+        reason: String,
+    },
     /// The pass failed; no `Done` follows.
     Error(ModelError),
     /// The pass finished normally.

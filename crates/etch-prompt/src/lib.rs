@@ -27,7 +27,7 @@ pub use estimate::{TokenCounter, message_tokens, tokens};
 pub use read::ReadError;
 pub use skills::{
     Rejection, Skill, SkillBlock, SkillError, expand_skill, find_skill, load_skill_body,
-    parse_skill_block,
+    parse_skill_block, skill_problems,
 };
 
 /// The minimal pinned layers (base prompt, then the environment tail) for

@@ -31,6 +31,15 @@ pub struct Skill {
     pub location: PathBuf,
 }
 
+/// Every skill problem visible from `cwd` (absolute) with `home`, each as
+/// `"{path}: {reason}"`: unreadable skill directories and files, and
+/// `SKILL.md` files whose frontmatter breaks a rule (bad or mismatched
+/// name, missing or over-long description). `etch config check` reports
+/// them as errors; a run only warns and leaves such skills out.
+pub fn skill_problems(cwd: &std::path::Path, home: Option<&std::path::Path>) -> Vec<String> {
+    discover(cwd, home).problems
+}
+
 /// Finds the skill called `name`, e.g. for `--skill NAME`.
 pub fn find_skill<'a>(skills: &'a [Skill], name: &str) -> Option<&'a Skill> {
     skills.iter().find(|s| s.name == name)

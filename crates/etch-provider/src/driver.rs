@@ -94,6 +94,24 @@ impl<'a> Outlet<'a> {
         self.tx.send(StreamEvent::Error(err)).await;
     }
 
+    /// Says that a failed request will be retried after `delay`.
+    pub(crate) async fn retrying(
+        &mut self,
+        attempt: u32,
+        policy: &RetryPolicy,
+        delay: Duration,
+        err: &ModelError,
+    ) {
+        self.tx
+            .send(StreamEvent::Retrying {
+                attempt,
+                max_retries: policy.max_retries,
+                delay_ms: millis(delay),
+                reason: err.message.clone(),
+            })
+            .await;
+    }
+
     /// Ends a pass that never got as far as a request: just the error.
     pub(crate) async fn error(&mut self, err: ModelError) {
         self.tx.send(StreamEvent::Error(err)).await;
@@ -203,6 +221,8 @@ pub async fn run<D: StreamDecoder>(
                     return;
                 }
                 let delay = policy.delay(attempt, retry_after);
+                let policy = policy.clone();
+                run.outlet.retrying(attempt, &policy, delay, &err).await;
                 if !http::sleep_unless_cancelled(delay, cancel).await {
                     return;
                 }

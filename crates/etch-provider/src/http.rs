@@ -127,12 +127,81 @@ pub fn transport_error(url: &str, err: &reqwest::Error) -> ModelError {
         message.push_str(&inner.to_string());
         source = inner.source();
     }
+    // A TLS handshake answered with plain HTTP bytes is a wrong URL, not a
+    // passing failure: retrying it only makes the user wait.
+    if url.starts_with("https://") && message.contains("InvalidContentType") {
+        message.push_str(
+            " (the server does not speak TLS here: if it is a local server, use http:// in the base URL)",
+        );
+        return ModelError::new(ErrorKind::InvalidRequest, message);
+    }
     ModelError::new(ErrorKind::Transient, message)
+}
+
+/// Checks a provider base URL before any request: an absolute `http://` or
+/// `https://` URL with a host, so that a typo fails at once with a usage
+/// error instead of a run of retries against nothing.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    // `localhost:8080/v1` parses with "localhost" as its scheme, and
+    // `127.0.0.1:8080` not at all: both are a missing scheme.
+    if !url.contains("://") {
+        return Err(format!(
+            "base URL \"{url}\" has no scheme: write it as http://{url} (local servers) or https://{url}"
+        ));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| format!("base URL \"{url}\" is not a valid URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "base URL \"{url}\" must start with http:// or https://, not {}://",
+            parsed.scheme()
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("base URL \"{url}\" names no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(format!(
+            "base URL \"{url}\" must not carry a query or fragment; etch appends the API path to it"
+        ));
+    }
+    Ok(())
+}
+
+/// The host of `url`, lower-cased, if it parses.
+pub fn host_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Base URLs a user mistypes fail with a message that says how to fix
+    /// them; good ones pass.
+    #[test]
+    fn base_urls_are_checked() {
+        assert!(check_base_url("http://127.0.0.1:8080/v1").is_ok());
+        assert!(check_base_url("https://api.openai.com/v1").is_ok());
+        let err = check_base_url("localhost:8080/v1").unwrap_err();
+        assert!(
+            err.contains("no scheme") && err.contains("http://localhost"),
+            "{err}"
+        );
+        let err = check_base_url("127.0.0.1:8080/v1").unwrap_err();
+        assert!(err.contains("no scheme"), "{err}");
+        let err = check_base_url("ftp://host/v1").unwrap_err();
+        assert!(err.contains("ftp://"), "{err}");
+        assert!(check_base_url("http://").is_err());
+        assert!(check_base_url("http://h/v1?x=1").is_err());
+        assert!(check_base_url("").is_err());
+        assert_eq!(
+            host_of("https://API.openai.com/v1").as_deref(),
+            Some("api.openai.com")
+        );
+    }
 
     /// C34: 2 s, 4 s, 8 s; Retry-After wins but is capped.
     #[test]

@@ -97,6 +97,11 @@ pub struct SessionStarted {
     /// OpenAI API shape, when the provider is `openai`.
     #[serde(default)]
     pub openai_api: Option<String>,
+    /// The endpoint the session talked to (a base URL, never a key), so
+    /// that resuming it goes back to the same server rather than to a
+    /// default one. Absent for the offline echo model and older sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
     /// Parent session of a subagent child (M2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,

@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod event;
+pub mod gitignore;
 pub mod id;
 pub mod index;
 pub mod loader;

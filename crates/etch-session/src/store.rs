@@ -32,6 +32,8 @@ pub struct NewSession {
     pub model: String,
     /// OpenAI API shape, when relevant.
     pub openai_api: Option<String>,
+    /// Base URL of the provider's endpoint, when it has one.
+    pub base_url: Option<String>,
     /// Version of etch.
     pub etch_version: String,
     /// The first prompt, for the index title.
@@ -49,8 +51,8 @@ impl SessionStore {
         &self.dir
     }
 
-    /// Creates a session: the directory (with `.etch/.gitignore` when an
-    /// `.etch` directory is created on the way, G2), the file with its
+    /// Creates a session: the directory (with `.etch/.gitignore` when it
+    /// lies in an `.etch` directory, G2), the file with its
     /// `session.started` event, and the index row.
     pub fn create(&self, new: &NewSession) -> Result<(SessionWriter, Appended), SessionError> {
         self.ensure_dir()?;
@@ -65,6 +67,7 @@ impl SessionStore {
             provider: new.provider.clone(),
             model: new.model.clone(),
             openai_api: new.openai_api.clone(),
+            base_url: new.base_url.clone(),
             parent_session_id: None,
             parent_tool_call_id: None,
             subagent_profile: None,
@@ -86,27 +89,21 @@ impl SessionStore {
         Ok((writer, appended))
     }
 
-    /// Creates the session directory, writing `.gitignore` (`*`) into any
-    /// `.etch` directory that this call brings into existence.
+    /// Creates the session directory and makes sure the `.etch` directory
+    /// it lies in (if any) has etch's `.gitignore`, whoever created that
+    /// directory (a user's `.etch/config.toml` often comes first).
     fn ensure_dir(&self) -> Result<(), SessionError> {
-        let new_etch: Option<PathBuf> = self
-            .dir
-            .ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == ".etch"))
-            .filter(|a| !a.exists())
-            .map(Path::to_path_buf);
         std::fs::create_dir_all(&self.dir).map_err(|source| SessionError::Io {
             action: "create session directory",
             path: self.dir.clone(),
             source,
         })?;
-        if let Some(etch) = new_etch {
-            let ignore = etch.join(".gitignore");
-            std::fs::write(&ignore, "*\n").map_err(|source| SessionError::Io {
-                action: "write",
-                path: ignore,
-                source,
-            })?;
+        if let Some(etch) = self
+            .dir
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == ".etch"))
+        {
+            crate::gitignore::ensure(etch)?;
         }
         Ok(())
     }
@@ -220,12 +217,14 @@ mod tests {
             provider: "echo".into(),
             model: "echo".into(),
             openai_api: None,
+            base_url: None,
             etch_version: "0.1.0".into(),
             first_prompt: prompt.into(),
         }
     }
 
-    /// G2: creating `.etch/sessions` writes `.etch/.gitignore` with `*`, and
+    /// G2: creating `.etch/sessions` writes `.etch/.gitignore` (etch's own
+    /// state only), and
     /// the new session is listed and resolvable by either prefix rule.
     #[test]
     fn create_list_resolve() {
@@ -234,7 +233,7 @@ mod tests {
         let (writer, first) = store.create(&new_session("hello world")).unwrap();
         assert_eq!(
             std::fs::read_to_string(root.path().join(".etch/.gitignore")).unwrap(),
-            "*\n"
+            crate::gitignore::CONTENT
         );
         assert!(
             first

@@ -8,8 +8,11 @@
 //! [`crate::walk`]. It must not know how `grep` searches file contents, nor
 //! anything of the agent loop.
 //!
-//! The substring is matched against the printed form of each entry (relative
-//! path, `/` separators, a trailing `/` for directories). Output is
+//! The substring is matched against each entry's path relative to the search
+//! root (`/` separators, a trailing `/` for directories); the printed path is
+//! that relative path joined to the root as the model gave it (as `grep`
+//! prints), so every line opens with `read` from the working directory:
+//! `find jwt src` prints `src/auth/jwt.rs`, not `auth/jwt.rs`. Output is
 //! deterministic: the tree is walked in parallel, then the results are sorted
 //! case-insensitively (bytewise as a tie-break) and cut at the limit. Only
 //! results that can still be printed (within the limit and the listing cap,
@@ -21,8 +24,9 @@
 //! limit notice, then `[Skipped internal directories: ...]` (names in the
 //! order a sorted walk meets them, deduplicated). The listing itself is
 //! capped with [`cap_listing`]; the notices come after the cap so they
-//! survive it. With no results the output is exactly "No files found
-//! matching pattern", without notices.
+//! survive it. With no results the output starts with exactly "No files
+//! found matching pattern", and the skipped-directories notice still
+//! follows, so that an empty answer never hides where etch did not look.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -204,6 +208,9 @@ type Found = (String, String);
 struct Shared {
     /// The directory being walked.
     root: PathBuf,
+    /// What printed paths start with: the root as given plus `/`, or
+    /// nothing for the working directory.
+    prefix: String,
     /// How `pattern` selects entries.
     matcher: NameMatcher,
     /// Optional `glob` filter.
@@ -278,7 +285,8 @@ impl ParallelVisitor for Visitor<'_> {
         }
         if self.shared.matcher.is_match(&display, rel, &mut self.buf) {
             self.shared.total.fetch_add(1, Ordering::Relaxed);
-            self.found.push((display.to_lowercase(), display));
+            let printed = format!("{}{display}", self.shared.prefix);
+            self.found.push((display.to_lowercase(), printed));
             if self.found.len() >= self.compact_at {
                 compact(&mut self.found, self.shared.limit);
                 self.compact_at = self.found.len().saturating_mul(2).max(COMPACT_MIN);
@@ -338,8 +346,15 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
             .push(path.to_path_buf());
     })
     .build_parallel();
+    let trimmed = root.raw.trim_end_matches('/');
+    let prefix = match trimmed {
+        "" if root.raw.starts_with('/') => "/".to_owned(),
+        "" | "." | "./" => String::new(),
+        other => format!("{other}/"),
+    };
     let shared = Shared {
         root: root.path.clone(),
+        prefix,
         matcher,
         filter,
         limit: args.limit,
@@ -380,7 +395,13 @@ fn find_in_file_root(root: &Root, matcher: &NameMatcher, filter: Option<&GlobFil
 /// Formats the sorted, limited results and the notices.
 fn format_output(results: &[Found], limit_hit: bool, limit: usize, skipped: &[String]) -> String {
     if results.is_empty() {
-        return NO_RESULTS.to_string();
+        if skipped.is_empty() {
+            return NO_RESULTS.to_string();
+        }
+        return format!(
+            "{NO_RESULTS}\n\n[Skipped internal directories: {}]",
+            skipped.join(", ")
+        );
     }
     let mut listing = String::new();
     for (i, (_, display)) in results.iter().enumerate() {
@@ -630,7 +651,33 @@ mod tests {
         let out = find(dir.path(), json!({"pattern": "o"})).unwrap();
         assert_eq!(out, "sub/loop");
         let out = find(dir.path(), json!({"pattern": "a.txt", "path": "sub"})).unwrap();
-        assert_eq!(out, "a.txt");
+        assert_eq!(out, "sub/a.txt");
+    }
+
+    /// Printed paths are joined to the root as given, so each opens from
+    /// the working directory; matching still looks at the path under the
+    /// root only. An empty result still says which directories were not
+    /// searched.
+    #[test]
+    fn paths_open_from_the_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "src/auth/jwt.rs", "");
+        put(dir.path(), "src/vendor/jwt.rs", "");
+        let out = find(dir.path(), json!({"pattern": "jwt", "path": "src"})).unwrap();
+        assert_eq!(
+            out,
+            "src/auth/jwt.rs\n\n[Skipped internal directories: vendor]"
+        );
+        let out = find(dir.path(), json!({"pattern": "jwt", "path": "./src/"})).unwrap();
+        assert!(out.starts_with("./src/auth/jwt.rs\n"), "{out}");
+        let out = find(dir.path(), json!({"pattern": "src", "path": "src"})).unwrap();
+        assert_eq!(
+            out,
+            "No files found matching pattern\n\n[Skipped internal directories: vendor]"
+        );
+        let abs = dir.path().join("src").display().to_string();
+        let out = find(dir.path(), json!({"pattern": "auth/", "path": abs})).unwrap();
+        assert!(out.starts_with(&format!("{abs}/auth/\n")), "{out}");
     }
 
     /// C14: a file root is printed as given when it matches.

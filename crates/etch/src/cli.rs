@@ -47,8 +47,9 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
     /// The prompt, as an alternative to -p ("etch 'question'" = "etch -p 'question'").
+    /// Several words are joined with spaces, after the -p text if both are given.
     #[arg(value_name = "PROMPT")]
-    pub positional_prompt: Option<String>,
+    pub positional_prompt: Vec<String>,
     /// A subcommand; without one, etch runs the prompt.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -127,13 +128,103 @@ pub struct RunArgs {
     pub skill: Option<String>,
 }
 
+impl RunArgs {
+    /// These options (given after a subcommand) completed with `outer`
+    /// (given before it), so that `etch --model M resume ID` means what
+    /// `etch resume ID --model M` does. An option given on both sides with
+    /// different values is an error naming it.
+    pub fn merged_with(mut self, outer: &RunArgs) -> Result<RunArgs, String> {
+        /// Takes the outer value where the inner one is unset.
+        fn fill<T: PartialEq + Clone>(
+            inner: &mut Option<T>,
+            outer: Option<&T>,
+            name: &str,
+        ) -> Result<(), String> {
+            match (inner.as_ref(), outer) {
+                (Some(a), Some(b)) if a != b => Err(format!(
+                    "{name} is given twice with different values, before and after the subcommand; give it once"
+                )),
+                (None, Some(b)) => {
+                    *inner = Some(b.clone());
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        }
+        fill(&mut self.prompt, outer.prompt.as_ref(), "-p/--prompt")?;
+        fill(&mut self.provider, outer.provider.as_ref(), "--provider")?;
+        fill(&mut self.model, outer.model.as_ref(), "--model")?;
+        fill(&mut self.base_url, outer.base_url.as_ref(), "--base-url")?;
+        fill(&mut self.api_key, outer.api_key.as_ref(), "--api-key")?;
+        fill(
+            &mut self.openai_api,
+            outer.openai_api.as_ref(),
+            "--openai-api",
+        )?;
+        fill(
+            &mut self.openai_transport,
+            outer.openai_transport.as_ref(),
+            "--openai-transport",
+        )?;
+        fill(
+            &mut self.reasoning_effort,
+            outer.reasoning_effort.as_ref(),
+            "--reasoning-effort",
+        )?;
+        fill(
+            &mut self.reasoning_summary,
+            outer.reasoning_summary.as_ref(),
+            "--reasoning-summary",
+        )?;
+        fill(
+            &mut self.max_tool_rounds,
+            outer.max_tool_rounds.as_ref(),
+            "--max-tool-rounds",
+        )?;
+        fill(&mut self.tools, outer.tools.as_ref(), "--tools")?;
+        fill(&mut self.skill, outer.skill.as_ref(), "--skill")?;
+        if (self.tools.is_some() && outer.read_only) || (self.read_only && outer.tools.is_some()) {
+            return Err("--tools and --read-only cannot be used together".to_owned());
+        }
+        self.json |= outer.json;
+        self.read_only |= outer.read_only;
+        Ok(self)
+    }
+
+    /// The options that are set, by flag name, for refusing them where a
+    /// command has no use for them.
+    pub fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            (self.prompt.is_some(), "-p/--prompt"),
+            (self.json, "--json"),
+            (self.provider.is_some(), "--provider"),
+            (self.model.is_some(), "--model"),
+            (self.base_url.is_some(), "--base-url"),
+            (self.api_key.is_some(), "--api-key"),
+            (self.openai_api.is_some(), "--openai-api"),
+            (self.openai_transport.is_some(), "--openai-transport"),
+            (self.reasoning_effort.is_some(), "--reasoning-effort"),
+            (self.reasoning_summary.is_some(), "--reasoning-summary"),
+            (self.max_tool_rounds.is_some(), "--max-tool-rounds"),
+            (self.tools.is_some(), "--tools"),
+            (self.read_only, "--read-only"),
+            (self.skill.is_some(), "--skill"),
+        ];
+        flags
+            .into_iter()
+            .filter_map(|(set, name)| set.then_some(name))
+            .collect()
+    }
+}
+
 /// `etch context` actions.
 #[derive(Debug, Subcommand)]
 pub enum ContextAction {
     /// Write the full logical context (prompt layers, summary, conversation,
     /// tools) to a text file.
     Dump {
-        /// Output file (default: .etch/context-dump-<session-id>.txt).
+        /// Output file (default: .etch/context-dump-<session-id>.txt); - writes
+        /// to stdout.
         #[arg(value_name = "PATH")]
         path: Option<PathBuf>,
     },
@@ -168,16 +259,16 @@ pub enum Command {
     },
     /// Print a session's transcript.
     #[command(
-        after_help = "Examples:\n  etch show 01JX\n  etch show --json 01JX > copy.jsonl\n\n\
+        after_help = "Examples:\n  etch show\n  etch show 01JX\n  etch show --json 01JX > copy.jsonl\n\n\
                             PREFIX matches the start of a session id or of its last 10 characters."
     )]
     Show {
         /// Print the session file's valid JSONL lines verbatim.
         #[arg(long)]
         json: bool,
-        /// Session id prefix.
+        /// Session id prefix (default: the newest session).
         #[arg(value_name = "PREFIX")]
-        prefix: String,
+        prefix: Option<String>,
     },
     /// Log in to, inspect or log out of OpenAI (ChatGPT/Codex subscription).
     #[command(
@@ -241,15 +332,25 @@ pub enum Command {
         after_help = "Examples:\n  etch config check\n  etch config show --effective\n  etch config schema | jq '.tables[].name'"
     )]
     Config(ConfigAction),
-    /// Continue a session with a new prompt, headless.
+    /// Continue a session with a new prompt, headless. The session's
+    /// provider, model and endpoint are used again unless flags say otherwise.
     #[command(
-        after_help = "Example:\n  etch resume 01JX -p \"now run the tests\"\n\n\
-                            PREFIX matches the start of a session id or of its last 10 characters."
+        after_help = "Examples:\n  etch resume 01JX -p \"now run the tests\"\n  \
+                      etch resume 01JX \"now run the tests\"\n  \
+                      etch resume --last -p \"continue\"\n  \
+                      etch --model gpt-5.5 resume 01JX -p \"again\"   (run options go on either side)\n\n\
+                      PREFIX matches the start of a session id or of its last 10 characters."
     )]
     Resume {
-        /// Session id prefix.
+        /// Continue the newest session instead of naming one.
+        #[arg(long)]
+        last: bool,
+        /// Session id prefix (not with --last).
         #[arg(value_name = "PREFIX")]
-        prefix: String,
+        prefix: Option<String>,
+        /// The prompt, as an alternative to -p.
+        #[arg(value_name = "PROMPT")]
+        words: Vec<String>,
         /// Run options.
         #[command(flatten)]
         run: RunArgs,
@@ -270,5 +371,196 @@ impl Command {
             Self::Compact { .. } => "compact",
             Self::Config(_) => "config",
         }
+    }
+}
+
+/// Brings options written before a subcommand to it: run options for
+/// `resume` and `compact` (people type global flags first, as with git or
+/// cargo), `--json` for the commands that print JSON. Anything else the
+/// subcommand has no use for is a usage error naming it, rather than being
+/// silently ignored.
+pub fn absorb_outer(
+    command: Command,
+    outer: &RunArgs,
+    outer_words: &[String],
+) -> Result<Command, crate::exit::Failure> {
+    let name = command.name();
+    let refuse = |flag: &str| {
+        crate::exit::Failure::usage(format!(
+            "etch {name} has no use for {flag}; see etch {name} --help"
+        ))
+    };
+    if !outer_words.is_empty() {
+        return Err(refuse("a prompt before the subcommand"));
+    }
+    let merge = |run: RunArgs| run.merged_with(outer).map_err(crate::exit::Failure::usage);
+    let json_only = || match outer.given().into_iter().find(|f| *f != "--json") {
+        Some(flag) => Err(refuse(flag)),
+        None => Ok(outer.json),
+    };
+    Ok(match command {
+        Command::Resume {
+            last,
+            prefix,
+            words,
+            run,
+        } => Command::Resume {
+            last,
+            prefix,
+            words,
+            run: merge(run)?,
+        },
+        Command::Compact {
+            session,
+            focus,
+            run,
+        } => Command::Compact {
+            session,
+            focus,
+            run: merge(run)?,
+        },
+        Command::Sessions { json } => Command::Sessions {
+            json: json | json_only()?,
+        },
+        Command::Show { json, prefix } => Command::Show {
+            json: json | json_only()?,
+            prefix,
+        },
+        Command::Status { session, json } => Command::Status {
+            session,
+            json: json | json_only()?,
+        },
+        Command::Context {
+            action,
+            session,
+            json,
+        } => Command::Context {
+            action,
+            session,
+            json: json | json_only()?,
+        },
+        other => match outer.given().first() {
+            Some(flag) => return Err(refuse(flag)),
+            None => other,
+        },
+    })
+}
+
+/// The prompt of a run: the `-p` text and the positional words, joined
+/// with spaces (`etch -p fix the parser` drops nothing).
+pub fn joined_prompt(flag: Option<String>, words: &[String]) -> Option<String> {
+    let mut parts: Vec<String> = flag.into_iter().collect();
+    parts.extend(words.iter().cloned());
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// A one-word positional prompt that is a subcommand name with a typo
+/// (`etch sesions`) is a usage error with a suggestion, as git and cargo
+/// do: running it as a paid model turn is never what was meant. `-p`
+/// sends any text as asked.
+pub fn reject_mistyped_command(
+    flag: Option<&str>,
+    words: &[String],
+) -> Result<(), crate::exit::Failure> {
+    let [word] = words else {
+        return Ok(());
+    };
+    if flag.is_some() || word.chars().any(char::is_whitespace) {
+        return Ok(());
+    }
+    let command = <Cli as clap::CommandFactory>::command();
+    let names = command.get_subcommands().map(|c| c.get_name().to_owned());
+    match closest(word, names) {
+        Some(name) => Err(crate::exit::Failure::usage(format!(
+            "unknown command `{word}`; did you mean `{name}`? (to send \"{word}\" to the model, use etch -p {word})"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The name within a small edit distance of `word` (one edit for names of
+/// up to four letters, two for longer ones), if any.
+fn closest(word: &str, names: impl Iterator<Item = String>) -> Option<String> {
+    let word = word.to_lowercase();
+    names
+        .filter(|name| *name != word)
+        .map(|name| (edit_distance(&word, &name), name))
+        .filter(|(d, name)| *d <= if name.len() <= 4 { 1 } else { 2 })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| name)
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions
+/// and swaps of two neighbours (`stauts` is one edit from `status`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Typos of subcommands are caught; ordinary words are not.
+    #[test]
+    fn mistyped_subcommands_get_a_suggestion() {
+        let names = || {
+            ["sessions", "status", "show", "resume", "config"]
+                .map(str::to_owned)
+                .into_iter()
+        };
+        assert_eq!(closest("sesions", names()).as_deref(), Some("sessions"));
+        assert_eq!(closest("stauts", names()).as_deref(), Some("status"));
+        assert_eq!(closest("shwo", names()).as_deref(), Some("show"));
+        assert_eq!(closest("Resme", names()).as_deref(), Some("resume"));
+        assert_eq!(closest("hello", names()), None);
+        assert_eq!(closest("explain", names()), None);
+        assert_eq!(closest("sh", names()), None);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+    }
+
+    /// Options on both sides of a subcommand merge; a conflict is named.
+    #[test]
+    fn run_options_merge_across_the_subcommand() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+        let cli = parse(&["etch", "--model", "m", "resume", "01", "-p", "x"]);
+        let Some(Command::Resume { run, .. }) = cli.command else {
+            panic!("not resume")
+        };
+        let merged = run.merged_with(&cli.run).unwrap();
+        assert_eq!(merged.model.as_deref(), Some("m"));
+        assert_eq!(merged.prompt.as_deref(), Some("x"));
+        let cli = parse(&["etch", "--model", "a", "resume", "01", "--model", "b"]);
+        let Some(Command::Resume { run, .. }) = cli.command else {
+            panic!("not resume")
+        };
+        let err = run.merged_with(&cli.run).unwrap_err();
+        assert!(err.contains("--model"), "{err}");
+        assert_eq!(
+            joined_prompt(Some("one".into()), &["two".into()]).as_deref(),
+            Some("one two")
+        );
+        assert_eq!(joined_prompt(None, &[]), None);
     }
 }

@@ -1,5 +1,7 @@
 //! `etch config check | show --effective | schema` (E-CLI-09, E-CFG-17..19),
-//! and how every other command reports configuration problems.
+//! and how every other command reports configuration problems. `config
+//! check` also checks the skills a run would see, since a skill with a bad
+//! name or description is configuration that silently does nothing.
 //!
 //! Loading, merging and validation live in `etch-config`; this module only
 //! prints its diagnostics and picks exit codes: `config check` exits 1 on
@@ -7,16 +9,24 @@
 //! (a value it would silently ignore) and warns about unknown keys; other
 //! commands only warn.
 
+use std::path::Path;
+
 use etch_config::{Loaded, Severity};
 
 use crate::cli::ConfigAction;
 use crate::exit::{self, Failure};
 use crate::output::print_line;
 
-/// Runs a `config` action.
-pub fn run(action: &ConfigAction, loaded: Loaded) -> Result<(), Failure> {
+/// Runs a `config` action; `cwd` and `home` locate the skills `check`
+/// validates.
+pub fn run(
+    action: &ConfigAction,
+    loaded: Loaded,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Result<(), Failure> {
     match action {
-        ConfigAction::Check => check(&loaded.strict()),
+        ConfigAction::Check => check(&loaded.strict(), &etch_prompt::skill_problems(cwd, home)),
         ConfigAction::Show { effective } => {
             if !effective {
                 return Err(Failure::usage(
@@ -27,7 +37,7 @@ pub fn run(action: &ConfigAction, loaded: Loaded) -> Result<(), Failure> {
             for diagnostic in &loaded.diagnostics {
                 eprintln!("etch: {}: {diagnostic}", diagnostic.severity);
             }
-            print!("{}", loaded.effective_toml());
+            crate::output::print_text(&loaded.effective_toml());
             Ok(())
         }
         ConfigAction::Schema => {
@@ -43,8 +53,9 @@ pub fn run(action: &ConfigAction, loaded: Loaded) -> Result<(), Failure> {
     }
 }
 
-/// `config check`: every problem on stderr, a summary line on stdout.
-fn check(loaded: &Loaded) -> Result<(), Failure> {
+/// `config check`: every problem (configuration files, then skills) on
+/// stderr, a summary line on stdout.
+fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
     let files: Vec<String> = [&loaded.files.user, &loaded.files.project]
         .into_iter()
         .flatten()
@@ -53,17 +64,28 @@ fn check(loaded: &Loaded) -> Result<(), Failure> {
     for diagnostic in &loaded.diagnostics {
         eprintln!("etch: {}: {diagnostic}", diagnostic.severity);
     }
+    for problem in skill_problems {
+        eprintln!("etch: error: skill {problem}");
+    }
     let checked = if files.is_empty() {
         "no config files found (~/.etch/config.toml, .etch/config.toml); the defaults apply"
             .to_owned()
     } else {
         files.join(", ")
     };
-    if loaded.has_errors() {
-        let n = loaded.diagnostics.len();
+    let n = loaded.diagnostics.len() + skill_problems.len();
+    if loaded.has_errors() || !skill_problems.is_empty() {
+        let skills = if skill_problems.is_empty() {
+            ""
+        } else {
+            " and the skills"
+        };
         return Err(Failure::new(
             exit::FAILED,
-            anyhow::anyhow!("{n} problem{} in {checked}", if n == 1 { "" } else { "s" }),
+            anyhow::anyhow!(
+                "{n} problem{} in {checked}{skills}",
+                if n == 1 { "" } else { "s" }
+            ),
         ));
     }
     print_line(&format!("config ok: {checked}"));

@@ -126,7 +126,7 @@ pub fn run(
                 })?;
                 print_line(&text);
             } else {
-                print!("{}", render(&report));
+                crate::output::print_text(&render(&report));
             }
             Ok(())
         }
@@ -308,14 +308,26 @@ fn dump(
         conversation_text(messages),
         tool_schemas()
     );
+    if path.is_some_and(|p| p == Path::new("-")) {
+        crate::output::print_text(&out);
+        return Ok(());
+    }
     let target = match path {
         Some(p) if p.is_absolute() => p.to_path_buf(),
         Some(p) => place.cwd.join(p),
         None => {
             let id = session.map_or("new", LoadedSession::session_id);
-            paths::project_root(&place.cwd)
-                .join(".etch")
-                .join(format!("context-dump-{id}.txt"))
+            let etch = paths::project_root(&place.cwd).join(".etch");
+            std::fs::create_dir_all(&etch)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| etch_session::gitignore::ensure(&etch).map_err(Into::into))
+                .map_err(|e| {
+                    Failure::new(
+                        exit::FAILED,
+                        anyhow::anyhow!("cannot prepare {}: {e}", etch.display()),
+                    )
+                })?;
+            etch.join(format!("context-dump-{id}.txt"))
         }
     };
     if let Some(parent) = target.parent() {

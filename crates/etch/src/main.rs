@@ -15,6 +15,7 @@ mod exit;
 mod markdown;
 mod output;
 mod paths;
+mod prompt_input;
 mod provider;
 mod run;
 mod session_arg;
@@ -38,16 +39,37 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::from(exit::OK),
         Err(failure) => {
             if let Some(error) = failure.error {
-                eprintln!("etch: error: {error:#}");
+                eprintln!("etch: error: {}", describe(&error));
             }
             ExitCode::from(failure.code)
         }
     }
 }
 
+/// The error and its causes joined with ": ", leaving out a cause whose
+/// text the message already holds (many library errors put their source
+/// into their own message; printing both said the OS error twice).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 /// Applies global options and runs the chosen command.
 fn dispatch(cli: Cli) -> Result<(), Failure> {
-    if let Some(dir) = &cli.global.workspace {
+    let Cli {
+        global,
+        run: outer,
+        positional_prompt,
+        command,
+    } = cli;
+    if let Some(dir) = &global.workspace {
         std::env::set_current_dir(dir).map_err(|e| {
             Failure::usage(format!("cannot change to directory {}: {e}", dir.display()))
         })?;
@@ -58,24 +80,27 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             anyhow::anyhow!("cannot read the current directory: {e}"),
         )
     })?;
-    if let Some(command) = &cli.command {
-        reject_run_options(&cli, command.name())?;
-    }
+    let command = if let Some(command) = command {
+        Some(cli::absorb_outer(command, &outer, &positional_prompt)?)
+    } else {
+        cli::reject_mistyped_command(outer.prompt.as_deref(), &positional_prompt)?;
+        None
+    };
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
     let config = etch_config::load(&cwd, home.as_deref());
-    if let Some(Command::Config(action)) = &cli.command {
-        return config_cmd::run(action, config);
+    if let Some(Command::Config(action)) = &command {
+        return config_cmd::run(action, config, &cwd, home.as_deref());
     }
     let runs_model = matches!(
-        cli.command,
+        command,
         None | Some(Command::Resume { .. } | Command::Compact { .. })
     );
     config_cmd::report(&config, runs_model)?;
     let session_dir = paths::session_dir(
         &cwd,
-        cli.global.session_dir.as_deref(),
+        global.session_dir.as_deref(),
         &config.config.session.dir,
     );
     let place = Place {
@@ -84,9 +109,11 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         home,
         config: config.config,
     };
-    match cli.command {
+    match command {
         Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
-        Some(Command::Show { json, prefix }) => show::show(&place.session_dir, &prefix, json),
+        Some(Command::Show { json, prefix }) => {
+            show::show(&place.session_dir, prefix.as_deref(), json)
+        }
         Some(Command::Status { session, json }) => {
             status_cmd::status(&place.session_dir, session.as_deref(), json)
         }
@@ -103,51 +130,37 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Some(Command::Config(_)) => Ok(()),
         Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
-        Some(Command::Resume { prefix, run }) => {
-            let prompt = run::prompt_text(run.prompt.clone())?;
+        Some(Command::Resume {
+            last,
+            prefix,
+            mut words,
+            run,
+        }) => {
+            let prefix = if last {
+                // With --last, a word where the prefix would be starts the prompt.
+                if let Some(first) = prefix {
+                    words.insert(0, first);
+                }
+                session_arg::pick(&place.session_dir, None)?.0.id
+            } else {
+                prefix.ok_or_else(|| {
+                    Failure::usage(
+                        "etch resume needs a session: give an id PREFIX (see etch sessions) or --last",
+                    )
+                })?
+            };
+            let prompt = prompt_input::read(
+                cli::joined_prompt(run.prompt.clone(), &words),
+                place.config.context.auto_compact_threshold_tokens,
+            )?;
             runtime()?.block_on(run::run_resume(&place, &prefix, &run, prompt))
         }
         None => {
-            let text = cli.run.prompt.clone().or(cli.positional_prompt);
-            let prompt = run::prompt_text(text)?;
-            runtime()?.block_on(run::run_new(&place, &cli.run, prompt))
+            let text = cli::joined_prompt(outer.prompt.clone(), &positional_prompt);
+            let prompt =
+                prompt_input::read(text, place.config.context.auto_compact_threshold_tokens)?;
+            runtime()?.block_on(run::run_new(&place, &outer, prompt))
         }
-    }
-}
-
-/// Run options written before a subcommand would be silently ignored; say so
-/// instead (they go after the subcommand, e.g. `etch sessions --json`).
-fn reject_run_options(cli: &Cli, command: &str) -> Result<(), Failure> {
-    let run = &cli.run;
-    let given = [
-        (
-            run.prompt.is_some() || cli.positional_prompt.is_some(),
-            "a prompt",
-        ),
-        (run.json, "--json"),
-        (run.provider.is_some(), "--provider"),
-        (run.model.is_some(), "--model"),
-        (
-            run.base_url.is_some()
-                || run.api_key.is_some()
-                || run.openai_api.is_some()
-                || run.openai_transport.is_some(),
-            "--base-url/--api-key/--openai-api/--openai-transport",
-        ),
-        (
-            run.reasoning_effort.is_some() || run.reasoning_summary.is_some(),
-            "--reasoning-effort/--reasoning-summary",
-        ),
-        (run.skill.is_some(), "--skill"),
-        (run.max_tool_rounds.is_some(), "--max-tool-rounds"),
-        (run.tools.is_some() || run.read_only, "--tools/--read-only"),
-    ];
-    match given.iter().find(|(set, _)| *set) {
-        Some((_, what)) => Err(Failure::usage(format!(
-            "{what} cannot come before the {command} subcommand; put options after it \
-             (see etch {command} --help)"
-        ))),
-        None => Ok(()),
     }
 }
 

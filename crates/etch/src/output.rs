@@ -16,7 +16,7 @@ pub struct JsonLines;
 
 impl Observer for JsonLines {
     fn agent_event(&mut self, event: &AgentEvent<'_>) {
-        compaction_notice(event);
+        notice(event);
     }
 
     fn durable_line(&mut self, line: &str) {
@@ -25,8 +25,22 @@ impl Observer for JsonLines {
 }
 
 /// Says on stderr what a compaction did, so a run that changed its context
-/// (or could not) never does so silently.
-fn compaction_notice(event: &AgentEvent<'_>) {
+/// (or could not) never does so silently, and when a failed request is
+/// retried, so a bad URL or a down server is not a silent wait.
+fn notice(event: &AgentEvent<'_>) {
+    if let AgentEvent::Retrying {
+        attempt,
+        max_retries,
+        delay,
+        reason,
+    } = event
+    {
+        eprintln!(
+            "etch: {reason}; retrying in {:.1} s (retry {attempt} of {max_retries})",
+            delay.as_secs_f64()
+        );
+        return;
+    }
     let AgentEvent::CompactionEnd { trigger, result } = event else {
         return;
     };
@@ -47,6 +61,14 @@ fn compaction_notice(event: &AgentEvent<'_>) {
 pub fn print_line(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Prints text to stdout as it is. A closed pipe (`etch show ID | head`)
+/// ends the output quietly: `print!` would panic there.
+pub fn print_text(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
 
@@ -76,6 +98,6 @@ pub struct Quiet;
 
 impl Observer for Quiet {
     fn agent_event(&mut self, event: &AgentEvent<'_>) {
-        compaction_notice(event);
+        notice(event);
     }
 }

@@ -2,10 +2,11 @@
 //! (G2, C4).
 //!
 //! The project root is the nearest ancestor of the working directory that
-//! holds an `.etch/` directory, other than the user's `~/.etch`, or the
-//! working directory itself when there is none. Sessions default to
-//! `<root>/.etch/sessions`, so running etch from a subdirectory finds the
-//! project's sessions instead of starting a second store.
+//! holds an `.etch/` directory, other than the user's `~/.etch`; else the
+//! repository root (the nearest ancestor with a `.git`); else the working
+//! directory itself. Sessions default to `<root>/.etch/sessions`, so running
+//! etch from a subdirectory finds the project's sessions instead of
+//! starting a second store in that subdirectory.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,8 @@ pub fn project_root(cwd: &Path) -> PathBuf {
             let candidate = dir.join(".etch");
             candidate.is_dir() && home_etch.as_deref() != Some(candidate.as_path())
         })
+        // `.git` is a directory in a clone and a file in a worktree.
+        .or_else(|| cwd.ancestors().find(|dir| dir.join(".git").exists()))
         .unwrap_or(cwd)
         .to_path_buf()
 }
@@ -61,5 +64,23 @@ mod tests {
         assert_eq!(session_dir(&sub, None, "/abs/s"), Path::new("/abs/s"));
         let bare = tempfile::tempdir().unwrap();
         assert_eq!(project_root(bare.path()), bare.path());
+    }
+
+    /// With no `.etch/` above, a subdirectory of a repository anchors at
+    /// the repository root (a `.git` directory, or a worktree's `.git`
+    /// file); an `.etch/` nearer than the `.git` wins.
+    #[test]
+    fn repository_root_without_an_etch_directory() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        let deep = repo.path().join("src/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(project_root(&deep), repo.path());
+        let worktree = tempfile::tempdir().unwrap();
+        std::fs::write(worktree.path().join(".git"), "gitdir: /elsewhere\n").unwrap();
+        std::fs::create_dir_all(worktree.path().join("a")).unwrap();
+        assert_eq!(project_root(&worktree.path().join("a")), worktree.path());
+        std::fs::create_dir_all(repo.path().join("src/.etch")).unwrap();
+        assert_eq!(project_root(&deep), repo.path().join("src"));
     }
 }

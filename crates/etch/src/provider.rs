@@ -1,4 +1,5 @@
-//! Choosing the model client from flags and the environment (C42, E-AUTH-03).
+//! Choosing the model client from flags, the configuration and the
+//! environment (C42, E-AUTH-03).
 //!
 //! `--provider` wins; without it, etch picks `openai` when an OpenAI
 //! credential is available (`--api-key`, `OPENAI_API_KEY`,
@@ -6,20 +7,31 @@
 //! so on stderr. Credentials come only from the flag and the environment,
 //! and are never printed.
 //!
-//! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying,
-//! `ETCH_IDLE_TIMEOUT_SECS` sets the stalled-stream timeout (default 300)
-//! and `ETCH_RETRY_BASE_DELAY_MS` the first retry delay (default 2000); they
-//! let tests exercise interruption, stalls and retries quickly, until the
-//! configuration file carries the same settings.
+//! Where requests go: `--base-url`, else for a resumed session the endpoint
+//! its `session.started` recorded, else `[openai] base_url`, else the
+//! provider's default. Every base URL is checked before the run (a typo is
+//! a usage error, not a minute of retries). An environment key goes only to
+//! its own service (`OPENAI_API_KEY` to api.openai.com, `OPENROUTER_API_KEY`
+//! to openrouter.ai) unless `[openai] auth = "api-key"` says otherwise, so a
+//! local server never receives the user's real key; `--api-key` is always
+//! sent.
+//!
+//! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying;
+//! `ETCH_IDLE_TIMEOUT_SECS` and `ETCH_RETRY_BASE_DELAY_MS` override
+//! `[provider] idle_timeout_secs` and `retry_base_delay_ms`, so tests can
+//! exercise stalls and retries quickly.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use etch_auth::{AuthInputs, AuthMode, CredentialStore, Secret, oauth, resolve_mode};
+use etch_auth::{
+    AuthInputs, AuthMode, CredentialStore, ENV_OPENAI_API_KEY, ENV_OPENROUTER_API_KEY, Secret,
+    oauth, resolve_mode,
+};
 use etch_model::{ErrorKind, ModelClient, ModelError};
 use etch_provider::EchoClient;
 use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
-use etch_provider::http::{CredentialSource, DEFAULT_IDLE_TIMEOUT, HeadersFuture, RetryPolicy};
+use etch_provider::http::{CredentialSource, HeadersFuture, RetryPolicy};
 use etch_provider::openai::chat::{ChatClient, ChatConfig};
 use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
 use etch_provider::openai::responses_ws::Transport;
@@ -50,6 +62,20 @@ pub struct Selection {
     pub client: Arc<dyn ModelClient>,
     /// One line to print on stderr before the run, if any.
     pub notice: Option<String>,
+    /// The base URL requests go to (recorded in `session.started`); `None`
+    /// for the offline echo model.
+    pub endpoint: Option<String>,
+}
+
+/// What a session's `session.started` says about how it was run.
+#[derive(Debug, Clone, Copy)]
+pub struct Recorded<'a> {
+    /// Provider name.
+    pub provider: &'a str,
+    /// Model name.
+    pub model: &'a str,
+    /// Endpoint base URL, when the session recorded one.
+    pub base_url: Option<&'a str>,
 }
 
 /// A non-empty environment variable.
@@ -74,55 +100,99 @@ fn openai_auth(args: &RunArgs) -> (Option<AuthMode>, AuthInputs) {
     (resolve_mode(&inputs), inputs)
 }
 
-/// Picks the provider for continuing `session` (the provider and model it
-/// was started with, unless a flag says otherwise) and prints the header
-/// line on stderr.
+/// Picks the provider for continuing `session`: the provider, model and
+/// endpoint it was started with, unless a flag says otherwise. Prints the
+/// header line, and a note when this run goes somewhere other than the
+/// session's recorded endpoint.
 pub async fn select_for_session(
     args: &RunArgs,
     config: &Config,
     session: &etch_session::LoadedSession,
 ) -> Result<Selection, Failure> {
     let header = &session.header;
-    let selection = select(
-        args,
-        config,
-        Some((header.provider.as_str(), header.model.as_str())),
-    )
-    .await?;
+    let recorded = Recorded {
+        provider: &header.provider,
+        model: &header.model,
+        base_url: header.base_url.as_deref(),
+    };
+    let selection = select(args, config, Some(recorded)).await?;
+    if let Some(note) = endpoint_note(args, config, &recorded, selection.endpoint.as_deref()) {
+        eprintln!("{note}");
+    }
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
     }
     Ok(selection)
 }
 
+/// Why a resumed session's requests go to `used` and not where they went
+/// before, or where the configuration points; `None` when nothing differs.
+fn endpoint_note(
+    args: &RunArgs,
+    config: &Config,
+    recorded: &Recorded<'_>,
+    used: Option<&str>,
+) -> Option<String> {
+    let before = recorded.base_url?;
+    let used = used.unwrap_or("the offline echo model");
+    if used != before {
+        let why = if args.base_url.is_some() {
+            "--base-url"
+        } else if args
+            .provider
+            .as_deref()
+            .is_some_and(|p| p != recorded.provider)
+        {
+            "--provider"
+        } else {
+            "the configuration"
+        };
+        return Some(format!(
+            "etch: note: this session ran against {before}; this run uses {used} ({why})"
+        ));
+    }
+    let configured = config.openai.base_url.as_deref()?;
+    (recorded.provider == "openai" && configured != before).then(|| {
+        format!(
+            "etch: note: resuming against the session's endpoint {before}, not [openai] base_url {configured}; \
+             pass --base-url to change it"
+        )
+    })
+}
+
 /// Settings from the configuration that no flag carries.
 struct Knobs {
     /// Retry policy (`[provider] max_retries`, `retry_base_delay_ms`).
     retry: RetryPolicy,
+    /// Stalled-stream timeout (`[provider] idle_timeout_secs`).
+    idle_timeout: Duration,
     /// `[openai] stream_usage` (G19).
     stream_usage: bool,
+    /// `[openai] auth`: which credentials an endpoint gets.
+    auth: String,
     /// Whether `--openai-transport` was given (a WebSocket transport with
     /// Chat Completions is then a usage error rather than a warning).
     transport_flag: bool,
     /// `--base-url` as given. The ChatGPT/Codex login goes only to the
     /// Codex backend or to a URL named on the command line, never to an
-    /// `[openai] base_url` meant for API keys (a token must not leak to a
-    /// configured third-party or local server).
+    /// `[openai] base_url` or a recorded endpoint (a token must not leak to
+    /// a configured third-party or local server).
     flag_base_url: Option<String>,
 }
 
 /// Picks the provider for a run. Precedence (E-CFG-03): flags, then for a
-/// resumed session the provider and model it was started with (`recorded`),
-/// then the configuration, then auto-selection from credentials (C42).
+/// resumed session the provider, model and endpoint it was started with
+/// (`recorded`), then the configuration, then auto-selection from
+/// credentials (C42).
 pub async fn select(
     args: &RunArgs,
     config: &Config,
-    recorded: Option<(&str, &str)>,
+    recorded: Option<Recorded<'_>>,
 ) -> Result<Selection, Failure> {
     let provider = args
         .provider
         .as_deref()
-        .or(recorded.map(|r| r.0))
+        .or(recorded.map(|r| r.provider))
         .or(config.provider.name.as_deref());
     // A configured model belongs to the configured provider: it is not sent
     // to another provider chosen by a flag, a resumed session or
@@ -134,36 +204,51 @@ pub async fn select(
     let model = args
         .model
         .as_deref()
-        .or(recorded.map(|r| r.1))
+        .or(recorded.map(|r| r.model))
         .or(configured_model);
+    // The recorded endpoint belongs to the recorded provider.
+    let recorded_url = recorded
+        .filter(|r| Some(r.provider) == provider)
+        .and_then(|r| r.base_url);
     let knobs = Knobs {
         retry: retry_policy(config),
+        idle_timeout: idle_timeout(config),
         stream_usage: config.openai.stream_usage,
+        auth: config.openai.auth.clone(),
         transport_flag: args.openai_transport.is_some(),
         flag_base_url: args.base_url.clone(),
     };
-    let openai_args = with_openai_config(args, config);
+    let openai_args = with_openai_config(args, config, recorded_url);
+    let mut anthropic_args = args.clone();
+    anthropic_args.base_url = args.base_url.clone().or(recorded_url.map(str::to_owned));
     match provider {
         Some("echo") => Ok(echo(model, None)),
         Some("openai") => openai(&openai_args, model, &knobs).await,
-        Some("anthropic") => anthropic_client(args, model, &knobs),
+        Some("anthropic") => anthropic_client(&anthropic_args, model, &knobs),
         Some(other) => Err(Failure::usage(format!(
             "unknown provider \"{other}\": expected one of {}",
             PROVIDERS.join(", ")
         ))),
         None if openai_auth(args).0.is_some() => openai(&openai_args, model, &knobs).await,
-        None if env("ANTHROPIC_API_KEY").is_some() => anthropic_client(args, model, &knobs),
+        None if env("ANTHROPIC_API_KEY").is_some() => {
+            anthropic_client(&anthropic_args, model, &knobs)
+        }
         None => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
     }
 }
 
-/// The run flags with `[openai]` settings filling what no flag gave. Only
-/// the OpenAI provider reads the result, so `[openai]` never affects
-/// Anthropic (whose thinking budget comes from the flag alone).
-fn with_openai_config(args: &RunArgs, config: &Config) -> RunArgs {
+/// The run flags with the recorded endpoint and `[openai]` settings filling
+/// what no flag gave. Only the OpenAI provider reads the result, so
+/// `[openai]` never affects Anthropic (whose thinking budget comes from the
+/// flag alone).
+fn with_openai_config(args: &RunArgs, config: &Config, recorded_url: Option<&str>) -> RunArgs {
     let openai = &config.openai;
     let mut merged = args.clone();
-    merged.base_url = args.base_url.clone().or_else(|| openai.base_url.clone());
+    merged.base_url = args
+        .base_url
+        .clone()
+        .or_else(|| recorded_url.map(str::to_owned))
+        .or_else(|| openai.base_url.clone());
     merged.openai_api = args.openai_api.clone().or_else(|| Some(openai.api.clone()));
     merged.openai_transport = args
         .openai_transport
@@ -180,6 +265,13 @@ fn with_openai_config(args: &RunArgs, config: &Config) -> RunArgs {
     merged
 }
 
+/// A base URL checked before the run: a usage error naming the URL and
+/// how to write it.
+fn checked_url(url: String) -> Result<String, Failure> {
+    etch_provider::http::check_base_url(&url).map_err(Failure::usage)?;
+    Ok(url)
+}
+
 /// The offline echo model.
 fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
     let delay = env("ETCH_ECHO_DELAY_MS")
@@ -190,6 +282,7 @@ fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
             EchoClient::new(model.unwrap_or(etch_provider::echo::NAME)).with_delay(delay),
         ),
         notice,
+        endpoint: None,
     }
 }
 
@@ -208,11 +301,13 @@ fn retry_policy(config: &Config) -> RetryPolicy {
     }
 }
 
-/// Idle timeout, with `ETCH_IDLE_TIMEOUT_SECS` applied.
-fn idle_timeout() -> Duration {
-    env("ETCH_IDLE_TIMEOUT_SECS")
+/// Idle timeout from `[provider] idle_timeout_secs`, with
+/// `ETCH_IDLE_TIMEOUT_SECS` (a test knob) winning.
+fn idle_timeout(config: &Config) -> Duration {
+    let secs = env("ETCH_IDLE_TIMEOUT_SECS")
         .and_then(|v| v.parse::<u64>().ok())
-        .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs)
+        .unwrap_or(config.provider.idle_timeout_secs);
+    Duration::from_secs(secs)
 }
 
 /// The reasoning effort in force: the flag, else `minimal` (E-CFG-10);
@@ -234,10 +329,11 @@ fn anthropic_client(
             anyhow::anyhow!("no Anthropic credentials: set ANTHROPIC_API_KEY or pass --api-key"),
         ));
     };
-    let base_url = args
-        .base_url
-        .clone()
-        .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
+    let base_url = checked_url(
+        args.base_url
+            .clone()
+            .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string()),
+    )?;
     let model = model.unwrap_or(anthropic::DEFAULT_MODEL).to_string();
     // Thinking costs tokens on every pass, so Anthropic thinks only when the
     // user asks for an effort explicitly.
@@ -247,6 +343,7 @@ fn anthropic_client(
         .and_then(anthropic::thinking_budget);
     let notice = format!("etch: anthropic messages · {model} · {base_url} · Anthropic: API key");
     Ok(Selection {
+        endpoint: Some(base_url.clone()),
         client: Arc::new(AnthropicClient::new(AnthropicConfig {
             base_url,
             api_key: key,
@@ -254,31 +351,149 @@ fn anthropic_client(
             max_tokens: anthropic::DEFAULT_MAX_TOKENS,
             thinking_budget: budget,
             retry: knobs.retry.clone(),
-            idle_timeout: idle_timeout(),
+            idle_timeout: knobs.idle_timeout,
         })),
         notice: Some(notice),
     })
 }
 
+/// Where a key may be sent: the host it belongs to.
+const OPENAI_HOST: &str = "api.openai.com";
+/// OpenRouter's API host, the home of `OPENROUTER_API_KEY`.
+const OPENROUTER_HOST: &str = "openrouter.ai";
+
+/// Whether `url` is one of OpenAI's own services (the API or the Codex
+/// backend), where OpenAI credentials belong.
+fn is_openai_service(url: &str) -> bool {
+    etch_provider::http::host_of(url)
+        .is_some_and(|h| h == OPENAI_HOST || h == "chatgpt.com" || h.ends_with(".chatgpt.com"))
+}
+
 /// The OpenAI provider: Chat Completions or Responses with an API key, or
-/// Responses on the Codex backend with a ChatGPT/Codex login or token.
+/// Responses on the Codex backend with a ChatGPT/Codex login or token, or
+/// no credentials at all for a server of the user's own (E-AUTH-03 and
+/// `[openai] auth`).
 async fn openai(args: &RunArgs, model: Option<&str>, knobs: &Knobs) -> Result<Selection, Failure> {
-    let (mode, inputs) = openai_auth(args);
     let model_name = model.unwrap_or(OPENAI_MODEL).to_string();
-    let (bearer, credentials): (Option<String>, Option<Arc<dyn CredentialSource>>) = match mode {
-        None => {
-            return Err(Failure::new(
+    let base_url = checked_url(
+        args.base_url
+            .clone()
+            .unwrap_or_else(|| OPENAI_BASE_URL.to_string()),
+    )?;
+    if let Some(flag) = &knobs.flag_base_url {
+        checked_url(flag.clone())?;
+    }
+    if args.api_key.is_some() {
+        return api_key_client(args, model_name, base_url, Key::Flag, knobs);
+    }
+    if knobs.auth == "none" {
+        return api_key_client(
+            args,
+            model_name,
+            base_url,
+            Key::None("[openai] auth = \"none\""),
+            knobs,
+        );
+    }
+    let (mode, inputs) = openai_auth(args);
+    // A server of the user's own (not OpenAI's, not OpenRouter's) named in
+    // the configuration or recorded by a session gets no credentials unless
+    // `[openai] auth = "api-key"` asks; a ChatGPT login still goes to a URL
+    // named on this command line (a proxy of the Codex backend).
+    let codex_here = knobs.flag_base_url.is_some() || is_openai_service(&base_url);
+    match mode {
+        None if is_openai_service(&base_url) => Err(Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!(
+                "no OpenAI credentials: run 'etch auth login', set OPENAI_API_KEY (or OPENROUTER_API_KEY \
+                 with --base-url https://openrouter.ai/api/v1) or pass --api-key"
+            ),
+        )),
+        None => api_key_client(
+            args,
+            model_name,
+            base_url,
+            Key::None("no credentials"),
+            knobs,
+        ),
+        Some(AuthMode::OpenAiApiKey { .. }) => {
+            let key = env_key(&inputs, &base_url, knobs)?;
+            api_key_client(args, model_name, base_url, key, knobs)
+        }
+        Some(AuthMode::CodexOAuth | AuthMode::CodexToken) if !codex_here => {
+            // Keys in the environment may still belong to this endpoint.
+            let key = env_key(&inputs, &base_url, knobs)?;
+            api_key_client(args, model_name, base_url, key, knobs)
+        }
+        Some(mode @ (AuthMode::CodexOAuth | AuthMode::CodexToken)) => {
+            codex_client(args, model_name, mode, &inputs, knobs).await
+        }
+    }
+}
+
+/// The credential an API-key client sends.
+enum Key {
+    /// `--api-key`.
+    Flag,
+    /// A key from the environment, named by its variable.
+    Env(&'static str, String),
+    /// No `Authorization` header, and why (for the stderr header line).
+    None(&'static str),
+}
+
+/// The environment key that may go to `base_url`: with `[openai] auth =
+/// "api-key"` the first one set, otherwise only a key whose own service
+/// `base_url` is. No key at all for other servers; OpenAI's API with no
+/// key of its own is an error that says which variable is missing.
+fn env_key(inputs: &AuthInputs, base_url: &str, knobs: &Knobs) -> Result<Key, Failure> {
+    let openai = inputs
+        .openai_api_key
+        .as_ref()
+        .map(|s| s.expose().to_string());
+    let openrouter = inputs
+        .openrouter_api_key
+        .as_ref()
+        .map(|s| s.expose().to_string());
+    if knobs.auth == "api-key" {
+        return Ok(match (openai, openrouter) {
+            (Some(key), _) => Key::Env(ENV_OPENAI_API_KEY, key),
+            (None, Some(key)) => Key::Env(ENV_OPENROUTER_API_KEY, key),
+            (None, None) => Key::None("no key in the environment"),
+        });
+    }
+    let host = etch_provider::http::host_of(base_url).unwrap_or_default();
+    if host == OPENAI_HOST {
+        return openai.map(|k| Key::Env(ENV_OPENAI_API_KEY, k)).ok_or_else(|| {
+            Failure::new(
                 exit::FAILED,
                 anyhow::anyhow!(
-                    "no OpenAI credentials: run 'etch auth login', set OPENAI_API_KEY (or OPENROUTER_API_KEY) \
-                     or pass --api-key; local servers that need no key take --api-key unused"
+                    "no OpenAI credentials for {base_url}: OPENROUTER_API_KEY goes only to openrouter.ai \
+                     (pass --base-url https://openrouter.ai/api/v1); set OPENAI_API_KEY or pass --api-key"
                 ),
-            ));
-        }
-        Some(AuthMode::OpenAiApiKey { .. }) => {
-            return api_key_client(args, model_name, &inputs, knobs);
-        }
-        Some(AuthMode::CodexOAuth) => {
+            )
+        });
+    }
+    if (host == OPENROUTER_HOST || host.ends_with(".openrouter.ai"))
+        && let Some(key) = openrouter
+    {
+        return Ok(Key::Env(ENV_OPENROUTER_API_KEY, key));
+    }
+    Ok(Key::None(
+        "environment keys go only to their own service; [openai] auth = \"api-key\" sends them here",
+    ))
+}
+
+/// Responses on the Codex backend (or a `--base-url` proxy of it) with the
+/// stored ChatGPT login or `CODEX_ACCESS_TOKEN`.
+async fn codex_client(
+    args: &RunArgs,
+    model_name: String,
+    mode: AuthMode,
+    inputs: &AuthInputs,
+    knobs: &Knobs,
+) -> Result<Selection, Failure> {
+    let (bearer, credentials): (Option<String>, Option<Arc<dyn CredentialSource>>) =
+        if mode == AuthMode::CodexOAuth {
             let Some(store) = credential_store() else {
                 return Err(Failure::new(
                     exit::FAILED,
@@ -295,15 +510,15 @@ async fn openai(args: &RunArgs, model: Option<&str>, knobs: &Knobs) -> Result<Se
                 .await
                 .map_err(|e| Failure::new(exit::FAILED, e))?;
             (None, Some(Arc::new(login)))
-        }
-        Some(AuthMode::CodexToken) => (
-            inputs
-                .secret_for(AuthMode::CodexToken)
-                .map(|s| s.expose().to_string()),
-            None,
-        ),
-    };
-    let label = mode.map_or("", AuthMode::label);
+        } else {
+            (
+                inputs
+                    .secret_for(AuthMode::CodexToken)
+                    .map(|s| s.expose().to_string()),
+                None,
+            )
+        };
+    let label = mode.label();
     let base_url = knobs
         .flag_base_url
         .clone()
@@ -314,6 +529,7 @@ async fn openai(args: &RunArgs, model: Option<&str>, knobs: &Knobs) -> Result<Se
         transport_label(transport)
     );
     Ok(Selection {
+        endpoint: Some(base_url.clone()),
         client: Arc::new(ResponsesClient::new(ResponsesConfig {
             base_url,
             bearer,
@@ -327,7 +543,7 @@ async fn openai(args: &RunArgs, model: Option<&str>, knobs: &Knobs) -> Result<Se
             extra_headers: Vec::new(),
             credentials,
             retry: knobs.retry.clone(),
-            idle_timeout: idle_timeout(),
+            idle_timeout: knobs.idle_timeout,
             transport,
             websocket_headers: vec![("OpenAI-Beta".to_string(), CODEX_WEBSOCKET_BETA.to_string())],
         })),
@@ -384,24 +600,22 @@ fn transport_label(transport: Transport) -> &'static str {
     }
 }
 
-/// An API-key client: Chat Completions by default, Responses on request.
+/// An API-key client: Chat Completions by default, Responses on request,
+/// sending `key` (or no `Authorization` header at all).
 /// A WebSocket transport needs Responses, so asking for it with Chat
 /// Completions is a usage error rather than a silently ignored flag.
 fn api_key_client(
     args: &RunArgs,
     model: String,
-    inputs: &AuthInputs,
+    base_url: String,
+    key: Key,
     knobs: &Knobs,
 ) -> Result<Selection, Failure> {
-    let mode = resolve_mode(inputs);
-    let key = mode
-        .and_then(|m| inputs.secret_for(m))
-        .map(|s| s.expose().to_string())
-        .unwrap_or_default();
-    let base_url = args
-        .base_url
-        .clone()
-        .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
+    let (key, label) = match key {
+        Key::Flag => (args.api_key.clone(), format!("{LABEL_API_KEY} (--api-key)")),
+        Key::Env(var, key) => (Some(key), format!("{LABEL_API_KEY} ({var})")),
+        Key::None(why) => (None, format!("no API key ({why})")),
+    };
     let api = args.openai_api.as_deref().unwrap_or("chat");
     let mut transport = transport(args);
     if api == "chat" && transport != Transport::Sse {
@@ -417,13 +631,14 @@ fn api_key_client(
         transport = Transport::Sse;
     }
     let notice = format!(
-        "etch: openai {api}{} · {model} · {base_url} · {LABEL_API_KEY}",
+        "etch: openai {api}{} · {model} · {base_url} · {label}",
         transport_label(transport)
     );
+    let endpoint = Some(base_url.clone());
     let client: Arc<dyn ModelClient> = if api == "responses" {
         Arc::new(ResponsesClient::new(ResponsesConfig {
             base_url,
-            bearer: Some(key),
+            bearer: key,
             model,
             reasoning_effort: reasoning_effort(args),
             reasoning_summary: Some(
@@ -434,22 +649,23 @@ fn api_key_client(
             extra_headers: Vec::new(),
             credentials: None,
             retry: knobs.retry.clone(),
-            idle_timeout: idle_timeout(),
+            idle_timeout: knobs.idle_timeout,
             transport,
             websocket_headers: Vec::new(),
         }))
     } else {
         Arc::new(ChatClient::new(ChatConfig {
             base_url,
-            api_key: Some(key),
+            api_key: key,
             model,
             stream_usage: knobs.stream_usage,
             retry: knobs.retry.clone(),
-            idle_timeout: idle_timeout(),
+            idle_timeout: knobs.idle_timeout,
         }))
     };
     Ok(Selection {
         client,
         notice: Some(notice),
+        endpoint,
     })
 }

@@ -4,7 +4,7 @@
 //! client, opens or creates the session, wires SIGINT to the run's
 //! cancellation token, and maps the outcome to output and an exit code.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use etch_config::Config;
@@ -21,6 +21,7 @@ use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
 use crate::output::{self, JsonLines, Quiet, ResultLine};
 use crate::paths;
+use crate::prompt_input::Prompt;
 use crate::provider;
 
 /// Where a run happens and with which configuration.
@@ -89,46 +90,12 @@ fn with_skill(args: &RunArgs, assembled: &Assembled, prompt: String) -> Result<S
     Ok(etch_prompt::expand_skill(skill, &body, &prompt))
 }
 
-/// Builds the prompt text: the given prompt plus piped stdin as a fenced
-/// block (C40). Errors when there is neither.
-pub fn prompt_text(prompt: Option<String>) -> Result<String, Failure> {
-    let stdin = std::io::stdin();
-    let piped = if stdin.is_terminal() {
-        String::new()
-    } else {
-        let mut bytes = Vec::new();
-        stdin.lock().read_to_end(&mut bytes).map_err(|e| {
-            Failure::new(exit::FAILED, anyhow::anyhow!("could not read stdin: {e}"))
-        })?;
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let prompt = prompt.unwrap_or_default();
-    if piped.trim().is_empty() {
-        if prompt.trim().is_empty() {
-            return Err(Failure::usage(
-                "no prompt given: use etch -p \"question\" (or pipe input into etch); see etch --help",
-            ));
-        }
-        return Ok(prompt);
-    }
-    let block = fenced(&piped);
-    Ok(if prompt.trim().is_empty() {
-        block
-    } else {
-        format!("{prompt}\n\n{block}")
-    })
-}
-
-/// Wraps text in a code fence longer than any backtick run inside it.
-fn fenced(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    format!("{fence}\n{body}\n{fence}")
-}
-
 /// Runs `prompt` in a new session.
-pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<(), Failure> {
+pub async fn run_new(place: &Place, args: &RunArgs, prompt: Prompt) -> Result<(), Failure> {
+    let Prompt {
+        text: prompt,
+        title,
+    } = prompt;
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
     let context = context(place, args)?;
@@ -144,8 +111,12 @@ pub async fn run_new(place: &Place, args: &RunArgs, prompt: String) -> Result<()
             provider: selection.client.provider().to_string(),
             model: selection.client.model().to_string(),
             openai_api: selection.client.api().map(str::to_string),
+            base_url: selection.endpoint.clone(),
             etch_version: env!("CARGO_PKG_VERSION").to_string(),
-            first_prompt: prompt.clone(),
+            first_prompt: match &args.skill {
+                Some(skill) if title.trim().is_empty() => format!("skill {skill}"),
+                _ => title,
+            },
         })
         .map_err(|e| Failure::new(exit::FAILED, e))?;
     let mut observer = make_observer(args.json);
@@ -168,8 +139,9 @@ pub async fn run_resume(
     place: &Place,
     prefix: &str,
     args: &RunArgs,
-    prompt: String,
+    prompt: Prompt,
 ) -> Result<(), Failure> {
+    let prompt = prompt.text;
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
     let context = context(place, args)?;
@@ -389,16 +361,4 @@ fn report(
 /// What to say when a run was interrupted.
 fn cancel_message(path: &Path) -> String {
     format!("interrupted; the session log is intact: {}", path.display())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// C40: the fence is longer than any backtick run in the piped text.
-    #[test]
-    fn fences_outgrow_inner_backticks() {
-        assert_eq!(fenced("a\n"), "```\na\n```");
-        assert_eq!(fenced("x ```` y"), "`````\nx ```` y\n`````");
-    }
 }

@@ -9,18 +9,14 @@ use std::path::Path;
 
 use etch_model::ContentPart;
 use etch_session::event::{AssistantData, ReasoningData, SummaryData, ToolData, UserData};
-use etch_session::{Event, LoadedSession, SessionStore, load_session, types};
+use etch_session::{Event, LoadedSession, load_session, types};
 
 use crate::exit::{self, Failure};
 use crate::output::print_line;
 
-/// Prints the session matching `prefix`.
-pub fn show(session_dir: &Path, prefix: &str, json: bool) -> Result<(), Failure> {
-    let store = SessionStore::new(session_dir);
-    let row = store
-        .resolve(prefix)
-        .map_err(|e| Failure::new(exit::USAGE, e))?;
-    let path = store.session_file(&row);
+/// Prints the session matching `prefix`, or the newest session.
+pub fn show(session_dir: &Path, prefix: Option<&str>, json: bool) -> Result<(), Failure> {
+    let (_, path) = crate::session_arg::pick(session_dir, prefix)?;
     let loaded = load_session(&path).map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in &loaded.warnings {
         eprintln!("etch: warning: {}: {warning}", path.display());
@@ -40,7 +36,7 @@ pub fn show(session_dir: &Path, prefix: &str, json: bool) -> Result<(), Failure>
         }
         return Ok(());
     }
-    print!("{}", render(&loaded));
+    crate::output::print_text(&render(&loaded));
     Ok(())
 }
 

@@ -30,7 +30,7 @@ pub fn status(session_dir: &Path, prefix: Option<&str>, json: bool) -> Result<()
         })?;
         print_line(&text);
     } else {
-        print!("{}", render(&stats, &path));
+        crate::output::print_text(&render(&stats, &path));
     }
     Ok(())
 }

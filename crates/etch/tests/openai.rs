@@ -347,12 +347,19 @@ fn unreachable_server_names_the_url() {
     );
 }
 
-/// C42: with OPENAI_API_KEY set and no --provider, openai is chosen; with
+/// C42: with OPENAI_API_KEY set and no --provider, openai is chosen; the
+/// key itself goes only to api.openai.com, so a local server gets no
+/// Authorization header unless `[openai] auth = "api-key"` asks; with
 /// --provider openai and no credential, the error says what to do.
 #[test]
 fn provider_auto_selection_and_missing_key() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![Reply::sse(chat_text("auto"))]).unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("auto")),
+        Reply::sse(chat_text("sent")),
+        Reply::sse(chat_text("none")),
+    ])
+    .unwrap();
     let base = format!("{}/v1", server.url());
     let out = support::Run(
         ws.command(&["--base-url", &base, "-p", "x"])
@@ -361,10 +368,43 @@ fn provider_auto_selection_and_missing_key() {
             .unwrap(),
     );
     assert_eq!(out.ok(), "auto\n");
+    assert_eq!(server.requests()[0].header("authorization"), None);
+    assert!(out.stderr().contains("no API key"), "{}", out.stderr());
+    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
+    std::fs::write(
+        ws.path().join(".etch/config.toml"),
+        "[openai]\nauth = \"api-key\"\n",
+    )
+    .unwrap();
+    let out = support::Run(
+        ws.command(&["--base-url", &base, "-p", "x"])
+            .env("OPENAI_API_KEY", "sk-env")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.ok(), "sent\n");
     assert_eq!(
-        server.requests()[0].header("authorization"),
+        server.requests()[1].header("authorization"),
         Some("Bearer sk-env")
     );
+    // auth = "none": not even --provider openai with a key in the
+    // environment sends one, and no credentials are required.
+    std::fs::write(
+        ws.path().join(".etch/config.toml"),
+        format!(
+            "[provider]\nname = \"openai\"\n[openai]\nauth = \"none\"\nbase_url = \"{base}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = support::Run(
+        ws.command(&["-p", "x"])
+            .env("OPENAI_API_KEY", "sk-env")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.ok(), "none\n");
+    assert_eq!(server.requests()[2].header("authorization"), None);
+    std::fs::remove_file(ws.path().join(".etch/config.toml")).unwrap();
     let missing = ws.run(&["--provider", "openai", "-p", "x"]);
     assert_eq!(missing.code(), 1);
     assert!(

@@ -70,7 +70,7 @@ fn unknown_key_lists_valid_keys() {
         only_finding("[openai]\napi = \"chat\"\napii = \"chat\"\n"),
         format!(
             "warning: {PATH}:3: openai.apii: unknown key `apii` in [openai]; did you mean `api`?; \
-             valid keys: base_url, api, reasoning_effort, reasoning_summary, stream_usage, transport"
+             valid keys: base_url, api, reasoning_effort, reasoning_summary, stream_usage, transport, auth"
         )
     );
 }

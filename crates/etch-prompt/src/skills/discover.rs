@@ -25,6 +25,10 @@ pub(crate) struct Discovered {
     pub skills: Vec<Skill>,
     /// `"{path}: {reason}"` for unreadable roots and rejected or shadowed skills.
     pub diagnostics: Vec<String>,
+    /// The subset of `diagnostics` that are problems to fix (unreadable
+    /// roots and files, invalid frontmatter), not notes (a shadowed skill
+    /// is precedence working as meant).
+    pub problems: Vec<String>,
 }
 
 /// Why one `SKILL.md` is not in the catalog.
@@ -71,7 +75,11 @@ pub(crate) fn discover(cwd: &Path, home: Option<&Path>) -> Discovered {
                         by_name.insert(skill.name.clone(), skill);
                     }
                 }
-                Err(problem) => found.diagnostics.push(diagnostic(&location, problem)),
+                Err(problem) => {
+                    let text = diagnostic(&location, problem);
+                    found.problems.push(text.clone());
+                    found.diagnostics.push(text);
+                }
             }
         }
     }
@@ -87,8 +95,9 @@ impl Discovered {
             Ok(entries) => entries,
             Err(err) if is_absent(&err) => return Vec::new(),
             Err(err) => {
-                self.diagnostics
-                    .push(diagnostic(root, ReadError::from(err)));
+                let text = diagnostic(root, ReadError::from(err));
+                self.problems.push(text.clone());
+                self.diagnostics.push(text);
                 return Vec::new();
             }
         };

@@ -251,10 +251,11 @@ mod tests {
         put(dir.path(), "bin.dat", b"needle\0\x01\x02needle\n");
         put(dir.path(), "text.txt", "needle\n");
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        assert_eq!(out, "text.txt:1:needle");
+        assert_eq!(out, "text.txt:1:needle\n\n[Skipped 1 binary file]");
     }
 
-    /// G10: files over 1 MiB are skipped; one named explicitly says so.
+    /// G10: files over 1 MiB are skipped, and the result says which, even
+    /// when nothing matched; one named explicitly says so.
     #[test]
     fn large_file_skipped() {
         let dir = tempfile::tempdir().unwrap();
@@ -263,7 +264,16 @@ mod tests {
         put(dir.path(), "big.txt", &big);
         put(dir.path(), "small.txt", "needle\n");
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        assert_eq!(out, "small.txt:1:needle");
+        assert_eq!(
+            out,
+            "small.txt:1:needle\n\n[Skipped files larger than 1 MiB: big.txt. Name one as the path to search it.]"
+        );
+        std::fs::remove_file(dir.path().join("small.txt")).unwrap();
+        let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
+        assert_eq!(
+            out,
+            "No matches found\n\n[Skipped files larger than 1 MiB: big.txt. Name one as the path to search it.]"
+        );
         let out = grep(dir.path(), json!({"pattern": "needle", "path": "big.txt"})).unwrap();
         assert_eq!(
             out,
@@ -289,7 +299,9 @@ mod tests {
             format!("needle{}\n", "é".repeat(2994)),
         );
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        let lines: Vec<&str> = out.lines().collect();
+        let (listing, notice) = out.split_once("\n\n").unwrap();
+        assert!(notice.contains("huge.txt"), "{notice}");
+        let lines: Vec<&str> = listing.lines().collect();
         assert_eq!(lines.len(), 2, "{out:.300}");
         assert_eq!(lines[0], format!("medium.txt:1:{medium}"));
         let wide = lines[1].strip_prefix("wide.txt:1:").unwrap();

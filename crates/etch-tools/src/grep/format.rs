@@ -5,8 +5,10 @@
 //! The listing is capped with [`cap_listing`]; notices follow it after one
 //! blank line, one per line, so they survive the cap: first the limit notice
 //! (only when more matches exist than were shown), then one per file root
-//! that was skipped, so that "No matches found" does not mislead. This
-//! module must not know how files were found or searched.
+//! that was skipped, then what directory walks passed over (internal
+//! directories, files over the size cap, binary files), so that "No matches
+//! found" does not mislead and the model can name such a path to search it.
+//! This module must not know how files were found or searched.
 
 use crate::limits::{GREP_MAX_FILE_BYTES, GREP_PER_FILE, cap_listing};
 use crate::walk::Root;
@@ -90,11 +92,57 @@ pub(super) fn format_output(found: &Found, roots: &[Root], limit: usize, context
             .iter()
             .filter_map(|(index, skip)| skip_notice(&roots.get(*index)?.raw, skip)),
     );
+    tail.extend(walk_notices(found, roots));
     if !tail.is_empty() {
         text.push_str("\n\n");
         text.push_str(&tail.join("\n"));
     }
     text
+}
+
+/// Most skipped large files named in a notice; the rest are counted.
+const SKIPPED_FILES_NAMED: usize = 10;
+
+/// Notices for what directory walks did not search: the skip-list
+/// directories (C14's wording, as `find` prints it), files over the size
+/// cap by path, and binary files by count.
+fn walk_notices(found: &Found, roots: &[Root]) -> Vec<String> {
+    let mut notices = Vec::new();
+    if !found.skipped_dirs.is_empty() {
+        notices.push(format!(
+            "[Skipped internal directories: {}]",
+            found.skipped_dirs.join(", ")
+        ));
+    }
+    let large: Vec<String> = found
+        .skipped_files
+        .iter()
+        .filter(|(_, skip)| *skip == Skip::TooLarge)
+        .map(|(key, _)| display_path(roots, key))
+        .collect();
+    if !large.is_empty() {
+        let mut named: Vec<String> = large.iter().take(SKIPPED_FILES_NAMED).cloned().collect();
+        if large.len() > SKIPPED_FILES_NAMED {
+            named.push(format!("and {} more", large.len() - SKIPPED_FILES_NAMED));
+        }
+        let named = named.join(", ");
+        notices.push(format!(
+            "[Skipped files larger than {} MiB: {named}. Name one as the path to search it.]",
+            GREP_MAX_FILE_BYTES / (1024 * 1024)
+        ));
+    }
+    let binary = found
+        .skipped_files
+        .iter()
+        .filter(|(_, skip)| *skip == Skip::Binary)
+        .count();
+    if binary > 0 {
+        notices.push(format!(
+            "[Skipped {binary} binary file{}]",
+            if binary == 1 { "" } else { "s" }
+        ));
+    }
+    notices
 }
 
 /// The notice for a file root that was not searched, naming it as given;

@@ -14,13 +14,17 @@
 //!
 //! A file named explicitly as a root is searched whatever the ignore rules
 //! and `glob` say, and the reason it was skipped, if it was, is handed back.
+//! What a directory walk passes over without searching (internal
+//! directories, files too large or binary) is handed back too, limited to
+//! what sorts within the kept prefix so that it is as deterministic as the
+//! hits; a "No matches found" must not hide text that was never searched.
 //! This module must not know how the pattern was compiled from the
 //! arguments, how one file is read, nor how the hits are printed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use grep_regex::RegexMatcher;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
@@ -80,6 +84,8 @@ struct Shared {
     full: AtomicBool,
     /// Last kept key once full.
     bound: RwLock<Option<Key>>,
+    /// Files in directory roots that were not searched, and why.
+    skipped_files: Mutex<Vec<(Key, Skip)>>,
 }
 
 impl Shared {
@@ -175,10 +181,19 @@ impl ParallelVisitor for Visitor<'_> {
             return WalkState::Continue;
         }
         self.shared.searched.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut hits) = self.searcher.search(entry.path()) {
-            hits.bytes = hits.min_rendered_bytes(rel.as_os_str().len());
-            self.shared
-                .insert((self.root_index, rel.to_path_buf()), hits);
+        match self.searcher.search(entry.path()) {
+            Ok(mut hits) => {
+                hits.bytes = hits.min_rendered_bytes(rel.as_os_str().len());
+                self.shared
+                    .insert((self.root_index, rel.to_path_buf()), hits);
+            }
+            Err(skip @ (Skip::TooLarge | Skip::Binary)) => self
+                .shared
+                .skipped_files
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(((self.root_index, rel.to_path_buf()), skip)),
+            Err(Skip::NoMatch | Skip::Unreadable) => {}
         }
         WalkState::Continue
     }
@@ -224,6 +239,11 @@ pub(super) struct Found {
     /// Files found in directory roots that passed the glob and were
     /// searched, so an empty result can say the glob matched nothing.
     pub(super) searched_files: usize,
+    /// Internal directories a walk did not enter, by name, in walk order.
+    pub(super) skipped_dirs: Vec<String>,
+    /// Files in directory roots that were too large or binary, in output
+    /// order.
+    pub(super) skipped_files: Vec<(Key, Skip)>,
 }
 
 /// Searches `roots` in order for `matcher` with `context` lines each side,
@@ -248,21 +268,36 @@ pub(super) fn search(
         collector: Mutex::new(Collector::default()),
         full: AtomicBool::new(false),
         bound: RwLock::new(None),
+        skipped_files: Mutex::new(Vec::new()),
     };
     let mut skipped_roots = Vec::new();
+    let mut skipped_dirs: Vec<PathBuf> = Vec::new();
     for (index, root) in roots.iter().enumerate() {
         if cancel.is_cancelled() || shared.beyond(index, Path::new("")) {
             break;
         }
         if root.is_dir {
-            walker(&root.path, |_| {})
-                .build_parallel()
-                .visit(&mut Builder {
-                    shared: &shared,
-                    root_index: index,
-                    root: &root.path,
-                    root_raw: &root.raw,
-                });
+            let pruned = Arc::new(Mutex::new(Vec::new()));
+            let recorder = Arc::clone(&pruned);
+            walker(&root.path, move |path| {
+                recorder
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(path.to_path_buf());
+            })
+            .build_parallel()
+            .visit(&mut Builder {
+                shared: &shared,
+                root_index: index,
+                root: &root.path,
+                root_raw: &root.raw,
+            });
+            let pruned =
+                std::mem::take(&mut *pruned.lock().unwrap_or_else(PoisonError::into_inner));
+            skipped_dirs.extend(pruned.into_iter().filter(|path| {
+                path.strip_prefix(&root.path)
+                    .is_ok_and(|rel| !shared.beyond(index, rel))
+            }));
             continue;
         }
         // A file named explicitly is searched whatever the ignore rules
@@ -279,6 +314,14 @@ pub(super) fn search(
         }
     }
     let searched_files = shared.searched.load(Ordering::Relaxed);
+    let mut skipped_files = std::mem::take(
+        &mut *shared
+            .skipped_files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    skipped_files.retain(|((index, rel), _)| !shared.beyond(*index, rel));
+    skipped_files.sort_by(|a, b| a.0.cmp(&b.0));
     let collector = shared
         .collector
         .into_inner()
@@ -287,6 +330,8 @@ pub(super) fn search(
         collector,
         skipped_roots,
         searched_files,
+        skipped_dirs: crate::walk::skipped_names(skipped_dirs),
+        skipped_files,
     }
 }
 
@@ -374,7 +419,15 @@ mod tests {
         }
         put(dir.path(), "a/bin.txt", "needle\n");
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        assert_eq!(out, "a/bin.txt:1:needle");
+        assert_eq!(
+            out,
+            "a/bin.txt:1:needle\n\n[Skipped internal directories: .etch, .git, bin, vendor, node_modules]"
+        );
+        let out = grep(dir.path(), json!({"pattern": "absent"})).unwrap();
+        assert!(
+            out.starts_with("No matches found\n\n[Skipped internal directories: "),
+            "{out}"
+        );
         let out = grep(
             dir.path(),
             json!({"pattern": "needle", "path": "node_modules"}),

@@ -423,6 +423,10 @@ impl Run<'_> {
         if err.kind == ErrorKind::Transient && self.retries < policy.max_retries {
             self.retries += 1;
             let delay = policy.delay(self.retries, None);
+            let policy = policy.clone();
+            self.outlet
+                .retrying(self.retries, &policy, delay, &err)
+                .await;
             return http::sleep_unless_cancelled(delay, self.cancel).await;
         }
         let err = if err.kind == ErrorKind::Transient {

@@ -1,0 +1,69 @@
+//! The `.gitignore` etch keeps in a project's `.etch/` directory (G2).
+//!
+//! `.etch/` holds two kinds of files: what etch writes for itself
+//! (transcripts in `sessions/`, spilled tool output in `tmp/`, context
+//! dumps) and what a team writes and wants to commit (`config.toml`,
+//! `skills/`). The ignore file lists only the first kind, and is written by
+//! whichever etch command first writes into `.etch/`, whoever created the
+//! directory. This module must not know which command is asking.
+
+use std::path::Path;
+
+use crate::error::SessionError;
+
+/// The file's content: etch's own state only.
+pub const CONTENT: &str = "\
+# Written by etch: its own state stays out of git. config.toml and skills/
+# are meant to be committed.
+sessions/
+tmp/
+context-dump-*.txt
+";
+
+/// What etch wrote before this layout: it also hid config and skills.
+const OLD_CONTENT: &str = "*\n";
+
+/// Makes sure `etch_dir` (an existing `.etch` directory) has its
+/// `.gitignore`: written when missing, rewritten when it is the ignore-all
+/// file older versions wrote, and left alone when the user changed it.
+pub fn ensure(etch_dir: &Path) -> Result<(), SessionError> {
+    let path = etch_dir.join(".gitignore");
+    match std::fs::read_to_string(&path) {
+        Ok(text) if text != OLD_CONTENT => return Ok(()),
+        Ok(_) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(SessionError::Io {
+                action: "read",
+                path,
+                source,
+            });
+        }
+    }
+    std::fs::write(&path, CONTENT).map_err(|source| SessionError::Io {
+        action: "write",
+        path,
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Missing: written. The old ignore-all file: replaced. A user's own
+    /// file: kept byte for byte.
+    #[test]
+    fn written_upgraded_or_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".gitignore");
+        ensure(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), CONTENT);
+        std::fs::write(&path, "*\n").unwrap();
+        ensure(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), CONTENT);
+        std::fs::write(&path, "sessions/\nmine\n").unwrap();
+        ensure(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "sessions/\nmine\n");
+    }
+}
