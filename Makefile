@@ -5,7 +5,7 @@ build:
 	cargo build --release --locked
 
 test:
-	cargo nextest run --workspace --locked
+	cargo test --workspace --locked
 
 fmt:
 	cargo fmt --all

@@ -268,17 +268,17 @@ smoke() {
   port=$(free_port) || die "smoke check: no free loopback port"
   started=$SECONDS
   say "smoke check: starting the server on 127.0.0.1:$port (log: $log)"
-  "$0" serve "$port" --n-predict 8 > "$log" 2>&1 &
+  bash "$0" serve "$port" --n-predict 8 > "$log" 2>&1 &
   pid=$!
   # shellcheck disable=SC2064 # the pid is fixed now
-  trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null" EXIT
+  trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null || true" EXIT
   smoke_fail() {
     echo "--- last lines of $log ---" >&2
     tail -n 20 "$log" >&2
     die "smoke check failed at '$1': $2"
   }
   local deadline=$((SECONDS + timeout)) code=0
-  until http GET "http://127.0.0.1:$port/health" 5 >/dev/null 2>&1; do
+  until http GET "http://127.0.0.1:$port/health" "$((timeout < 5 ? timeout : 5))" >/dev/null 2>&1; do
     if ! kill -0 "$pid" 2>/dev/null; then
       wait "$pid" || code=$?
       smoke_fail "start the server" "it exited with status $code before /health answered"
@@ -301,6 +301,7 @@ status() {
   local reason
   echo "cache: $CACHE"
   echo "flags: $(build_flags)"
+  echo "stamp: $(want_stamp)"
   reason=$(rebuild_reason)
   if [ -z "$reason" ]; then echo "server: built"; else echo "server: needs a build: $reason"; fi
   if [ -f "$MODEL" ]; then echo "model: $MODEL"; else echo "model: missing"; fi

@@ -262,7 +262,14 @@ impl Run<'_> {
         };
         let mut response = match sent {
             Ok(r) => r,
-            Err(e) => return Attempt::Retry(http::transport_error(&url, &e), None),
+            Err(e) => {
+                let err = http::transport_error(&url, &e);
+                if err.kind != ErrorKind::Transient {
+                    self.fail(err).await;
+                    return Attempt::Finished;
+                }
+                return Attempt::Retry(err, None);
+            }
         };
         self.pass.metrics.headers_ms = millis(self.started.elapsed());
         let status = response.status();

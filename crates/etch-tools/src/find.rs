@@ -22,7 +22,8 @@
 //!
 //! Notices follow the listing after one blank line, one per line: first the
 //! limit notice, then `[Skipped internal directories: ...]` (names in the
-//! order a sorted walk meets them, deduplicated). The listing itself is
+//! order a sorted walk meets them, deduplicated; `.git` and `.etch` are not
+//! named, see [`crate::walk`]). The listing itself is
 //! capped with [`cap_listing`]; the notices come after the cap so they
 //! survive it. With no results the output starts with exactly "No files
 //! found matching pattern", and the skipped-directories notice still
@@ -604,11 +605,11 @@ mod tests {
         let out = find(dir.path(), json!({"pattern": ".x"})).unwrap();
         assert_eq!(
             out,
-            ".hidden.x\nkept.x\n\n[Skipped internal directories: .git, node_modules, bin]"
+            ".hidden.x\nkept.x\n\n[Skipped internal directories: node_modules, bin]"
         );
         let out = find(dir.path(), json!({"pattern": ".x", "limit": 1})).unwrap();
         assert!(out.ends_with(
-            "\n\n[Result limit 1 reached. Use a higher limit or refine the pattern.]\n[Skipped internal directories: .git, node_modules, bin]"
+            "\n\n[Result limit 1 reached. Use a higher limit or refine the pattern.]\n[Skipped internal directories: node_modules, bin]"
         ), "{out}");
         // Naming an internal directory explicitly searches it.
         let out = find(&dir.path().join("node_modules"), json!({"pattern": "x.x"})).unwrap();

@@ -126,14 +126,21 @@ fn is_internal_dir(entry: &DirEntry) -> bool {
             .is_some_and(|name| SKIPPED_DIRS.contains(&name))
 }
 
+/// Skipped directories the notices leave out: version-control and etch
+/// state hold no project content, so not searching them never hides an
+/// answer, and naming them after every search (they sit in nearly every
+/// project root) would only be noise that small models stumble over.
+const UNREPORTED_DIRS: [&str; 2] = [".git", ".etch"];
+
 /// Turns recorded skipped-directory paths into their distinct names, in the
-/// order a sorted walk meets them.
+/// order a sorted walk meets them, leaving out [`UNREPORTED_DIRS`].
 pub(crate) fn skipped_names(mut skipped: Vec<PathBuf>) -> Vec<String> {
     skipped.sort();
     let mut names: Vec<String> = Vec::new();
     for path in &skipped {
         if let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned())
             && !names.contains(&name)
+            && !UNREPORTED_DIRS.contains(&name.as_str())
         {
             names.push(name);
         }

@@ -75,16 +75,20 @@ fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
     };
     let n = loaded.diagnostics.len() + skill_problems.len();
     if loaded.has_errors() || !skill_problems.is_empty() {
-        let skills = if skill_problems.is_empty() {
-            ""
+        let mut places = if loaded.diagnostics.is_empty() {
+            Vec::new()
         } else {
-            " and the skills"
+            vec![checked.clone()]
         };
+        if !skill_problems.is_empty() {
+            places.push("the skills".to_owned());
+        }
         return Err(Failure::new(
             exit::FAILED,
             anyhow::anyhow!(
-                "{n} problem{} in {checked}{skills}",
-                if n == 1 { "" } else { "s" }
+                "{n} problem{} in {}",
+                if n == 1 { "" } else { "s" },
+                places.join(" and ")
             ),
         ));
     }

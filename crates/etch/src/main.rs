@@ -63,6 +63,27 @@ fn describe(error: &anyhow::Error) -> String {
 
 /// Applies global options and runs the chosen command.
 fn dispatch(cli: Cli) -> Result<(), Failure> {
+    let json_run = match &cli.command {
+        None => cli.run.json,
+        Some(Command::Resume { run, .. }) => run.json || cli.run.json,
+        Some(_) => false,
+    };
+    let result = dispatch_command(cli);
+    // A `--json` run that failed before its session existed has printed no
+    // result line yet (those that had a session print their own and come
+    // back silent).
+    if json_run
+        && let Err(Failure {
+            error: Some(error), ..
+        }) = &result
+    {
+        output::print_setup_failure(&describe(error));
+    }
+    result
+}
+
+/// Runs the command `cli` names.
+fn dispatch_command(cli: Cli) -> Result<(), Failure> {
     let Cli {
         global,
         run: outer,

@@ -81,14 +81,32 @@ pub struct ResultLine<'a> {
     pub kind: &'static str,
     /// Whether the run succeeded.
     pub ok: bool,
-    /// Session id.
-    pub session_id: &'a str,
-    /// Session file path.
-    pub session_path: &'a str,
+    /// Session id; null when the run failed before a session existed.
+    pub session_id: Option<&'a str>,
+    /// Session file path; null when the run failed before a session existed.
+    pub session_path: Option<&'a str>,
     /// Final assistant text (empty on failure).
     pub text: &'a str,
     /// Failure message, or null.
     pub error: Option<&'a str>,
+}
+
+/// Prints the result line of a `--json` run that failed before it had a
+/// session (no prompt, no credentials, a bad flag or URL), so that a script
+/// reading stdout always gets one; the caller still reports the error on
+/// stderr.
+pub fn print_setup_failure(error: &str) {
+    let line = ResultLine {
+        kind: "result",
+        ok: false,
+        session_id: None,
+        session_path: None,
+        text: "",
+        error: Some(error),
+    };
+    if let Ok(encoded) = serde_json::to_string(&line) {
+        print_line(&encoded);
+    }
 }
 
 /// A plain observer for `-p`: nothing live on stdout; compaction notices

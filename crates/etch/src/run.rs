@@ -324,8 +324,8 @@ fn report(
         let line = ResultLine {
             kind: "result",
             ok: code == exit::OK,
-            session_id: writer.session_id(),
-            session_path: &path,
+            session_id: Some(writer.session_id()),
+            session_path: Some(&path),
             text,
             error: error.as_deref(),
         };

@@ -185,3 +185,91 @@ fn settings_reach_the_run() {
     with_flag.extend(["--max-tool-rounds", "3"]);
     assert_eq!(ws.run(&with_flag).ok(), "Fini.\n");
 }
+
+/// `[provider] idle_timeout_secs` is parsed, validated (a type error and an
+/// out-of-range value are named with file and line), shown by `config show
+/// --effective`, and reaches the stall timeout of a run.
+#[test]
+fn idle_timeout_key_reaches_the_stall_timeout() {
+    use etch_test_support::End;
+    use std::time::Duration;
+    let ws = Workspace::new();
+    let path = project_config(&ws, "[provider]\nidle_timeout_secs = \"soon\"\n");
+    let check = ws.run(&["config", "check"]);
+    assert_eq!(check.code(), 1);
+    assert!(
+        check
+            .stderr()
+            .contains(&format!("{}:2: provider.idle_timeout_secs", path.display())),
+        "{}",
+        check.stderr()
+    );
+    project_config(&ws, "[provider]\nidle_timeout_secs = 0\n");
+    let check = ws.run(&["config", "check"]);
+    assert_eq!(check.code(), 1, "{}", check.stderr());
+    assert!(
+        check.stderr().contains("provider.idle_timeout_secs"),
+        "{}",
+        check.stderr()
+    );
+    project_config(&ws, "[provider]\nidle_timeout_secs = 1\n");
+    let shown = ws.run(&["config", "show", "--effective"]).ok();
+    assert!(shown.contains("idle_timeout_secs = 1"), "{shown}");
+    let stall = || Reply::Sse {
+        events: Vec::new(),
+        gap: Duration::ZERO,
+        end: End::Stall(Duration::from_secs(30)),
+    };
+    let server = FakeServer::start(vec![stall(), stall(), stall(), stall()]).unwrap();
+    let base = format!("{}/v1", server.url());
+    let out = ws.run(&["--provider", "openai", "--base-url", &base, "-p", "x"]);
+    assert_eq!(out.code(), 1, "{}", out.stderr());
+    assert!(
+        out.stderr()
+            .contains("sent nothing for 1 seconds; the stream looks stalled"),
+        "{}",
+        out.stderr()
+    );
+}
+
+/// `config check` reports every invalid skill with its path and reason and
+/// exits 1: a bad name, a name that differs from its directory, a missing
+/// description and an over-long one. A valid skill passes.
+#[test]
+fn config_check_reports_invalid_skills() {
+    let ws = Workspace::new();
+    let skill = |dir: &str, text: &str| {
+        let path = ws.path().join(".etch/skills").join(dir).join("SKILL.md");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    skill(
+        "good",
+        "---\nname: good\ndescription: Does a thing.\n---\nBody\n",
+    );
+    let ok = ws.run(&["config", "check"]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr());
+    let bad_name = skill("Bad_Name", "---\nname: Bad_Name\ndescription: x\n---\n");
+    let mismatch = skill("other", "---\nname: renamed\ndescription: x\n---\n");
+    let missing = skill("nodesc", "---\nname: nodesc\n---\n");
+    let long = skill(
+        "long",
+        &format!("---\nname: long\ndescription: {}\n---\n", "d".repeat(1100)),
+    );
+    let check = ws.run(&["config", "check"]);
+    assert_eq!(check.code(), 1, "{}", check.stderr());
+    let stderr = check.stderr();
+    for path in [&bad_name, &mismatch, &missing, &long] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with("etch: error: skill ")
+                    && l.contains(&path.display().to_string())),
+            "{} not reported:\n{stderr}",
+            path.display()
+        );
+    }
+    assert!(stderr.contains("4 problems"), "{stderr}");
+    assert!(!stderr.contains("good/SKILL.md"), "{stderr}");
+}

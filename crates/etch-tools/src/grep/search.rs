@@ -421,7 +421,7 @@ mod tests {
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
         assert_eq!(
             out,
-            "a/bin.txt:1:needle\n\n[Skipped internal directories: .etch, .git, bin, vendor, node_modules]"
+            "a/bin.txt:1:needle\n\n[Skipped internal directories: bin, vendor, node_modules]"
         );
         let out = grep(dir.path(), json!({"pattern": "absent"})).unwrap();
         assert!(
