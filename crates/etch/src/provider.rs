@@ -76,6 +76,8 @@ pub struct Recorded<'a> {
     pub model: &'a str,
     /// Endpoint base URL, when the session recorded one.
     pub base_url: Option<&'a str>,
+    /// OpenAI API shape (`chat` or `responses`), when recorded.
+    pub openai_api: Option<&'a str>,
 }
 
 /// A non-empty environment variable.
@@ -114,6 +116,7 @@ pub async fn select_for_session(
         provider: &header.provider,
         model: &header.model,
         base_url: header.base_url.as_deref(),
+        openai_api: header.openai_api.as_deref(),
     };
     let selection = select(args, config, Some(recorded)).await?;
     if let Some(note) = endpoint_note(args, config, &recorded, selection.endpoint.as_deref()) {
@@ -206,10 +209,9 @@ pub async fn select(
         .as_deref()
         .or(recorded.map(|r| r.model))
         .or(configured_model);
-    // The recorded endpoint belongs to the recorded provider.
-    let recorded_url = recorded
-        .filter(|r| Some(r.provider) == provider)
-        .and_then(|r| r.base_url);
+    // The recorded endpoint (and API shape) belong to the recorded provider.
+    let same_provider = recorded.filter(|r| Some(r.provider) == provider);
+    let recorded_url = same_provider.and_then(|r| r.base_url);
     let knobs = Knobs {
         retry: retry_policy(config),
         idle_timeout: idle_timeout(config),
@@ -218,7 +220,12 @@ pub async fn select(
         transport_flag: args.openai_transport.is_some(),
         flag_base_url: args.base_url.clone(),
     };
-    let openai_args = with_openai_config(args, config, recorded_url);
+    let openai_args = with_openai_config(
+        args,
+        config,
+        recorded_url,
+        same_provider.and_then(|r| r.openai_api),
+    );
     let mut anthropic_args = args.clone();
     anthropic_args.base_url = args.base_url.clone().or(recorded_url.map(str::to_owned));
     match provider {
@@ -237,11 +244,16 @@ pub async fn select(
     }
 }
 
-/// The run flags with the recorded endpoint and `[openai]` settings filling
-/// what no flag gave. Only the OpenAI provider reads the result, so
-/// `[openai]` never affects Anthropic (whose thinking budget comes from the
-/// flag alone).
-fn with_openai_config(args: &RunArgs, config: &Config, recorded_url: Option<&str>) -> RunArgs {
+/// The run flags with the recorded endpoint and API shape, then `[openai]`
+/// settings, filling what no flag gave. Only the OpenAI provider reads the
+/// result, so `[openai]` never affects Anthropic (whose thinking budget
+/// comes from the flag alone).
+fn with_openai_config(
+    args: &RunArgs,
+    config: &Config,
+    recorded_url: Option<&str>,
+    recorded_api: Option<&str>,
+) -> RunArgs {
     let openai = &config.openai;
     let mut merged = args.clone();
     merged.base_url = args
@@ -249,7 +261,11 @@ fn with_openai_config(args: &RunArgs, config: &Config, recorded_url: Option<&str
         .clone()
         .or_else(|| recorded_url.map(str::to_owned))
         .or_else(|| openai.base_url.clone());
-    merged.openai_api = args.openai_api.clone().or_else(|| Some(openai.api.clone()));
+    merged.openai_api = args
+        .openai_api
+        .clone()
+        .or_else(|| recorded_api.map(str::to_owned))
+        .or_else(|| Some(openai.api.clone()));
     merged.openai_transport = args
         .openai_transport
         .clone()

@@ -191,8 +191,6 @@ fn settings_reach_the_run() {
 /// --effective`, and reaches the stall timeout of a run.
 #[test]
 fn idle_timeout_key_reaches_the_stall_timeout() {
-    use etch_test_support::End;
-    use std::time::Duration;
     let ws = Workspace::new();
     let path = project_config(&ws, "[provider]\nidle_timeout_secs = \"soon\"\n");
     let check = ws.run(&["config", "check"]);
@@ -215,12 +213,7 @@ fn idle_timeout_key_reaches_the_stall_timeout() {
     project_config(&ws, "[provider]\nidle_timeout_secs = 1\n");
     let shown = ws.run(&["config", "show", "--effective"]).ok();
     assert!(shown.contains("idle_timeout_secs = 1"), "{shown}");
-    let stall = || Reply::Sse {
-        events: Vec::new(),
-        gap: Duration::ZERO,
-        end: End::Stall(Duration::from_secs(30)),
-    };
-    let server = FakeServer::start(vec![stall(), stall(), stall(), stall()]).unwrap();
+    let server = support::stalling_server();
     let base = format!("{}/v1", server.url());
     let out = ws.run(&["--provider", "openai", "--base-url", &base, "-p", "x"]);
     assert_eq!(out.code(), 1, "{}", out.stderr());

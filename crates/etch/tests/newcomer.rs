@@ -12,7 +12,7 @@ mod support;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-use etch_test_support::{FakeServer, Reply, chat_text};
+use etch_test_support::{FakeServer, Reply, chat_text, responses_text};
 use serde_json::Value;
 use support::{Workspace, jsonl};
 
@@ -71,6 +71,33 @@ fn resume_returns_to_the_recorded_endpoint() {
         moved.stderr()
     );
     assert_eq!(ws.session_files().len(), 1);
+}
+
+/// The API shape is part of the endpoint: a session run with the Responses
+/// API is resumed with it, not with the configured default.
+#[test]
+fn resume_keeps_the_recorded_api() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(responses_text("one")),
+        Reply::sse(responses_text("two")),
+    ])
+    .unwrap();
+    let url = format!("{}/v1", server.url());
+    let first = ws.run(&[
+        "--provider",
+        "openai",
+        "--openai-api",
+        "responses",
+        "--base-url",
+        &url,
+        "-p",
+        "hi",
+    ]);
+    assert_eq!(first.ok(), "one\n");
+    let id = id_of(&ws.only_session());
+    assert_eq!(ws.run(&["resume", &id, "-p", "again"]).ok(), "two\n");
+    assert_eq!(server.requests()[1].path, "/v1/responses");
 }
 
 /// A configured `[openai] base_url` that differs from the session's

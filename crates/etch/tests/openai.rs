@@ -287,12 +287,7 @@ fn huge_single_delta() {
 #[test]
 fn stalled_stream_times_out() {
     let ws = Workspace::new();
-    let stall = || Reply::Sse {
-        events: Vec::new(),
-        gap: Duration::ZERO,
-        end: End::Stall(Duration::from_secs(30)),
-    };
-    let server = FakeServer::start(vec![stall(), stall(), stall(), stall()]).unwrap();
+    let server = support::stalling_server();
     let base = format!("{}/v1", server.url());
     let out = support::Run(
         ws.command(&[

@@ -162,3 +162,14 @@ pub fn types(events: &[Value]) -> Vec<String> {
         .map(|e| e["type"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// A server whose every answer (the first try and three retries) starts a
+/// stream and then stays silent for 30 s, to exercise the idle timeout.
+pub fn stalling_server() -> etch_test_support::FakeServer {
+    let stall = || etch_test_support::Reply::Sse {
+        events: Vec::new(),
+        gap: std::time::Duration::ZERO,
+        end: etch_test_support::End::Stall(std::time::Duration::from_secs(30)),
+    };
+    etch_test_support::FakeServer::start(vec![stall(), stall(), stall(), stall()]).unwrap()
+}
