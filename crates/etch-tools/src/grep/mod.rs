@@ -74,7 +74,7 @@ impl GrepTool {
                         },
                         "glob": {
                             "type": "string",
-                            "description": "Only search files matching this glob: the file name when it has no /, else the path relative to the search directory or to the working directory (e.g. '*.rs', 'src/**/*.ts')"
+                            "description": "Optional. Only search files matching this glob: a file-name pattern when it has no /, else a path pattern relative to the search directory or the working directory. Leave it out to search every file."
                         },
                         "ignoreCase": {
                             "type": "boolean",
