@@ -1,0 +1,255 @@
+//! Commands a client sends to a session, one JSON object per line:
+//! `{"id":"c1","type":"prompt","message":"hi"}`.
+//!
+//! The `type` names and camelCase fields are Pi's RPC commands (the set
+//! etch implements); `id` is optional and echoed on the response and on
+//! every event the command causes. This module only declares the shapes;
+//! what a command does is the runtime's business.
+
+use serde::{Deserialize, Serialize};
+
+/// One command with its optional correlation id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Command {
+    /// Correlation id chosen by the client, echoed back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What to do.
+    #[serde(flatten)]
+    pub body: CommandBody,
+}
+
+/// The commands, tagged by `type` in snake_case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum CommandBody {
+    /// Start a run with `message`; acknowledged at once. While a run is
+    /// active, `streaming_behavior` says whether the text steers the run or
+    /// waits as a follow-up (without it, a prompt during a run is refused).
+    Prompt {
+        /// The user's text.
+        message: String,
+        /// What to do with the prompt when a run is already active.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        streaming_behavior: Option<StreamingBehavior>,
+    },
+    /// Queue text admitted at the next boundary after a tool batch.
+    Steer {
+        /// The steering text.
+        message: String,
+    },
+    /// Queue text to run after the current run would stop.
+    FollowUp {
+        /// The follow-up text.
+        message: String,
+    },
+    /// Cancel the active run (answered once the session is idle).
+    Abort,
+    /// Summarize older history into a `context.summary` event.
+    Compact {
+        /// Extra instruction for the summary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        custom_instructions: Option<String>,
+    },
+    /// Switch the model for later requests (`model.change`).
+    SetModel {
+        /// Provider name, e.g. `openai`.
+        provider: String,
+        /// Model name at that provider.
+        model_id: String,
+    },
+    /// Switch the reasoning effort for later requests.
+    SetThinkingLevel {
+        /// The new level.
+        level: ThinkingLevel,
+    },
+    /// How queued steering texts are admitted.
+    SetSteeringMode {
+        /// All at once, or one per boundary.
+        mode: QueueMode,
+    },
+    /// How queued follow-ups are admitted.
+    SetFollowUpMode {
+        /// All at once, or one per run.
+        mode: QueueMode,
+    },
+    /// Copy the branch ending at `entry_id` into a new session file.
+    Fork {
+        /// Event id the new session's context ends with.
+        entry_id: String,
+    },
+    /// Move the active leaf of the session tree to `entry_id`.
+    Navigate {
+        /// Event id to continue from.
+        entry_id: String,
+        /// Whether to summarize the branch being left.
+        #[serde(default)]
+        summarize: bool,
+    },
+    /// Start a new session.
+    NewSession {
+        /// Session the new one was started from, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_session: Option<String>,
+    },
+    /// Continue another session file instead.
+    SwitchSession {
+        /// Path of its JSONL file.
+        session_path: String,
+    },
+    /// Run a shell command outside a tool call; its output goes to the
+    /// model with the next prompt.
+    Bash {
+        /// The command line.
+        command: String,
+    },
+    /// The session's state: model, thinking level, streaming, queues.
+    GetState,
+    /// The messages of the active branch, as the model sees them.
+    GetMessages,
+    /// The session's counters (turns, calls, tokens, time).
+    GetSessionStats,
+    /// Write the session's transcript to a file.
+    Export {
+        /// Where to write it (default: beside the session file).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_path: Option<String>,
+    },
+}
+
+impl CommandBody {
+    /// The command's `type` as written on the wire, for responses.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Prompt { .. } => "prompt",
+            Self::Steer { .. } => "steer",
+            Self::FollowUp { .. } => "follow_up",
+            Self::Abort => "abort",
+            Self::Compact { .. } => "compact",
+            Self::SetModel { .. } => "set_model",
+            Self::SetThinkingLevel { .. } => "set_thinking_level",
+            Self::SetSteeringMode { .. } => "set_steering_mode",
+            Self::SetFollowUpMode { .. } => "set_follow_up_mode",
+            Self::Fork { .. } => "fork",
+            Self::Navigate { .. } => "navigate",
+            Self::NewSession { .. } => "new_session",
+            Self::SwitchSession { .. } => "switch_session",
+            Self::Bash { .. } => "bash",
+            Self::GetState => "get_state",
+            Self::GetMessages => "get_messages",
+            Self::GetSessionStats => "get_session_stats",
+            Self::Export { .. } => "export",
+        }
+    }
+}
+
+/// What a prompt sent during an active run becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamingBehavior {
+    /// Admitted at the next boundary after a tool batch.
+    Steer,
+    /// Run after the current run would stop.
+    FollowUp,
+}
+
+/// How a queue is drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueMode {
+    /// Every pending text at once (etch's default).
+    #[default]
+    All,
+    /// One text per boundary (Pi's option for RPC clients).
+    OneAtATime,
+}
+
+/// Reasoning effort levels a client may pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    /// No reasoning settings sent.
+    Off,
+    /// The provider's `none` effort.
+    None,
+    /// Minimal effort.
+    Minimal,
+    /// Low effort.
+    Low,
+    /// Medium effort.
+    Medium,
+    /// High effort.
+    High,
+    /// Extra-high effort.
+    Xhigh,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Parses one command line.
+    fn parse(value: serde_json::Value) -> Command {
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// Pi-shaped command lines parse, keep their id, and serialize back to
+    /// the same JSON.
+    #[test]
+    fn commands_round_trip() {
+        let lines = [
+            json!({"id": "1", "type": "prompt", "message": "hi"}),
+            json!({"id": "2", "type": "prompt", "message": "hi", "streamingBehavior": "followUp"}),
+            json!({"type": "steer", "message": "also this"}),
+            json!({"id": "3", "type": "follow_up", "message": "later"}),
+            json!({"id": "4", "type": "abort"}),
+            json!({"id": "5", "type": "compact", "customInstructions": "keep tests"}),
+            json!({"id": "6", "type": "set_model", "provider": "openai", "modelId": "gpt-5.5"}),
+            json!({"id": "7", "type": "set_thinking_level", "level": "high"}),
+            json!({"id": "8", "type": "set_steering_mode", "mode": "one-at-a-time"}),
+            json!({"id": "9", "type": "set_follow_up_mode", "mode": "all"}),
+            json!({"id": "10", "type": "fork", "entryId": "01J"}),
+            json!({"id": "11", "type": "navigate", "entryId": "01J", "summarize": true}),
+            json!({"id": "12", "type": "new_session"}),
+            json!({"id": "13", "type": "switch_session", "sessionPath": "/s.jsonl"}),
+            json!({"id": "14", "type": "bash", "command": "ls"}),
+            json!({"id": "15", "type": "get_state"}),
+            json!({"id": "16", "type": "get_messages"}),
+            json!({"id": "17", "type": "get_session_stats"}),
+            json!({"id": "18", "type": "export", "outputPath": "/t.html"}),
+        ];
+        for line in lines {
+            let command = parse(line.clone());
+            assert_eq!(command.body.name(), line["type"].as_str().unwrap());
+            assert_eq!(command.id.as_deref(), line["id"].as_str());
+            assert_eq!(serde_json::to_value(&command).unwrap(), line);
+        }
+        let navigate = parse(json!({"type": "navigate", "entryId": "x"}));
+        assert_eq!(
+            navigate.body,
+            CommandBody::Navigate {
+                entry_id: "x".into(),
+                summarize: false
+            }
+        );
+    }
+
+    /// Unknown commands, missing fields and bad enum values are errors a
+    /// front end can answer with the line's id.
+    #[test]
+    fn bad_commands_are_errors() {
+        for bad in [
+            json!({"id": "1", "type": "teleport"}),
+            json!({"id": "2", "type": "prompt"}),
+            json!({"id": "3", "type": "set_steering_mode", "mode": "some"}),
+            json!({"id": "4"}),
+        ] {
+            assert!(serde_json::from_value::<Command>(bad).is_err());
+        }
+    }
+}
