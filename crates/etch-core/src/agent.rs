@@ -238,6 +238,12 @@ impl Agent {
                 });
             }
             if round >= self.config.max_tool_rounds {
+                // Steering drained in the last allowed round is never lost:
+                // it goes into the log, so the `etch resume` the error
+                // suggests answers it.
+                for text in pending_prompts.drain(..) {
+                    state.user(text)?;
+                }
                 return Err(ToolRoundLimitError {
                     limit: self.config.max_tool_rounds,
                     session_id: state.writer.session_id().to_string(),

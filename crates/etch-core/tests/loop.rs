@@ -692,6 +692,41 @@ async fn steering_is_admitted_after_a_tool_batch() {
     );
 }
 
+/// Steering drained in the last allowed round is not dropped: the round
+/// limit still ends the run, but the text is in the log as a user message,
+/// where a resumed run answers it.
+#[tokio::test]
+async fn steering_in_the_last_round_is_kept() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let client = Scripted::new(vec![call_pass(&[(
+        "c1",
+        "reader",
+        r#"{"ms": 0, "text": "x"}"#,
+    )])]);
+    let mut f = fixture(client.clone(), vec![Sleeper::new("reader", false, log)], 1);
+    let mut rec = Recorder {
+        steering: vec!["and then y".into()],
+        ..Recorder::default()
+    };
+    let err = f
+        .run("go", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::ToolRoundLimit(_)), "{err}");
+    assert_eq!(
+        logged_types(&f.writer),
+        [
+            "message.user",
+            "message.assistant",
+            "message.tool",
+            "message.user"
+        ]
+    );
+    let loaded = etch_session::load_session(f.writer.path()).unwrap();
+    let projected = etch_session::project_messages(&loaded).messages;
+    assert_eq!(*projected.last().unwrap(), Message::user_text("and then y"));
+}
+
 /// A compaction policy that keeps only the last two messages raw, counting
 /// a token per four bytes; `auto` with a threshold of one token compacts
 /// before every request.
