@@ -377,3 +377,19 @@ pub fn close_dangling_calls(
     }
     Ok(dangling.len())
 }
+
+/// Compile-time proof that a run can move across threads: a server or RPC
+/// task spawns it on a multi-threaded runtime, which needs a `Send` future.
+/// Never called; it only has to type-check.
+#[allow(dead_code)]
+fn run_future_is_send(
+    agent: &Agent,
+    writer: &mut SessionWriter,
+    history: &mut Vec<Message>,
+    observer: &mut dyn Observer,
+    cancel: &CancellationToken,
+) {
+    /// Accepts only `Send` values.
+    fn send<T: Send>(_: T) {}
+    send(agent.run(writer, history, String::new(), observer, cancel));
+}

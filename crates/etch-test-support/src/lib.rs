@@ -10,6 +10,11 @@
 //! helpers format the streaming wire formats of those APIs so tests need not
 //! spell them out.
 //!
+//! Every model request is also checked against the tool-pairing invariant
+//! of [`invariants`] (each tool result follows its call): a request that
+//! breaks it is answered with 400 and fails the test when the server is
+//! dropped, as a real provider would refuse it.
+//!
 //! This crate owns the HTTP/1.1 plumbing (request parsing, keep-alive, chunked
 //! encoding, the WebSocket upgrade), the scripting model and the frame helpers.
 //! It must not know etch's own types (providers, sessions, tools, configuration)
@@ -21,6 +26,7 @@
 
 pub mod frames;
 mod http;
+pub mod invariants;
 mod recorded;
 mod reply;
 mod server;

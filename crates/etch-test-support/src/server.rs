@@ -9,6 +9,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::http;
+use crate::invariants;
 use crate::recorded::Recorded;
 use crate::reply::{self, Next, Reply};
 use crate::ws;
@@ -63,6 +64,8 @@ struct State {
     replies: VecDeque<Reply>,
     /// Every request received so far, in order.
     requests: Vec<Recorded>,
+    /// Requests that broke the tool-pairing invariant, and how.
+    violations: Vec<String>,
     /// Set by `Drop`; threads check it to stop.
     stopping: bool,
     /// A clone of every open connection's socket by connection number, so `Drop`
@@ -96,12 +99,31 @@ impl Shared {
         !state.stopping
     }
 
-    /// Records a request and takes the reply scripted for it, if any.
+    /// Records a request and takes the reply scripted for it, if any. A
+    /// model request whose tool results do not follow their calls uses up
+    /// its reply but is answered with 400, and is remembered as a violation.
     fn record(&self, request: Recorded) -> Option<Reply> {
+        let violation = (request.method == "POST")
+            .then(|| invariants::tool_pairing_violation(&request.body))
+            .flatten();
         let reply = {
             let mut state = self.lock();
+            let number = state.requests.len() + 1;
             state.requests.push(request);
-            state.replies.pop_front()
+            let scripted = state.replies.pop_front();
+            match violation {
+                Some(problem) => {
+                    let message = format!(
+                        "etch-test-support: request {number} breaks the tool-pairing invariant: {problem}"
+                    );
+                    state.violations.push(message.clone());
+                    Some(Reply::json(
+                        400,
+                        &serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}}),
+                    ))
+                }
+                None => scripted,
+            }
         };
         self.changed.notify_all();
         reply
@@ -131,6 +153,7 @@ impl FakeServer {
             state: Mutex::new(State {
                 replies: replies.into(),
                 requests: Vec::new(),
+                violations: Vec::new(),
                 stopping: false,
                 open: HashMap::new(),
             }),
@@ -164,6 +187,12 @@ impl FakeServer {
         self.shared.lock().requests.clone()
     }
 
+    /// The requests that broke the tool-pairing invariant, each saying how
+    /// (empty when every request was well formed).
+    pub fn violations(&self) -> Vec<String> {
+        self.shared.lock().violations.clone()
+    }
+
     /// Blocks until at least `n` requests have been received or `timeout` has
     /// passed, then returns every request received so far — which may be fewer
     /// than `n` on timeout, so tests should assert on the length.
@@ -184,13 +213,14 @@ impl Drop for FakeServer {
     /// of its own and joins it. If that wake-up connection cannot be made the
     /// accept thread is left detached rather than risking a hang.
     fn drop(&mut self) {
-        {
+        let violations = {
             let mut state = self.shared.lock();
             state.stopping = true;
             for stream in state.open.values() {
                 let _ = stream.shutdown(Shutdown::Both);
             }
-        }
+            std::mem::take(&mut state.violations)
+        };
         self.shared.changed.notify_all();
         let woke = TcpStream::connect_timeout(&self.addr, WAKE_TIMEOUT).is_ok();
         if let Some(accept) = self.accept.take()
@@ -198,6 +228,13 @@ impl Drop for FakeServer {
         {
             let _ = accept.join();
         }
+        // A malformed conversation fails the test that produced it even if
+        // the test did not look at the 400 it got; never a second panic.
+        assert!(
+            violations.is_empty() || thread::panicking(),
+            "{}",
+            violations.join("\n")
+        );
     }
 }
 

@@ -485,3 +485,43 @@ fn unused_server_drops_cleanly() {
     drop(server);
     TcpListener::bind(addr).unwrap();
 }
+
+/// A model request whose tool result answers no call is answered with 400
+/// (using up its scripted reply), listed in `violations`, and fails the
+/// test when the server is dropped; a well-formed one is served as
+/// scripted.
+#[test]
+fn tool_results_must_follow_their_calls() {
+    let server = FakeServer::start(vec![
+        Reply::json(200, &json!({"ok": 1})),
+        Reply::json(200, &json!({"ok": 2})),
+    ])
+    .unwrap();
+    let mut client = Client::connect(&server);
+    let good = json!({"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "x"}
+    ]});
+    client.post_json("/v1/chat/completions", &good.to_string());
+    assert_eq!(client.response().status, 200);
+    let bad = json!({"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "x"}
+    ]});
+    client.post_json("/v1/chat/completions", &bad.to_string());
+    let response = client.response();
+    assert_eq!(response.status, 400);
+    assert!(response.text().contains("ghost"), "{}", response.text());
+    let violations = server.violations();
+    assert_eq!(violations.len(), 1);
+    assert!(violations[0].contains("request 2"), "{}", violations[0]);
+    drop(client);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(server)));
+    let message = dropped.unwrap_err();
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("tool-pairing invariant"), "{text}");
+}
