@@ -85,6 +85,7 @@ impl Log {
                 tool_name: name.into(),
                 content: vec![ContentPart::text(text)],
                 is_error: false,
+                details: None,
             },
         )
     }

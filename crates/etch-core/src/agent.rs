@@ -11,7 +11,7 @@ use etch_model::{
 };
 use etch_session::event::{AssistantData, ReasoningData, ResponseData, ToolData, UserData};
 use etch_session::{LoadedSession, SessionWriter, dangling_tool_calls, types};
-use etch_tool::ToolRegistry;
+use etch_tool::{CallOrigin, ToolRegistry};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -72,11 +72,11 @@ pub(crate) struct RunState<'a> {
 }
 
 impl RunState<'_> {
-    /// Appends one event and hands its line to the observer.
-    fn append<T: Serialize>(&mut self, kind: &str, data: &T) -> Result<(), RunError> {
+    /// Appends one event, hands its line to the observer and returns its id.
+    fn append<T: Serialize>(&mut self, kind: &str, data: &T) -> Result<String, RunError> {
         let appended = self.writer.append(kind, data)?;
         self.observer.durable_line(&appended.line);
-        Ok(())
+        Ok(appended.id)
     }
 
     /// Appends a user message and emits its start/end events.
@@ -108,6 +108,7 @@ impl RunState<'_> {
                 tool_name: call.name.clone(),
                 content: content.clone(),
                 is_error: result.is_error,
+                details: result.details,
             },
         )?;
         let message = Message::Tool {
@@ -209,11 +210,17 @@ impl Agent {
             let final_text = etch_model::content::joined_text(&pass.content);
             let mut tool_results = 0;
             if !calls.is_empty() {
+                let origin = CallOrigin {
+                    session_id: state.writer.session_id().to_owned(),
+                    session_path: state.writer.path().to_path_buf(),
+                    assistant_event_id: pass.assistant_event_id.clone(),
+                };
                 let env = BatchEnv {
                     registry: &self.tools,
                     cwd: &self.config.cwd,
                     temp_dir: &self.config.temp_dir,
                     cancel,
+                    origin: &origin,
                 };
                 let (results, cancelled) =
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
@@ -301,7 +308,7 @@ impl Agent {
                     .collect(),
             ),
         };
-        state.append(
+        pass.assistant_event_id = state.append(
             types::MESSAGE_ASSISTANT,
             &AssistantData {
                 content: content.clone(),
@@ -371,6 +378,7 @@ pub fn close_dangling_calls(
                 tool_name: call.name.clone(),
                 content: vec![ContentPart::text(format!("tool error: {ABORTED}"))],
                 is_error: true,
+                details: None,
             },
         )?;
         observer.durable_line(&appended.line);

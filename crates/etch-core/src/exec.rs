@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etch_model::ToolCall;
-use etch_tool::{Access, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use etch_tool::{
+    Access, CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -31,13 +33,16 @@ pub const ABORTED: &str = "Operation aborted";
 /// their tasks are dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-/// The result of one call as the model will see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The result of one call as the model will see it, with the tool's
+/// structured details (logged and shown, never sent to the model).
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallResult {
     /// Result text; failures start with `tool error: `.
     pub text: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Structured data the tool returned beside the text.
+    pub details: Option<Value>,
 }
 
 impl CallResult {
@@ -46,6 +51,7 @@ impl CallResult {
         Self {
             text: format!("tool error: {message}"),
             is_error: true,
+            details: None,
         }
     }
 
@@ -55,6 +61,7 @@ impl CallResult {
             Ok(out) => Self {
                 text: out.text,
                 is_error: false,
+                details: out.details,
             },
             Err(err) => Self::error(&err.0),
         }
@@ -72,6 +79,8 @@ pub struct BatchEnv<'a> {
     pub temp_dir: &'a Path,
     /// Run cancellation.
     pub cancel: &'a CancellationToken,
+    /// The session and assistant message the calls belong to.
+    pub origin: &'a CallOrigin,
 }
 
 /// A call that passed preflight.
@@ -94,6 +103,12 @@ fn preflight(
     let Some(tool) = registry.get(&call.name) else {
         return Err(CallResult::error(&format!("Tool {} not found", call.name)));
     };
+    if !tool.available() {
+        return Err(CallResult::error(&format!(
+            "Tool {} is not available any more (the process behind it stopped); do without it",
+            call.name
+        )));
+    }
     if let Some(err) = argument_error {
         return Err(CallResult::error(&format!(
             "could not parse the arguments of tool {}: {err}; send the arguments as one JSON object",
@@ -141,6 +156,7 @@ pub async fn run_batch<S: BuildHasher>(
                     text: &result.text,
                     is_error: true,
                     elapsed: Duration::ZERO,
+                    details: None,
                 });
                 results[i] = Some(result);
                 pending.push(None);
@@ -195,6 +211,7 @@ async fn schedule(
                         cancel: env.cancel.child_token(),
                         progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone()),
                         temp_dir: PathBuf::from(env.temp_dir),
+                        origin: env.origin.clone(),
                     };
                     let handle = set.spawn(async move {
                         let started = Instant::now();
@@ -234,6 +251,7 @@ async fn schedule(
                         text: &result.text,
                         is_error: result.is_error,
                         elapsed,
+                        details: result.details.as_ref(),
                     });
                     results[i] = Some(result);
                 }
@@ -249,6 +267,7 @@ async fn schedule(
                             text: &result.text,
                             is_error: true,
                             elapsed: Duration::ZERO,
+                            details: None,
                         });
                         results[i] = Some(result);
                     }

@@ -82,6 +82,8 @@ pub enum AgentEvent<'a> {
         is_error: bool,
         /// How long it ran.
         elapsed: Duration,
+        /// Structured data the tool returned beside the text.
+        details: Option<&'a serde_json::Value>,
     },
     /// The round ended.
     TurnEnd {

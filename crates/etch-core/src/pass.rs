@@ -35,6 +35,9 @@ pub struct Pass {
     pub outcome: Option<Result<StopReason, ModelError>>,
     /// Argument parse errors by call id, for calls whose JSON was invalid.
     pub argument_errors: HashMap<String, String>,
+    /// Id of the `message.assistant` event the pass was logged as, once it
+    /// is (tools receive it as the origin of their call).
+    pub assistant_event_id: String,
 }
 
 /// A tool call being assembled from deltas.

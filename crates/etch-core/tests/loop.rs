@@ -1021,3 +1021,96 @@ async fn failed_auto_compaction_is_not_repeated_each_round() {
         "{ends:?}"
     );
 }
+
+/// A tool that records where its call came from and answers with details,
+/// or, when `alive` is false, says it is not available.
+struct Witness {
+    /// Spec of the tool.
+    spec: etch_model::ToolSpec,
+    /// Whether the tool can run.
+    alive: bool,
+    /// The origins of the calls it ran.
+    seen: Arc<Mutex<Vec<etch_tool::CallOrigin>>>,
+}
+
+impl Witness {
+    /// A tool called `name`.
+    fn new(name: &str, alive: bool, seen: Arc<Mutex<Vec<etch_tool::CallOrigin>>>) -> Arc<Self> {
+        Arc::new(Self {
+            spec: etch_model::ToolSpec {
+                name: name.into(),
+                description: "witness".into(),
+                parameters: json!({"type": "object"}),
+            },
+            alive,
+            seen,
+        })
+    }
+}
+
+impl Tool for Witness {
+    fn spec(&self) -> &etch_model::ToolSpec {
+        &self.spec
+    }
+    fn available(&self) -> bool {
+        self.alive
+    }
+    fn execute(&self, _args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        self.seen.lock().unwrap().push(ctx.origin);
+        Box::pin(async { Ok(ToolOutput::text("seen").with_details(json!({"lines": [1, 2]}))) })
+    }
+}
+
+/// Tools learn the session and the assistant event their call came from;
+/// their details are logged beside the text (and never sent to the
+/// model); a tool that is not available is not offered, and a call to it
+/// gets an error result without running.
+#[tokio::test]
+async fn tools_get_their_origin_and_return_details() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let client = Scripted::new(vec![
+        call_pass(&[("c1", "witness", "{}"), ("c2", "dead", "{}")]),
+        text_pass("done"),
+    ]);
+    let mut f = fixture(
+        client.clone(),
+        vec![
+            Witness::new("witness", true, Arc::clone(&seen)),
+            Witness::new("dead", false, Arc::clone(&seen)),
+        ],
+        32,
+    );
+    f.run("go", &mut Recorder::default(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let requests = client.requests.lock().unwrap();
+    let offered: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["witness"]);
+    let loaded = load_session(f.writer.path()).unwrap();
+    let assistant = loaded
+        .events
+        .iter()
+        .find(|e| e.kind == types::MESSAGE_ASSISTANT)
+        .unwrap();
+    let origins = seen.lock().unwrap();
+    assert_eq!(origins.len(), 1, "the dead tool must not run");
+    assert_eq!(origins[0].session_id, f.writer.session_id());
+    assert_eq!(origins[0].session_path, f.writer.path());
+    assert_eq!(origins[0].assistant_event_id, assistant.id);
+    let results: Vec<Value> = loaded
+        .events
+        .iter()
+        .filter(|e| e.kind == types::MESSAGE_TOOL)
+        .map(|e| serde_json::from_str(e.data.get()).unwrap())
+        .collect();
+    assert_eq!(results[0]["details"], json!({"lines": [1, 2]}));
+    assert!(
+        results[1]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Tool dead is not available")
+    );
+    assert!(results[1].get("details").is_none());
+    let replayed = format!("{:?}", requests[1].messages);
+    assert!(!replayed.contains("lines"), "{replayed}");
+}

@@ -168,6 +168,10 @@ pub struct ToolData {
     /// Whether the call failed.
     #[serde(default)]
     pub is_error: bool,
+    /// Structured data the tool returned beside the text (the edit diff as
+    /// lines); for display, never replayed to a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 /// `model.reasoning` data (G4).

@@ -18,4 +18,4 @@ pub mod tool;
 
 pub use access::Access;
 pub use registry::{RegistryError, ToolRegistry};
-pub use tool::{ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+pub use tool::{CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};

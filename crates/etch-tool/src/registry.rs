@@ -69,9 +69,14 @@ impl ToolRegistry {
         self.tools.get(name)
     }
 
-    /// Specs of every tool, sorted by name, as sent to the model.
+    /// Specs of every tool that is available now, sorted by name, as sent
+    /// to the model: a tool whose backing process died is not offered.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec().clone()).collect()
+        self.tools
+            .values()
+            .filter(|t| t.available())
+            .map(|t| t.spec().clone())
+            .collect()
     }
 
     /// Names of every tool, sorted.

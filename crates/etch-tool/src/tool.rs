@@ -30,6 +30,26 @@ pub trait Tool: Send + Sync {
     /// Runs the call. Must return promptly once `ctx.cancel` fires, leaving no
     /// child process or half-written file behind.
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_>;
+
+    /// Whether the tool can run now. A tool whose backing process died (a
+    /// plugin) says no, and the registry stops offering it to the model;
+    /// built-in tools always can.
+    fn available(&self) -> bool {
+        true
+    }
+}
+
+/// Where a call comes from: the session and the assistant message that
+/// asked for it, for tools that act on the session (subagents fork from
+/// it, plugins log against it). Empty outside a session (`etch tool`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOrigin {
+    /// The session's id.
+    pub session_id: String,
+    /// The session file.
+    pub session_path: PathBuf,
+    /// Id of the `message.assistant` event holding the call.
+    pub assistant_event_id: String,
 }
 
 /// Everything a running call may use besides its arguments.
@@ -45,6 +65,8 @@ pub struct ToolContext {
     pub progress: ProgressSink,
     /// Session temp directory for large outputs (`.etch/tmp/<session-id>/`).
     pub temp_dir: PathBuf,
+    /// The session and assistant message the call belongs to.
+    pub origin: CallOrigin,
 }
 
 /// Receives partial results of running calls (`tool_execution_update`).
@@ -74,16 +96,37 @@ impl ProgressSink {
 }
 
 /// A successful result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The text the model receives.
     pub text: String,
+    /// Structured data beside the text for front ends and the log (the
+    /// edit diff as lines with their kind), never sent to the model.
+    pub details: Option<Value>,
 }
 
 impl ToolOutput {
     /// Wraps result text.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            details: None,
+        }
+    }
+
+    /// Adds structured details.
+    ///
+    /// (A plain `String` converts into a text-only output.)
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        Self::text(text)
     }
 }
 

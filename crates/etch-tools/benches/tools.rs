@@ -26,6 +26,7 @@ fn ctx(cwd: &Path) -> ToolContext {
         cancel: CancellationToken::new(),
         progress: ProgressSink::default(),
         temp_dir: cwd.join("tmp"),
+        origin: etch_tool::CallOrigin::default(),
     }
 }
 

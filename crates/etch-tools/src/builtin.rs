@@ -48,7 +48,7 @@ pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Opti
 
 /// A registry holding the named built-ins (duplicates ignored).
 pub fn registry(names: &[&str], options: &BuiltinOptions) -> Result<ToolRegistry, UnknownTool> {
-    let locks = MutationLocks::new();
+    let locks = MutationLocks::shared();
     let mut registry = ToolRegistry::new();
     for name in names {
         if registry.get(name).is_some() {

@@ -25,6 +25,34 @@ pub fn unified(old: &str, new: &str, path: &str) -> String {
     cap(&text)
 }
 
+/// A diff made by this module as data for front ends: one
+/// `{"kind","text"}` object per line, `kind` being `header` (the `---`/`+++`
+/// lines), `hunk` (`@@`), `context`, `removed`, `added` or `note` (the cap
+/// notice), and `text` the line without its diff prefix. A front end can
+/// colour it without parsing diff syntax.
+pub fn as_data(diff: &str) -> serde_json::Value {
+    let lines: Vec<serde_json::Value> = diff
+        .lines()
+        .map(|line| {
+            let (kind, text) = if line.starts_with("---") || line.starts_with("+++") {
+                ("header", line)
+            } else if line.starts_with("@@") {
+                ("hunk", line)
+            } else if let Some(rest) = line.strip_prefix('-') {
+                ("removed", rest)
+            } else if let Some(rest) = line.strip_prefix('+') {
+                ("added", rest)
+            } else if let Some(rest) = line.strip_prefix(' ') {
+                ("context", rest)
+            } else {
+                ("note", line)
+            };
+            serde_json::json!({"kind": kind, "text": text})
+        })
+        .collect();
+    serde_json::Value::Array(lines)
+}
+
 /// One replaced region: its byte range in the old text and in the new text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {

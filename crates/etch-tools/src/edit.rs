@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use etch_model::ToolSpec;
-use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture};
+use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -380,7 +380,7 @@ fn ambiguous(i: usize, n: usize, shown: &str) -> ToolError {
 }
 
 /// Runs an edit call on disk.
-fn edit_file(cwd: &Path, a: &EditArgs) -> Result<String, ToolError> {
+fn edit_file(cwd: &Path, a: &EditArgs) -> Result<ToolOutput, ToolError> {
     let edits = collect_edits(a)?;
     let shown = &a.path;
     let target = paths::mutation_target(cwd, shown)?;
@@ -411,17 +411,21 @@ fn edit_file(cwd: &Path, a: &EditArgs) -> Result<String, ToolError> {
     } else {
         String::new()
     };
+    let details =
+        serde_json::json!({"path": shown, "dryRun": a.dry_run, "diff": diff::as_data(&plan.diff)});
     if a.dry_run {
-        return Ok(format!(
+        return Ok(ToolOutput::text(format!(
             "Dry run: would replace {n} block(s) in {shown}{note}.\n\n{}",
             plan.diff
-        ));
+        ))
+        .with_details(details));
     }
     fsutil::atomic_write(&target, plan.new_content.as_bytes(), shown)?;
-    Ok(format!(
+    Ok(ToolOutput::text(format!(
         "Successfully replaced {n} block(s) in {shown}{note}.\n\n{}",
         plan.diff
     ))
+    .with_details(details))
 }
 
 impl Tool for EditTool {
@@ -466,8 +470,33 @@ mod tests {
         let mut args = args;
         args["path"] = json!("f.txt");
         let a: EditArgs = serde_json::from_value(args).unwrap();
-        let out = edit_file(d.path(), &a);
+        let out = edit_file(d.path(), &a).map(|o| o.text);
         (out, std::fs::read(d.path().join("f.txt")).unwrap())
+    }
+
+    /// The result carries the diff as data: one object per line with its
+    /// kind, so a front end colours it without parsing diff syntax.
+    #[test]
+    fn details_carry_the_diff_as_lines() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f.txt"), "one\ntwo\nthree\n").unwrap();
+        let a: EditArgs =
+            serde_json::from_value(json!({"path": "f.txt", "oldText": "two", "newText": "2"}))
+                .unwrap();
+        let out = edit_file(d.path(), &a).unwrap();
+        let details = out.details.unwrap();
+        assert_eq!(details["path"], "f.txt");
+        assert_eq!(details["dryRun"], false);
+        let lines = details["diff"].as_array().unwrap();
+        let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "header", "header", "hunk", "context", "removed", "added", "context"
+            ]
+        );
+        assert_eq!(lines[4]["text"], "two");
+        assert_eq!(lines[5]["text"], "2");
     }
 
     /// C2: exact result line plus the hunked diff; untouched bytes stay.

@@ -455,6 +455,7 @@ mod tests {
             cancel: CancellationToken::new(),
             progress: etch_tool::ProgressSink::default(),
             temp_dir: cwd.join(".etch/tmp"),
+            origin: etch_tool::CallOrigin::default(),
         };
         rt.block_on(FindTool::new().execute(args, ctx))
             .map(|o| o.text)

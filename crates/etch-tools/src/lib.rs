@@ -44,6 +44,7 @@ pub(crate) mod testutil {
             cancel: CancellationToken::new(),
             progress: ProgressSink::default(),
             temp_dir: std::env::temp_dir(),
+            origin: etch_tool::CallOrigin::default(),
         }
     }
 }

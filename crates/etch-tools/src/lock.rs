@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use etch_tool::{Access, ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
@@ -27,6 +27,19 @@ impl MutationLocks {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The process-wide table: every registry built in this process (a
+    /// run's, a subagent's, a plugin host's) takes the same locks, so two
+    /// of them never interleave mutations of one file.
+    pub fn shared() -> Self {
+        static SHARED: OnceLock<MutationLocks> = OnceLock::new();
+        SHARED.get_or_init(Self::new).clone()
+    }
+
+    /// Whether two handles lock through one table.
+    pub fn same_table(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.table, &other.table)
     }
 
     /// Waits for exclusive access to `path`; released when the guard drops.
@@ -50,7 +63,7 @@ pub fn path_write_access(args: &Value, cwd: &Path) -> Access {
 /// Runs the blocking mutation `work` of the file `raw` under its per-path
 /// lock, after checking the mutation policy and, once the lock is held, that
 /// the call was not cancelled meanwhile. `tool` names the tool in messages.
-pub async fn locked_mutation<F>(
+pub async fn locked_mutation<F, T>(
     locks: &MutationLocks,
     ctx: &ToolContext,
     raw: &str,
@@ -58,7 +71,8 @@ pub async fn locked_mutation<F>(
     work: F,
 ) -> Result<ToolOutput, ToolError>
 where
-    F: FnOnce() -> Result<String, ToolError> + Send + 'static,
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+    T: Into<ToolOutput> + Send + 'static,
 {
     let target = paths::mutation_target(&ctx.cwd, raw)?;
     let _guard = locks.lock(&target).await;
@@ -68,13 +82,20 @@ where
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| ToolError::new(format!("{tool} failed: {e}")))?
-        .map(ToolOutput::text)
+        .map(Into::into)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Every `shared()` handle is one process-wide table; `new()` is not.
+    #[test]
+    fn shared_locks_are_one_table() {
+        assert!(MutationLocks::shared().same_table(&MutationLocks::shared()));
+        assert!(!MutationLocks::shared().same_table(&MutationLocks::new()));
+    }
 
     /// A second locker of the same path waits; another path does not.
     #[tokio::test]

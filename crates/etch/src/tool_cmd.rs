@@ -239,6 +239,7 @@ pub async fn run(cwd: &Path, command: ToolCommand) -> Result<(), Failure> {
             .join(".etch")
             .join("tmp")
             .join("cli"),
+        origin: etch_tool::CallOrigin::default(),
     };
     let result = tool.execute(args, ctx).await;
     watcher.abort();

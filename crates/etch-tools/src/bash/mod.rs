@@ -154,6 +154,7 @@ mod testutil {
             cancel: CancellationToken::new(),
             progress: ProgressSink::default(),
             temp_dir: dir.path().join("tmp"),
+            origin: etch_tool::CallOrigin::default(),
         }
     }
 

@@ -296,6 +296,7 @@ mod testutil {
             cancel: CancellationToken::new(),
             progress: etch_tool::ProgressSink::default(),
             temp_dir: cwd.join(".etch/tmp"),
+            origin: etch_tool::CallOrigin::default(),
         };
         rt.block_on(GrepTool::new().execute(args, ctx))
             .map(|o| o.text)
