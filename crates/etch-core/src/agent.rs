@@ -238,6 +238,12 @@ impl Agent {
                 tool_results,
             });
             pending_prompts = state.observer.drain_steering();
+            // After a tool batch each steering prompt is its own message, in
+            // typed order; what is left when the model had finished becomes
+            // one combined follow-up, joined by a blank line (G8, C21).
+            if calls.is_empty() && pending_prompts.len() > 1 {
+                pending_prompts = vec![pending_prompts.join("\n\n")];
+            }
             if calls.is_empty() && pending_prompts.is_empty() {
                 return Ok(RunOutcome {
                     final_text,

@@ -119,6 +119,16 @@ pub enum AgentEvent<'a> {
         /// Why the request failed.
         reason: &'a str,
     },
+    /// Retrying ended (Pi's `auto_retry_end`): the request went through
+    /// (`final_error` is `None`) or the retries ran out.
+    RetryEnd {
+        /// Whether a retried request went through.
+        success: bool,
+        /// The last retry made.
+        attempt: u32,
+        /// Why the last attempt failed, when it did.
+        final_error: Option<&'a str>,
+    },
     /// The run ended; `error` says why when it did not succeed.
     AgentEnd {
         /// Failure message, if any.

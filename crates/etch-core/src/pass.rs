@@ -60,6 +60,8 @@ pub async fn collect(
     let mut calls: HashMap<usize, PartialCall> = HashMap::new();
     let mut text_open = false;
     let mut reasoning: Option<String> = None;
+    // The last retry announced and not yet settled.
+    let mut retrying: Option<u32> = None;
     loop {
         let event = tokio::select! {
             biased;
@@ -73,6 +75,23 @@ pub async fn collect(
             )));
             break;
         };
+        if let Some(attempt) = retrying
+            && !matches!(
+                event,
+                StreamEvent::Retrying { .. } | StreamEvent::Metrics(_)
+            )
+        {
+            retrying = None;
+            let final_error = match &event {
+                StreamEvent::Error(err) => Some(err.message.as_str()),
+                _ => None,
+            };
+            observer.agent_event(&AgentEvent::RetryEnd {
+                success: final_error.is_none(),
+                attempt,
+                final_error,
+            });
+        }
         match event {
             StreamEvent::TextStart | StreamEvent::TextEnd => text_open = false,
             StreamEvent::TextDelta(delta) => {
@@ -138,12 +157,15 @@ pub async fn collect(
                 max_retries,
                 delay_ms,
                 reason,
-            } => observer.agent_event(&AgentEvent::Retrying {
-                attempt,
-                max_retries,
-                delay: Duration::from_millis(delay_ms),
-                reason: &reason,
-            }),
+            } => {
+                retrying = Some(attempt);
+                observer.agent_event(&AgentEvent::Retrying {
+                    attempt,
+                    max_retries,
+                    delay: Duration::from_millis(delay_ms),
+                    reason: &reason,
+                });
+            }
             StreamEvent::Error(err) => {
                 pass.outcome = Some(Err(err));
                 break;

@@ -209,6 +209,9 @@ impl Observer for Recorder {
                 format!("compaction_end:{trigger}:{how}")
             }
             AgentEvent::Retrying { attempt, .. } => format!("retrying:{attempt}"),
+            AgentEvent::RetryEnd {
+                success, attempt, ..
+            } => format!("retry_end:{attempt}:{success}"),
             AgentEvent::AgentEnd { .. } => "agent_end".to_string(),
         };
         self.events.push(name);
@@ -1113,4 +1116,72 @@ async fn tools_get_their_origin_and_return_details() {
     assert!(results[1].get("details").is_none());
     let replayed = format!("{:?}", requests[1].messages);
     assert!(!replayed.contains("lines"), "{replayed}");
+}
+
+/// A provider retry is visible: each announced retry is an event, and the
+/// first real event after them ends the retrying with success; a pass
+/// whose retries ran out ends it with the final error.
+#[tokio::test]
+async fn retries_start_and_end() {
+    let retry = |attempt| StreamEvent::Retrying {
+        attempt,
+        max_retries: 3,
+        delay_ms: 10,
+        reason: "503".into(),
+    };
+    let mut recovered = vec![retry(1), retry(2)];
+    recovered.extend(text_pass("ok"));
+    let gave_up = vec![
+        retry(1),
+        StreamEvent::Error(ModelError::new(ErrorKind::Transient, "503 again")),
+    ];
+    let client = Scripted::new(vec![recovered, gave_up]);
+    let mut f = fixture(client, vec![], 32);
+    let mut rec = Recorder::default();
+    f.run("a", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    let retry_events: Vec<&String> = rec
+        .events
+        .iter()
+        .filter(|e| e.starts_with("retry"))
+        .collect();
+    assert_eq!(
+        retry_events,
+        ["retrying:1", "retrying:2", "retry_end:2:true"]
+    );
+    let mut rec = Recorder::default();
+    f.run("b", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let retry_events: Vec<&String> = rec
+        .events
+        .iter()
+        .filter(|e| e.starts_with("retry"))
+        .collect();
+    assert_eq!(retry_events, ["retrying:1", "retry_end:1:false"]);
+}
+
+/// Steering left when the model had already finished becomes one combined
+/// follow-up, the texts joined by a blank line (G8), answered in a further
+/// round of the same run.
+#[tokio::test]
+async fn leftover_steering_is_one_combined_follow_up() {
+    let client = Scripted::new(vec![text_pass("first"), text_pass("second")]);
+    let mut f = fixture(client.clone(), vec![], 32);
+    let mut rec = Recorder {
+        steering: vec!["also a".into(), "and b".into()],
+        ..Recorder::default()
+    };
+    let outcome = f
+        .run("go", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "second");
+    let requests = client.requests.lock().unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        *requests[1].messages.last().unwrap(),
+        Message::user_text("also a\n\nand b")
+    );
 }
