@@ -31,6 +31,8 @@ pub mod types {
     pub const MODEL_METRICS: &str = "model.metrics";
     /// A compaction summary (C23).
     pub const CONTEXT_SUMMARY: &str = "context.summary";
+    /// A user's label on an event of the tree.
+    pub const SESSION_LABEL: &str = "session.label";
 }
 
 /// One loaded event. `data` stays raw JSON until someone needs it typed, which
@@ -172,6 +174,17 @@ pub struct ToolData {
     /// lines); for display, never replayed to a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
+}
+
+/// `session.label` data: a name for an event of the session tree, shown by
+/// tree views; the latest label of a target wins, an empty one removes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelData {
+    /// The labelled event's id.
+    pub target_id: String,
+    /// The label.
+    pub label: String,
 }
 
 /// `model.reasoning` data (G4).

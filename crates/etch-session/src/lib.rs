@@ -22,6 +22,7 @@ pub mod loader;
 pub mod projection;
 pub mod stats;
 pub mod store;
+pub mod tree;
 pub mod writer;
 
 pub use error::{ResolveError, SessionError};
@@ -31,7 +32,7 @@ pub use event::{
 };
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};
-pub use projection::{dangling_tool_calls, project_messages};
+pub use projection::{dangling_tool_calls, project_messages, project_messages_at};
 pub use stats::{SessionStats, session_stats};
 pub use store::SessionStore;
 pub use writer::SessionWriter;

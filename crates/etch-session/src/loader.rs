@@ -136,7 +136,10 @@ pub fn parse_session(path: &Path, bytes: &[u8]) -> Result<LoadedSession, Session
         .enumerate()
         .map(|(i, e)| (e.id.as_str(), i))
         .collect();
-    let active = active_branch(&events, &index, &mut warnings);
+    let active = match events.len().checked_sub(1) {
+        Some(last) => branch_from(&events, &index, last, &mut warnings),
+        None => Vec::new(),
+    };
     drop(index);
     Ok(LoadedSession {
         path: path.to_path_buf(),
@@ -168,21 +171,21 @@ fn drop_duplicates(events: &mut Vec<Event>, warnings: &mut Vec<LoadWarning>) {
     warnings.sort_by_key(|w| w.line);
 }
 
-/// Walks `parentId` links from the last event back to the root.
+/// Walks `parentId` links from the event at `start` back to the root and
+/// returns the branch's indices, root first.
 ///
 /// A parent that is missing (its line was lost or garbled) or that does not
 /// come earlier in the file cannot be followed; the walk then continues with
 /// the previous event in file order and says so, which keeps every surviving
 /// event of a linear session in context.
-fn active_branch(
+pub(crate) fn branch_from(
     events: &[Event],
     index: &HashMap<&str, usize>,
+    start: usize,
     warnings: &mut Vec<LoadWarning>,
 ) -> Vec<usize> {
     let mut path = Vec::new();
-    let Some(mut current) = events.len().checked_sub(1) else {
-        return path;
-    };
+    let mut current = start;
     loop {
         path.push(current);
         let event = &events[current];

@@ -40,6 +40,20 @@ pub fn summary_message(summary: &str) -> Message {
 /// Projects the active branch of `session` into messages.
 pub fn project_messages(session: &LoadedSession) -> Projection {
     let path: Vec<&Event> = session.active_events().collect();
+    project_path(&path)
+}
+
+/// Projects the branch that ends at the event `leaf`, as the model would
+/// see the conversation had it continued from there; `None` when no event
+/// has that id.
+pub fn project_messages_at(session: &LoadedSession, leaf: &str) -> Option<Projection> {
+    let branch = crate::tree::branch_to(session, leaf)?;
+    let path: Vec<&Event> = branch.iter().map(|&i| &session.events[i]).collect();
+    Some(project_path(&path))
+}
+
+/// Projects one root-first path of events.
+fn project_path(path: &[&Event]) -> Projection {
     let mut out = Projection::default();
     let mut start = 0;
     // The latest summary on the branch decides where raw replay begins.

@@ -259,13 +259,17 @@ pub enum Command {
     },
     /// Print a session's transcript.
     #[command(
-        after_help = "Examples:\n  etch show\n  etch show 01JX\n  etch show --json 01JX > copy.jsonl\n\n\
+        after_help = "Examples:\n  etch show\n  etch show 01JX\n  etch show --tree 01JX\n  etch show --json 01JX > copy.jsonl\n\n\
                             PREFIX matches the start of a session id or of its last 10 characters."
     )]
     Show {
         /// Print the session file's valid JSONL lines verbatim.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "tree")]
         json: bool,
+        /// Print the session as a tree: one line per message with its short
+        /// id, labels, the active branch marked * and the leaf.
+        #[arg(long)]
+        tree: bool,
         /// Session id prefix (default: the newest session).
         #[arg(value_name = "PREFIX")]
         prefix: Option<String>,
@@ -422,8 +426,9 @@ pub fn absorb_outer(
         Command::Sessions { json } => Command::Sessions {
             json: json | json_only()?,
         },
-        Command::Show { json, prefix } => Command::Show {
+        Command::Show { json, tree, prefix } => Command::Show {
             json: json | json_only()?,
+            tree,
             prefix,
         },
         Command::Status { session, json } => Command::Status {

@@ -21,6 +21,7 @@ mod run;
 mod session_arg;
 mod sessions;
 mod show;
+mod show_tree;
 mod status_cmd;
 mod tool_cmd;
 
@@ -132,8 +133,8 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
     };
     match command {
         Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
-        Some(Command::Show { json, prefix }) => {
-            show::show(&place.session_dir, prefix.as_deref(), json)
+        Some(Command::Show { json, tree, prefix }) => {
+            show::show(&place.session_dir, prefix.as_deref(), json, tree)
         }
         Some(Command::Status { session, json }) => {
             status_cmd::status(&place.session_dir, session.as_deref(), json)

@@ -14,12 +14,22 @@ use etch_session::{Event, LoadedSession, load_session, types};
 use crate::exit::{self, Failure};
 use crate::output::print_line;
 
-/// Prints the session matching `prefix`, or the newest session.
-pub fn show(session_dir: &Path, prefix: Option<&str>, json: bool) -> Result<(), Failure> {
+/// Prints the session matching `prefix`, or the newest session: the
+/// transcript, its JSONL lines (`json`) or its tree (`tree`).
+pub fn show(
+    session_dir: &Path,
+    prefix: Option<&str>,
+    json: bool,
+    tree: bool,
+) -> Result<(), Failure> {
     let (_, path) = crate::session_arg::pick(session_dir, prefix)?;
     let loaded = load_session(&path).map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in &loaded.warnings {
         eprintln!("etch: warning: {}: {warning}", path.display());
+    }
+    if tree {
+        crate::output::print_text(&crate::show_tree::render(&loaded));
+        return Ok(());
     }
     if json {
         let bytes = std::fs::read(&path).map_err(|e| {

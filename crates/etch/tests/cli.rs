@@ -383,3 +383,29 @@ fn help_texts_have_examples() {
         assert!(help.contains("Example"), "{cmd}: {help}");
     }
 }
+
+/// `etch show --tree` prints one line per conversation event with its short
+/// id, the active branch starred and the leaf marked; `--tree` and `--json`
+/// exclude each other.
+#[test]
+fn show_tree_marks_the_active_branch_and_leaf() {
+    let ws = Workspace::new();
+    ws.run(&["-p", "hello tree"]).ok();
+    ws.run(&["resume", "--last", "-p", "second"]).ok();
+    let out = ws.run(&["show", "--tree"]).ok();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("session "), "{out}");
+    assert!(lines[1].ends_with("session started"), "{out}");
+    assert!(
+        lines.iter().any(|l| l.ends_with("user: hello tree")),
+        "{out}"
+    );
+    assert!(
+        lines.iter().any(|l| l.ends_with("assistant: second")),
+        "{out}"
+    );
+    assert!(lines.iter().skip(1).all(|l| l.starts_with("* ")), "{out}");
+    assert!(lines.last().unwrap().ends_with("<- leaf"), "{out}");
+    let both = ws.run(&["show", "--tree", "--json"]);
+    assert_eq!(both.code(), 2);
+}
