@@ -265,7 +265,7 @@ pub(crate) const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed",
 /// Responses transports (G13).
 pub(crate) const TRANSPORTS: &[&str] = &["sse", "websocket", "auto"];
 /// Which credentials an OpenAI-compatible endpoint gets.
-pub(crate) const OPENAI_AUTHS: &[&str] = &["auto", "none", "api-key"];
+pub(crate) const OPENAI_AUTHS: &[&str] = &["auto", "none", "api-key", "login"];
 
 /// `[session]` keys (E-CFG-07).
 const SESSION: &[KeySpec] = &[
@@ -380,9 +380,11 @@ const OPENAI: &[KeySpec] = &[
     .allowed(TRANSPORTS),
     KeySpec::string(
         "auth",
-        "Credentials sent to base_url: auto sends an environment key only to its own service \
-         (OPENAI_API_KEY to api.openai.com, OPENROUTER_API_KEY to openrouter.ai) and none to \
-         other servers; none never sends one; api-key sends the environment key to any base_url.",
+        "Credentials sent to base_url: auto sends each credential only to its own service \
+         (OPENAI_API_KEY to api.openai.com, OPENROUTER_API_KEY to openrouter.ai, the ChatGPT \
+         login to chatgpt.com) and none to other servers; none never sends one; api-key sends \
+         the environment key and login the ChatGPT login to any base_url (these two only from \
+         ~/.etch/config.toml).",
     )
     .default(Literal::Str("auto"))
     .allowed(OPENAI_AUTHS),

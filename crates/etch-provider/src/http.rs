@@ -160,6 +160,15 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("base URL \"{url}\" names no host"));
     }
+    // The URL is recorded in the session and shown on stderr: a password
+    // in it would leak there.
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!(
+            "base URL for host {} must not carry a user name or password; pass the key with \
+             --api-key or an environment variable",
+            parsed.host_str().unwrap_or_default()
+        ));
+    }
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(format!(
             "base URL \"{url}\" must not carry a query or fragment; etch appends the API path to it"
@@ -196,6 +205,11 @@ mod tests {
         assert!(err.contains("ftp://"), "{err}");
         assert!(check_base_url("http://").is_err());
         assert!(check_base_url("http://h/v1?x=1").is_err());
+        let err = check_base_url("http://u:sekrit@h/v1").unwrap_err();
+        assert!(
+            !err.contains("sekrit") && err.contains("user name or password"),
+            "{err}"
+        );
         assert!(check_base_url("").is_err());
         assert_eq!(
             host_of("https://API.openai.com/v1").as_deref(),

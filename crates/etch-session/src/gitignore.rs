@@ -21,15 +21,16 @@ context-dump-*.txt
 ";
 
 /// What etch wrote before this layout: it also hid config and skills.
-const OLD_CONTENT: &str = "*\n";
+const OLD_CONTENT: &[u8] = b"*\n";
 
 /// Makes sure `etch_dir` (an existing `.etch` directory) has its
 /// `.gitignore`: written when missing, rewritten when it is the ignore-all
 /// file older versions wrote, and left alone when the user changed it.
 pub fn ensure(etch_dir: &Path) -> Result<(), SessionError> {
     let path = etch_dir.join(".gitignore");
-    match std::fs::read_to_string(&path) {
-        Ok(text) if text != OLD_CONTENT => return Ok(()),
+    // Bytes, not text: a user's file need not be UTF-8 to be left alone.
+    match std::fs::read(&path) {
+        Ok(bytes) if bytes != OLD_CONTENT => return Ok(()),
         Ok(_) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => {
@@ -65,5 +66,8 @@ mod tests {
         std::fs::write(&path, "sessions/\nmine\n").unwrap();
         ensure(dir.path()).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "sessions/\nmine\n");
+        std::fs::write(&path, b"caf\xe9.txt\n").unwrap();
+        ensure(dir.path()).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"caf\xe9.txt\n");
     }
 }

@@ -87,8 +87,9 @@ pub struct RunArgs {
     /// for llama.cpp or http://localhost:11434/v1 for Ollama.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// API key for this run; wins over the environment. Local servers that
-    /// need none: pass --api-key unused.
+    /// API key for this run; wins over the environment and is sent to any
+    /// base URL. Environment keys and logins go only to their own service,
+    /// so a local server needs no key flag (see [openai] auth).
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
     /// OpenAI API shape: chat (Chat Completions, the default) or responses.
@@ -462,7 +463,8 @@ pub fn joined_prompt(flag: Option<String>, words: &[String]) -> Option<String> {
 /// A one-word positional prompt that is a subcommand name with a typo
 /// (`etch sesions`) is a usage error with a suggestion, as git and cargo
 /// do: running it as a paid model turn is never what was meant. `-p`
-/// sends any text as asked.
+/// sends any text as asked, and so does a word with piped input
+/// (`cat a b | etch compare` is a prompt).
 pub fn reject_mistyped_command(
     flag: Option<&str>,
     words: &[String],
@@ -470,7 +472,10 @@ pub fn reject_mistyped_command(
     let [word] = words else {
         return Ok(());
     };
-    if flag.is_some() || word.chars().any(char::is_whitespace) {
+    if flag.is_some()
+        || word.chars().any(char::is_whitespace)
+        || !std::io::IsTerminal::is_terminal(&std::io::stdin()) && !stdin_is_null()
+    {
         return Ok(());
     }
     let command = <Cli as clap::CommandFactory>::command();
@@ -483,14 +488,30 @@ pub fn reject_mistyped_command(
     }
 }
 
-/// The name within a small edit distance of `word` (one edit for names of
-/// up to four letters, two for longer ones), if any.
+/// Whether stdin is `/dev/null` (as when run from a script or a test with
+/// no input): that is not piped input.
+fn stdin_is_null() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(stdin), Ok(null)) = (
+        std::fs::metadata("/dev/stdin"),
+        std::fs::metadata("/dev/null"),
+    ) else {
+        return false;
+    };
+    stdin.rdev() == null.rdev() && stdin.ino() == null.ino()
+}
+
+/// The name within a small edit distance of `word`, if any: one edit for
+/// words of up to seven letters, two for longer ones, and the first letter
+/// right (typos rarely hit it; `how` is not `show`, `rename` not
+/// `resume`).
 fn closest(word: &str, names: impl Iterator<Item = String>) -> Option<String> {
     let word = word.to_lowercase();
+    let allowed = if word.chars().count() <= 7 { 1 } else { 2 };
     names
-        .filter(|name| *name != word)
+        .filter(|name| *name != word && name.chars().next() == word.chars().next())
         .map(|name| (edit_distance(&word, &name), name))
-        .filter(|(d, name)| *d <= if name.len() <= 4 { 1 } else { 2 })
+        .filter(|(d, _)| *d <= allowed)
         .min_by_key(|(d, _)| *d)
         .map(|(_, name)| name)
 }
@@ -541,6 +562,16 @@ mod tests {
         assert_eq!(closest("hello", names()), None);
         assert_eq!(closest("explain", names()), None);
         assert_eq!(closest("sh", names()), None);
+        for word in ["rename", "result", "resize", "how", "compare", "confirm"] {
+            let names = [
+                "sessions", "status", "show", "resume", "config", "compact", "context",
+            ];
+            assert_eq!(
+                closest(word, names.map(str::to_owned).into_iter()),
+                None,
+                "{word}"
+            );
+        }
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("ab", "ba"), 1);
     }

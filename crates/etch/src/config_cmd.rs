@@ -96,6 +96,27 @@ fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A project's config file comes with the repository, so it must not send
+/// the user's credentials to a server of its choosing: `[openai] auth =
+/// "api-key"` or `"login"` there is ignored (with a warning) and `auto`
+/// applies; only `~/.etch/config.toml` may say it.
+pub fn distrust_project_credentials(loaded: &mut Loaded) {
+    let auth = loaded.config.openai.auth.as_str();
+    if !matches!(auth, "api-key" | "login") {
+        return;
+    }
+    if let etch_config::Source::File(path) = loaded.source("openai.auth")
+        && loaded.files.project.as_deref() == Some(path.as_path())
+    {
+        eprintln!(
+            "etch: warning: [openai] auth = \"{auth}\" in {} is ignored: a project file may not send \
+             your credentials to another server; set it in ~/.etch/config.toml if you mean it",
+            path.display()
+        );
+        "auto".clone_into(&mut loaded.config.openai.auth);
+    }
+}
+
 /// Reports problems before another command runs. With `strict` (commands
 /// that call a model), an error stops the command: running with a value
 /// silently dropped would surprise the user more than a refusal.

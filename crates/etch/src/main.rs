@@ -111,7 +111,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
-    let config = etch_config::load(&cwd, home.as_deref());
+    let mut config = etch_config::load(&cwd, home.as_deref());
     if let Some(Command::Config(action)) = &command {
         return config_cmd::run(action, config, &cwd, home.as_deref());
     }
@@ -120,6 +120,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         None | Some(Command::Resume { .. } | Command::Compact { .. })
     );
     config_cmd::report(&config, runs_model)?;
+    config_cmd::distrust_project_credentials(&mut config);
     let session_dir = paths::session_dir(
         &cwd,
         global.session_dir.as_deref(),
@@ -159,8 +160,16 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             run,
         }) => {
             let prefix = if last {
-                // With --last, a word where the prefix would be starts the prompt.
+                // With --last, a word where the prefix would be starts the
+                // prompt, unless it names a session: then the user meant
+                // that session, and guessing either way would be wrong.
                 if let Some(first) = prefix {
+                    if session_arg::names_a_session(&place.session_dir, &first) {
+                        return Err(Failure::usage(format!(
+                            "etch resume --last continues the newest session, but \"{first}\" names a session too; \
+                             drop --last to continue that one, or give the prompt with -p"
+                        )));
+                    }
                     words.insert(0, first);
                 }
                 session_arg::pick(&place.session_dir, None)?.0.id

@@ -12,14 +12,21 @@ use std::path::{Path, PathBuf};
 
 /// Finds the project root for `cwd`.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    let home_etch = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".etch"));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home_etch = home.as_ref().map(|h| h.join(".etch"));
     cwd.ancestors()
         .find(|dir| {
             let candidate = dir.join(".etch");
             candidate.is_dir() && home_etch.as_deref() != Some(candidate.as_path())
         })
-        // `.git` is a directory in a clone and a file in a worktree.
-        .or_else(|| cwd.ancestors().find(|dir| dir.join(".git").exists()))
+        // `.git` is a directory in a clone and a file in a worktree. The
+        // walk stops below HOME: a home directory kept in git (dotfiles)
+        // must not make every loose directory share one store.
+        .or_else(|| {
+            cwd.ancestors()
+                .take_while(|dir| home.as_deref() != Some(*dir))
+                .find(|dir| dir.join(".git").exists())
+        })
         .unwrap_or(cwd)
         .to_path_buf()
 }
@@ -32,6 +39,18 @@ pub fn session_dir(cwd: &Path, flag: Option<&Path>, configured: &str) -> PathBuf
         Some(dir) if dir.is_absolute() => dir.to_path_buf(),
         Some(dir) => cwd.join(dir),
         None => project_root(cwd).join(configured),
+    }
+}
+
+/// Makes sure the project's `.etch/`, when it exists, has etch's
+/// `.gitignore` (a run or a tool may have created `.etch/tmp` there even
+/// when sessions live elsewhere); a failure is only a warning.
+pub fn keep_state_out_of_git(cwd: &Path) {
+    let etch = project_root(cwd).join(".etch");
+    if etch.is_dir()
+        && let Err(err) = etch_session::gitignore::ensure(&etch)
+    {
+        eprintln!("etch: warning: {err}");
     }
 }
 

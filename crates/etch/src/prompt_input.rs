@@ -27,18 +27,41 @@ pub struct Prompt {
 
 /// Builds the prompt from `typed` text and the process's stdin when it is
 /// piped; `max_tokens` bounds the piped part. Errors when there is neither.
+///
+/// Stdin is read only up to a byte bound derived from `max_tokens`, so an
+/// endless producer (`yes | etch -p x`) is refused instead of filling
+/// memory.
 pub fn read(typed: Option<String>, max_tokens: u64) -> Result<Prompt, Failure> {
     let stdin = std::io::stdin();
     let piped = if stdin.is_terminal() {
         Vec::new()
     } else {
+        let limit = byte_limit(max_tokens);
         let mut bytes = Vec::new();
-        stdin.lock().read_to_end(&mut bytes).map_err(|e| {
-            Failure::new(exit::FAILED, anyhow::anyhow!("could not read stdin: {e}"))
-        })?;
+        stdin
+            .lock()
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| {
+                Failure::new(exit::FAILED, anyhow::anyhow!("could not read stdin: {e}"))
+            })?;
+        if bytes.len() as u64 > limit {
+            return Err(Failure::usage(format!(
+                "piped input is too large: more than {limit} bytes, beyond the ~{max_tokens} tokens \
+                 of context etch keeps ([context] auto_compact_threshold_tokens); pipe only the part \
+                 that matters (head, tail, grep) or save it to a file and ask etch to read it"
+            )));
+        }
         bytes
     };
     build(typed.unwrap_or_default(), &piped, max_tokens)
+}
+
+/// The most stdin bytes read for a token bound: sixteen bytes a token
+/// (the estimator counts whitespace as nothing, so text can be sparse) and
+/// at least 1 MiB.
+fn byte_limit(max_tokens: u64) -> u64 {
+    max_tokens.saturating_mul(16).max(1 << 20)
 }
 
 /// [`read`] without the process: `typed` text and `piped` bytes.

@@ -100,7 +100,7 @@ pub async fn run_new(place: &Place, args: &RunArgs, prompt: Prompt) -> Result<()
     let watcher = watch_sigint(cancel.clone())?;
     let context = context(place, args)?;
     let prompt = with_skill(args, &context.assembled, prompt)?;
-    let selection = provider::select(args, &place.config, None).await?;
+    let selection = provider::select(args, &place.config).await?;
     if let Some(notice) = &selection.notice {
         eprintln!("{notice}");
     }
@@ -227,6 +227,7 @@ async fn execute(
     let result = agent
         .run(&mut writer, &mut history, prompt, observer.as_mut(), cancel)
         .await;
+    paths::keep_state_out_of_git(&place.cwd);
     report(args.json, &writer, &result)
 }
 

@@ -34,6 +34,14 @@ pub fn pick(session_dir: &Path, prefix: Option<&str>) -> Result<(IndexRow, PathB
     Ok((row, path))
 }
 
+/// Whether `word` looks like a session id prefix (four or more characters
+/// of the id alphabet) and one session matches it.
+pub fn names_a_session(session_dir: &Path, word: &str) -> bool {
+    word.len() >= 4
+        && word.chars().all(|c| c.is_ascii_alphanumeric())
+        && SessionStore::new(session_dir).resolve(word).is_ok()
+}
+
 /// Opens the session `prefix` names for appending (taking its lock), and
 /// prints what the loader had to skip. An unknown or ambiguous prefix is a
 /// usage error (G23); a session in use by another etch is a failure.

@@ -244,12 +244,7 @@ pub async fn run(cwd: &Path, command: ToolCommand) -> Result<(), Failure> {
     let result = tool.execute(args, ctx).await;
     watcher.abort();
     // A spilled bash output may have created `.etch/tmp`: keep it out of git.
-    let etch = paths::project_root(cwd).join(".etch");
-    if etch.is_dir()
-        && let Err(err) = etch_session::gitignore::ensure(&etch)
-    {
-        eprintln!("etch: warning: {err}");
-    }
+    paths::keep_state_out_of_git(cwd);
     match result {
         Ok(out) => {
             print_line(&out.text);

@@ -38,6 +38,15 @@ fn id_token(account: &str) -> String {
 
 /// The device flow end to end, then status, a run on the Codex backend with
 /// the stored token and account header, and logout.
+/// Writes the user's `[openai] auth = "login"`: the stored login may go to
+/// any base URL (a Codex proxy; here the fake server).
+#[allow(clippy::unwrap_used)]
+fn allow_login_anywhere(ws: &Workspace) {
+    let dir = ws.home.path().join(".etch");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), "[openai]\nauth = \"login\"\n").unwrap();
+}
+
 #[test]
 fn login_status_run_logout() {
     let ws = Workspace::new();
@@ -89,6 +98,9 @@ fn login_status_run_logout() {
 
     let backend = FakeServer::start(vec![Reply::sse(responses_text("codex says hi"))]).unwrap();
     let base = format!("{}/backend-api/codex", backend.url());
+    // The login goes to a server that is not chatgpt.com (here a stand-in
+    // for a Codex proxy) only when the user's own config says so.
+    allow_login_anywhere(&ws);
     let run = ws.run(&["--base-url", &base, "-p", "hello"]);
     assert_eq!(run.ok(), "codex says hi\n");
     assert!(
@@ -169,6 +181,7 @@ fn expired_login_is_refreshed_before_the_request() {
     .unwrap();
     let backend = FakeServer::start(vec![Reply::sse(responses_text("fresh"))]).unwrap();
     let base = format!("{}/codex", backend.url());
+    allow_login_anywhere(&ws);
     let run = support::Run(
         ws.command(&["--base-url", &base, "-p", "hi"])
             .env("ETCH_OAUTH_ISSUER", issuer.url())

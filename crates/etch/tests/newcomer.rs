@@ -464,3 +464,138 @@ fn small_cuts() {
         gone.stderr()
     );
 }
+
+/// An endless or enormous producer is cut off: etch reads stdin only up to
+/// a bound and refuses, instead of reading it all into memory first.
+#[test]
+fn endless_stdin_is_refused_without_reading_it_all() {
+    use std::io::Write;
+    let ws = Workspace::new();
+    let mut child = ws
+        .command(&["-p", "x"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let chunk = vec![b'y'; 1 << 16];
+    // Far more than the bound; the writes fail once etch stops reading.
+    for _ in 0..64 {
+        if stdin.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("piped input is too large: more than"),
+        "{stderr}"
+    );
+    assert!(ws.session_files().is_empty());
+}
+
+/// A ChatGPT/Codex token never goes to a local server named with
+/// --base-url (the README's local-server command, for a logged-in user),
+/// and the requested Chat Completions API is kept. A project config may
+/// not send the user's key elsewhere with `auth = "api-key"`: it is
+/// ignored with a warning. The user's own config may.
+#[test]
+fn credentials_stay_with_their_service() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("local")),
+        Reply::sse(chat_text("project")),
+        Reply::sse(chat_text("user")),
+    ])
+    .unwrap();
+    let url = format!("{}/v1", server.url());
+    let out = support::Run(
+        ws.command(&["--provider", "openai", "--base-url", &url, "-p", "hi"])
+            .env("CODEX_ACCESS_TOKEN", "tok-secret")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.ok(), "local\n");
+    assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+    assert_eq!(server.requests()[0].header("authorization"), None);
+
+    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
+    std::fs::write(
+        ws.path().join(".etch/config.toml"),
+        format!(
+            "[provider]\nname = \"openai\"\n[openai]\nbase_url = \"{url}\"\nauth = \"api-key\"\n"
+        ),
+    )
+    .unwrap();
+    let out = support::Run(
+        ws.command(&["-p", "hi"])
+            .env("OPENAI_API_KEY", "sk-real-secret")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.ok(), "project\n");
+    assert_eq!(server.requests()[1].header("authorization"), None);
+    assert!(
+        out.stderr()
+            .contains("a project file may not send your credentials"),
+        "{}",
+        out.stderr()
+    );
+
+    std::fs::write(
+        ws.path().join(".etch/config.toml"),
+        format!("[provider]\nname = \"openai\"\n[openai]\nbase_url = \"{url}\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.home.path().join(".etch")).unwrap();
+    std::fs::write(
+        ws.home.path().join(".etch/config.toml"),
+        "[openai]\nauth = \"api-key\"\n",
+    )
+    .unwrap();
+    let out = support::Run(
+        ws.command(&["-p", "hi"])
+            .env("OPENAI_API_KEY", "sk-real-secret")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.ok(), "user\n");
+    assert_eq!(
+        server.requests()[2].header("authorization"),
+        Some("Bearer sk-real-secret")
+    );
+}
+
+/// A home directory kept in git (dotfiles) is not a project root: a loose
+/// directory under it keeps its own `.etch`, not `~/.etch`.
+#[test]
+fn a_home_in_git_is_not_the_project() {
+    let ws = Workspace::new();
+    git(ws.home.path(), &["init", "-q"]);
+    let loose = ws.home.path().join("scratch/foo");
+    std::fs::create_dir_all(&loose).unwrap();
+    let out = support::Run(
+        ws.command(&["-p", "hi"])
+            .current_dir(&loose)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.ok(), "hi\n");
+    assert!(loose.join(".etch/sessions").is_dir());
+    assert!(!ws.home.path().join(".etch/sessions").exists());
+}
+
+/// `resume --last ID` is ambiguous (the newest session, or ID?): refused,
+/// saying how to say either.
+#[test]
+fn resume_last_with_a_session_id_is_refused() {
+    let ws = Workspace::new();
+    ws.run(&["-p", "one"]).ok();
+    let id = id_of(&ws.only_session());
+    let out = ws.run(&["resume", "--last", &id, "-p", "more"]);
+    assert_eq!(out.code(), 2);
+    assert!(out.stderr().contains("drop --last"), "{}", out.stderr());
+}

@@ -365,9 +365,10 @@ fn provider_auto_selection_and_missing_key() {
     assert_eq!(out.ok(), "auto\n");
     assert_eq!(server.requests()[0].header("authorization"), None);
     assert!(out.stderr().contains("no API key"), "{}", out.stderr());
-    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
+    // The user's own config may send the key to another server.
+    std::fs::create_dir_all(ws.home.path().join(".etch")).unwrap();
     std::fs::write(
-        ws.path().join(".etch/config.toml"),
+        ws.home.path().join(".etch/config.toml"),
         "[openai]\nauth = \"api-key\"\n",
     )
     .unwrap();
@@ -384,6 +385,8 @@ fn provider_auto_selection_and_missing_key() {
     );
     // auth = "none": not even --provider openai with a key in the
     // environment sends one, and no credentials are required.
+    std::fs::remove_file(ws.home.path().join(".etch/config.toml")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
     std::fs::write(
         ws.path().join(".etch/config.toml"),
         format!(

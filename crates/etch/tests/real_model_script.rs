@@ -192,15 +192,49 @@ while True:
     let out = run(
         cache.path(),
         &["smoke"],
-        &[("ETCH_REAL_MODEL_SMOKE_TIMEOUT", "2")],
+        &[("ETCH_REAL_MODEL_SMOKE_TIMEOUT", "5")],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("smoke check failed at 'wait for /health': no answer within 2s"),
+        stderr.contains("smoke check failed at 'wait for /health': no answer within 5s"),
         "{stderr}"
     );
     assert!(stderr.contains("listening"), "{stderr}");
+}
+
+/// A server that answers passes the smoke check, also on a machine whose
+/// `http_proxy` points nowhere: the check talks to loopback directly.
+#[test]
+fn smoke_check_passes_on_an_answering_server_despite_a_proxy() {
+    let cache = tempfile::tempdir().unwrap();
+    fake_install(
+        cache.path(),
+        r#"port=""; while [ $# -gt 0 ]; do [ "$1" = --port ] && port=$2; shift; done
+exec python3 -c 'import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def do_GET(self): self.reply({"status": "ok"})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.reply({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$port""#,
+    );
+    let out = run(
+        cache.path(),
+        &["smoke"],
+        &[
+            ("ETCH_REAL_MODEL_SMOKE_TIMEOUT", "30"),
+            ("http_proxy", "http://127.0.0.1:1"),
+            ("HTTP_PROXY", "http://127.0.0.1:1"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("smoke check passed"), "{stderr}");
 }
 
 /// A timeout that is not a number is refused before anything starts.

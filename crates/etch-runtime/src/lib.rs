@@ -1,0 +1,16 @@
+//! etch's runtime: what every front end (the command line, `etch rpc`, the
+//! terminal chat, subagents) shares to run a session, so that none of them
+//! holds agent logic of its own.
+//!
+//! It resolves settings into typed values (no command-line parser types
+//! below the binary) and returns notices as values: it never prints. This
+//! first part is the provider factory; the session handle with its queues
+//! and events builds on it. It must not know how anything is drawn or
+//! which front end asked.
+
+pub mod provider;
+
+pub use provider::{
+    LABEL_API_KEY, NO_CREDENTIALS, PROVIDERS, ProviderFlags, Recorded, SelectError, Selection,
+    select, select_for_session,
+};

@@ -1,0 +1,857 @@
+//! The provider factory: from typed flags, the configuration, a resumed
+//! session's record and the environment to a model client (C42,
+//! E-AUTH-03). Front ends (the command line, RPC, a subagent profile,
+//! `/model`) build their [`ProviderFlags`] and call [`select`]; notices
+//! come back as values, never printed here.
+//!
+//! Without a provider flag, etch picks `openai` when an OpenAI credential
+//! is available (the key flag, `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, a
+//! stored login) and otherwise runs the offline `echo` model, with the
+//! [`NO_CREDENTIALS`] notice. Credentials come only from the flags and the
+//! environment and never appear in a notice or an error.
+//!
+//! Where requests go: `--base-url`, else for a resumed session the endpoint
+//! its `session.started` recorded, else `[openai] base_url`, else the
+//! provider's default. Every base URL is checked before the run (a typo is
+//! a usage error, not a minute of retries). An environment key goes only to
+//! its own service (`OPENAI_API_KEY` to api.openai.com, `OPENROUTER_API_KEY`
+//! to openrouter.ai) unless `[openai] auth = "api-key"` says otherwise, so a
+//! local server never receives the user's real key; `--api-key` is always
+//! sent.
+//!
+//! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying;
+//! `ETCH_IDLE_TIMEOUT_SECS` and `ETCH_RETRY_BASE_DELAY_MS` override
+//! `[provider] idle_timeout_secs` and `retry_base_delay_ms`, so tests can
+//! exercise stalls and retries quickly.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use etch_auth::{
+    AuthInputs, AuthMode, CredentialStore, ENV_OPENAI_API_KEY, ENV_OPENROUTER_API_KEY, Secret,
+    oauth, resolve_mode,
+};
+use etch_model::{ErrorKind, ModelClient, ModelError};
+use etch_provider::EchoClient;
+use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
+use etch_provider::http::{CredentialSource, HeadersFuture, RetryPolicy};
+use etch_provider::openai::chat::{ChatClient, ChatConfig};
+use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
+use etch_provider::openai::responses_ws::Transport;
+
+use etch_config::Config;
+
+/// Every provider name the `--provider` flag accepts.
+pub const PROVIDERS: [&str; 3] = ["echo", "openai", "anthropic"];
+
+/// The exact stderr line when no credentials are found (C42).
+pub const NO_CREDENTIALS: &str = "etch: no model credentials found; using the offline echo model (see 'etch auth login' or set OPENAI_API_KEY)";
+
+/// Default OpenAI base URL (E-CFG-10).
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Default model of the openai provider (E-CFG-09).
+const OPENAI_MODEL: &str = "gpt-5.5";
+
+/// UI label of API-key auth (E-AUTH-07, G17).
+pub const LABEL_API_KEY: &str = "OpenAI: Platform API key";
+
+/// What a front end asked for, as typed values (the command line's flags,
+/// an RPC `set_model`, a subagent profile); `None` leaves the choice to the
+/// session's record, the configuration and the environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFlags {
+    /// Provider name: `echo`, `openai` or `anthropic`.
+    pub provider: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Base URL of the endpoint.
+    pub base_url: Option<String>,
+    /// An API key given explicitly (always sent).
+    pub api_key: Option<String>,
+    /// OpenAI API shape: `chat` or `responses`.
+    pub openai_api: Option<String>,
+    /// Responses transport: `sse`, `websocket` or `auto`.
+    pub openai_transport: Option<String>,
+    /// Reasoning effort (`off` sends none).
+    pub reasoning_effort: Option<String>,
+    /// Reasoning summary detail.
+    pub reasoning_summary: Option<String>,
+}
+
+/// Why no client could be built; the message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    /// The request itself is wrong (an unknown provider, a malformed base
+    /// URL, contradictory options): a usage error.
+    #[error("{0}")]
+    Usage(String),
+    /// The request is fine but cannot be served (no credentials, a login
+    /// that cannot be refreshed).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A chosen client plus lines for the user.
+pub struct Selection {
+    /// The client.
+    pub client: Arc<dyn ModelClient>,
+    /// The header line naming provider, model, endpoint and auth, if any.
+    pub notice: Option<String>,
+    /// Notes and warnings to show before it (a switched endpoint, a
+    /// configured transport that does not apply).
+    pub notes: Vec<String>,
+    /// The base URL requests go to (recorded in `session.started`); `None`
+    /// for the offline echo model.
+    pub endpoint: Option<String>,
+}
+
+/// What a session's `session.started` says about how it was run.
+#[derive(Debug, Clone, Copy)]
+pub struct Recorded<'a> {
+    /// Provider name.
+    pub provider: &'a str,
+    /// Model name.
+    pub model: &'a str,
+    /// Endpoint base URL, when the session recorded one.
+    pub base_url: Option<&'a str>,
+    /// OpenAI API shape (`chat` or `responses`), when recorded.
+    pub openai_api: Option<&'a str>,
+}
+
+/// A non-empty environment variable.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Default backend of ChatGPT/Codex logins (E-AUTH-05).
+const CODEX_BASE_URL: &str = "https://chatgpt.com/backend-api/codex";
+
+/// The stored login's file under the home directory, if HOME is set.
+fn credential_store() -> Option<CredentialStore> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| CredentialStore::in_home(std::path::Path::new(&h)))
+}
+
+/// The OpenAI auth mode of E-AUTH-03, with the inputs it was resolved from.
+fn openai_auth(args: &ProviderFlags) -> (Option<AuthMode>, AuthInputs) {
+    let stored = credential_store().is_some_and(|s| s.exists());
+    let inputs = AuthInputs::from_env(args.api_key.clone().map(Secret::from), stored, env);
+    (resolve_mode(&inputs), inputs)
+}
+
+/// Picks the provider for continuing `session`: the provider, model and
+/// endpoint it was started with, unless a flag says otherwise, with a note
+/// when this run goes somewhere other than the session's recorded
+/// endpoint.
+pub async fn select_for_session(
+    args: &ProviderFlags,
+    config: &Config,
+    session: &etch_session::LoadedSession,
+) -> Result<Selection, SelectError> {
+    let header = &session.header;
+    let recorded = Recorded {
+        provider: &header.provider,
+        model: &header.model,
+        base_url: header.base_url.as_deref(),
+        openai_api: header.openai_api.as_deref(),
+    };
+    let mut selection = select(args, config, Some(recorded)).await?;
+    if let Some(note) = endpoint_note(args, config, &recorded, selection.endpoint.as_deref()) {
+        selection.notes.insert(0, note);
+    }
+    Ok(selection)
+}
+
+/// Why a resumed session's requests go to `used` and not where they went
+/// before, or where the configuration points; `None` when nothing differs.
+fn endpoint_note(
+    args: &ProviderFlags,
+    config: &Config,
+    recorded: &Recorded<'_>,
+    used: Option<&str>,
+) -> Option<String> {
+    let Some(before) = recorded.base_url else {
+        // Sessions written before endpoints were recorded: say where this
+        // one goes, since it may not be where it ran.
+        return (args.base_url.is_none() && recorded.provider != "echo")
+            .then_some(used)
+            .flatten()
+            .map(|used| {
+                format!(
+                    "etch: note: this session does not record its endpoint (an older etch wrote it); \
+                     this run uses {used}; pass --base-url if it ran elsewhere"
+                )
+            });
+    };
+    let used = used.unwrap_or("the offline echo model");
+    if used != before {
+        let why = if args.base_url.is_some() {
+            "--base-url"
+        } else if args
+            .provider
+            .as_deref()
+            .is_some_and(|p| p != recorded.provider)
+        {
+            "--provider"
+        } else {
+            "the configuration"
+        };
+        return Some(format!(
+            "etch: note: this session ran against {before}; this run uses {used} ({why})"
+        ));
+    }
+    let configured = config.openai.base_url.as_deref()?;
+    (recorded.provider == "openai" && configured != before).then(|| {
+        format!(
+            "etch: note: resuming against the session's endpoint {before}, not [openai] base_url {configured}; \
+             pass --base-url to change it"
+        )
+    })
+}
+
+/// Settings from the configuration that no flag carries.
+struct Knobs {
+    /// Retry policy (`[provider] max_retries`, `retry_base_delay_ms`).
+    retry: RetryPolicy,
+    /// Stalled-stream timeout (`[provider] idle_timeout_secs`).
+    idle_timeout: Duration,
+    /// `[openai] stream_usage` (G19).
+    stream_usage: bool,
+    /// `[openai] auth`: which credentials an endpoint gets.
+    auth: String,
+    /// Whether `--openai-transport` was given (a WebSocket transport with
+    /// Chat Completions is then a usage error rather than a warning).
+    transport_flag: bool,
+    /// `--base-url` as given, checked before anything else.
+    flag_base_url: Option<String>,
+}
+
+/// Picks the provider for a run. Precedence (E-CFG-03): flags, then for a
+/// resumed session the provider, model and endpoint it was started with
+/// (`recorded`), then the configuration, then auto-selection from
+/// credentials (C42).
+pub async fn select(
+    args: &ProviderFlags,
+    config: &Config,
+    recorded: Option<Recorded<'_>>,
+) -> Result<Selection, SelectError> {
+    let provider = args
+        .provider
+        .as_deref()
+        .or(recorded.map(|r| r.provider))
+        .or(config.provider.name.as_deref());
+    // A configured model belongs to the configured provider: it is not sent
+    // to another provider chosen by a flag, a resumed session or
+    // auto-selection.
+    let configured_model =
+        config.provider.model.as_deref().filter(|_| {
+            config.provider.name.is_none() || config.provider.name.as_deref() == provider
+        });
+    let model = args
+        .model
+        .as_deref()
+        .or(recorded.map(|r| r.model))
+        .or(configured_model);
+    // The recorded endpoint (and API shape) belong to the recorded provider.
+    let same_provider = recorded.filter(|r| Some(r.provider) == provider);
+    let recorded_url = same_provider.and_then(|r| r.base_url);
+    let knobs = Knobs {
+        retry: retry_policy(config),
+        idle_timeout: idle_timeout(config),
+        stream_usage: config.openai.stream_usage,
+        auth: config.openai.auth.clone(),
+        transport_flag: args.openai_transport.is_some(),
+        flag_base_url: args.base_url.clone(),
+    };
+    let openai_args = with_openai_config(
+        args,
+        config,
+        recorded_url,
+        same_provider.and_then(|r| r.openai_api),
+    );
+    let mut anthropic_args = args.clone();
+    anthropic_args.base_url = args.base_url.clone().or(recorded_url.map(str::to_owned));
+    match provider {
+        Some("echo") => Ok(echo(model, None)),
+        Some("openai") => openai(&openai_args, model, &knobs).await,
+        Some("anthropic") => anthropic_client(&anthropic_args, model, &knobs),
+        Some(other) => Err(SelectError::Usage(format!(
+            "unknown provider \"{other}\": expected one of {}",
+            PROVIDERS.join(", ")
+        ))),
+        None if openai_auth(args).0.is_some() => openai(&openai_args, model, &knobs).await,
+        None if env("ANTHROPIC_API_KEY").is_some() => {
+            anthropic_client(&anthropic_args, model, &knobs)
+        }
+        None => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
+    }
+}
+
+/// The run flags with the recorded endpoint and API shape, then `[openai]`
+/// settings, filling what no flag gave. Only the OpenAI provider reads the
+/// result, so `[openai]` never affects Anthropic (whose thinking budget
+/// comes from the flag alone).
+fn with_openai_config(
+    args: &ProviderFlags,
+    config: &Config,
+    recorded_url: Option<&str>,
+    recorded_api: Option<&str>,
+) -> ProviderFlags {
+    let openai = &config.openai;
+    let mut merged = args.clone();
+    merged.base_url = args
+        .base_url
+        .clone()
+        .or_else(|| recorded_url.map(str::to_owned))
+        .or_else(|| openai.base_url.clone());
+    merged.openai_api = args
+        .openai_api
+        .clone()
+        .or_else(|| recorded_api.map(str::to_owned))
+        .or_else(|| Some(openai.api.clone()));
+    merged.openai_transport = args
+        .openai_transport
+        .clone()
+        .or_else(|| Some(openai.transport.clone()));
+    merged.reasoning_effort = args
+        .reasoning_effort
+        .clone()
+        .or_else(|| Some(openai.reasoning_effort.clone()));
+    merged.reasoning_summary = args
+        .reasoning_summary
+        .clone()
+        .or_else(|| Some(openai.reasoning_summary.clone()));
+    merged
+}
+
+/// A base URL checked before the run: a usage error naming the URL and
+/// how to write it.
+fn checked_url(url: String) -> Result<String, SelectError> {
+    etch_provider::http::check_base_url(&url).map_err(SelectError::Usage)?;
+    Ok(url)
+}
+
+/// The offline echo model.
+fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
+    let delay = env("ETCH_ECHO_DELAY_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis);
+    Selection {
+        client: Arc::new(
+            EchoClient::new(model.unwrap_or(etch_provider::echo::NAME)).with_delay(delay),
+        ),
+        notice,
+        notes: Vec::new(),
+        endpoint: None,
+    }
+}
+
+/// Retry policy from `[provider]`, with `ETCH_RETRY_BASE_DELAY_MS` (a test
+/// knob) winning over the configured first delay.
+fn retry_policy(config: &Config) -> RetryPolicy {
+    let configured = config.provider.retry_base_delay_ms;
+    RetryPolicy {
+        max_retries: config.provider.max_retries,
+        base_delay: Duration::from_millis(
+            env("ETCH_RETRY_BASE_DELAY_MS")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(configured),
+        ),
+        ..RetryPolicy::default()
+    }
+}
+
+/// Idle timeout from `[provider] idle_timeout_secs`, with
+/// `ETCH_IDLE_TIMEOUT_SECS` (a test knob) winning.
+fn idle_timeout(config: &Config) -> Duration {
+    let secs = env("ETCH_IDLE_TIMEOUT_SECS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(config.provider.idle_timeout_secs);
+    Duration::from_secs(secs)
+}
+
+/// The reasoning effort in force: the flag, else `minimal` (E-CFG-10);
+/// `off` means none at all (C35).
+fn reasoning_effort(args: &ProviderFlags) -> Option<String> {
+    let effort = args.reasoning_effort.as_deref().unwrap_or("minimal");
+    (effort != "off").then(|| effort.to_string())
+}
+
+/// The Anthropic Messages provider (C29).
+fn anthropic_client(
+    args: &ProviderFlags,
+    model: Option<&str>,
+    knobs: &Knobs,
+) -> Result<Selection, SelectError> {
+    let Some(key) = args.api_key.clone().or_else(|| env("ANTHROPIC_API_KEY")) else {
+        return Err(SelectError::Failed(
+            "no Anthropic credentials: set ANTHROPIC_API_KEY or pass --api-key".to_owned(),
+        ));
+    };
+    let base_url = checked_url(
+        args.base_url
+            .clone()
+            .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string()),
+    )?;
+    let model = model.unwrap_or(anthropic::DEFAULT_MODEL).to_string();
+    // Thinking costs tokens on every pass, so Anthropic thinks only when the
+    // user asks for an effort explicitly.
+    let budget = args
+        .reasoning_effort
+        .as_deref()
+        .and_then(anthropic::thinking_budget);
+    let notice = format!("etch: anthropic messages · {model} · {base_url} · Anthropic: API key");
+    Ok(Selection {
+        endpoint: Some(base_url.clone()),
+        notes: Vec::new(),
+        client: Arc::new(AnthropicClient::new(AnthropicConfig {
+            base_url,
+            api_key: key,
+            model,
+            max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+            thinking_budget: budget,
+            retry: knobs.retry.clone(),
+            idle_timeout: knobs.idle_timeout,
+        })),
+        notice: Some(notice),
+    })
+}
+
+/// Where a key may be sent: the host it belongs to.
+const OPENAI_HOST: &str = "api.openai.com";
+/// OpenRouter's API host, the home of `OPENROUTER_API_KEY`.
+const OPENROUTER_HOST: &str = "openrouter.ai";
+
+/// Whether `url` is one of OpenAI's own services (the API or the Codex
+/// backend), where OpenAI credentials belong.
+fn is_openai_service(url: &str) -> bool {
+    etch_provider::http::host_of(url)
+        .is_some_and(|h| h == OPENAI_HOST || h == "chatgpt.com" || h.ends_with(".chatgpt.com"))
+}
+
+/// The OpenAI provider: Chat Completions or Responses with an API key, or
+/// Responses on the Codex backend with a ChatGPT/Codex login or token, or
+/// no credentials at all for a server of the user's own (E-AUTH-03 and
+/// `[openai] auth`).
+async fn openai(
+    args: &ProviderFlags,
+    model: Option<&str>,
+    knobs: &Knobs,
+) -> Result<Selection, SelectError> {
+    let model_name = model.unwrap_or(OPENAI_MODEL).to_string();
+    let base_url = checked_url(
+        args.base_url
+            .clone()
+            .unwrap_or_else(|| OPENAI_BASE_URL.to_string()),
+    )?;
+    if let Some(flag) = &knobs.flag_base_url {
+        checked_url(flag.clone())?;
+    }
+    if args.api_key.is_some() {
+        return api_key_client(args, model_name, base_url, Key::Flag, knobs);
+    }
+    if knobs.auth == "none" {
+        return api_key_client(
+            args,
+            model_name,
+            base_url,
+            Key::None("[openai] auth = \"none\""),
+            knobs,
+        );
+    }
+    let (mode, inputs) = openai_auth(args);
+    // The ChatGPT login and CODEX_ACCESS_TOKEN go only to OpenAI's own
+    // services, or anywhere with `[openai] auth = "login"` (a proxy of the
+    // Codex backend; honoured from the user's own config only). Any other
+    // server gets no credentials unless `auth = "api-key"` or --api-key
+    // says so.
+    let codex_here = is_openai_service(&base_url) || knobs.auth == "login";
+    match mode {
+        None if is_openai_service(&base_url) => Err(SelectError::Failed(
+            "no OpenAI credentials: run 'etch auth login', set OPENAI_API_KEY (or OPENROUTER_API_KEY \
+             with --base-url https://openrouter.ai/api/v1) or pass --api-key"
+                .to_owned(),
+        )),
+        None => api_key_client(
+            args,
+            model_name,
+            base_url,
+            Key::None("no credentials"),
+            knobs,
+        ),
+        Some(AuthMode::OpenAiApiKey { .. }) => {
+            let key = env_key(&inputs, &base_url, knobs)?;
+            api_key_client(args, model_name, base_url, key, knobs)
+        }
+        Some(AuthMode::CodexOAuth | AuthMode::CodexToken) if !codex_here => {
+            // Keys in the environment may still belong to this endpoint.
+            let key = env_key(&inputs, &base_url, knobs)?;
+            api_key_client(args, model_name, base_url, key, knobs)
+        }
+        Some(mode @ (AuthMode::CodexOAuth | AuthMode::CodexToken)) => {
+            codex_client(args, model_name, mode, &inputs, knobs).await
+        }
+    }
+}
+
+/// The credential an API-key client sends.
+enum Key {
+    /// `--api-key`.
+    Flag,
+    /// A key from the environment, named by its variable.
+    Env(&'static str, String),
+    /// No `Authorization` header, and why (for the stderr header line).
+    None(&'static str),
+}
+
+/// The environment key that may go to `base_url`: with `[openai] auth =
+/// "api-key"` the first one set, otherwise only a key whose own service
+/// `base_url` is. No key at all for other servers; OpenAI's API with no
+/// key of its own is an error that says which variable is missing.
+fn env_key(inputs: &AuthInputs, base_url: &str, knobs: &Knobs) -> Result<Key, SelectError> {
+    let openai = inputs
+        .openai_api_key
+        .as_ref()
+        .map(|s| s.expose().to_string());
+    let openrouter = inputs
+        .openrouter_api_key
+        .as_ref()
+        .map(|s| s.expose().to_string());
+    if knobs.auth == "api-key" {
+        return Ok(match (openai, openrouter) {
+            (Some(key), _) => Key::Env(ENV_OPENAI_API_KEY, key),
+            (None, Some(key)) => Key::Env(ENV_OPENROUTER_API_KEY, key),
+            (None, None) => Key::None("no key in the environment"),
+        });
+    }
+    let host = etch_provider::http::host_of(base_url).unwrap_or_default();
+    if host == OPENAI_HOST {
+        return openai.map(|k| Key::Env(ENV_OPENAI_API_KEY, k)).ok_or_else(|| {
+            SelectError::Failed(format!(
+                    "no OpenAI credentials for {base_url}: OPENROUTER_API_KEY goes only to openrouter.ai \
+                     (pass --base-url https://openrouter.ai/api/v1); set OPENAI_API_KEY or pass --api-key"
+                ),
+            )
+        });
+    }
+    if (host == OPENROUTER_HOST || host.ends_with(".openrouter.ai"))
+        && let Some(key) = openrouter
+    {
+        return Ok(Key::Env(ENV_OPENROUTER_API_KEY, key));
+    }
+    Ok(Key::None(
+        "environment keys go only to their own service; [openai] auth = \"api-key\" sends them here",
+    ))
+}
+
+/// Responses on the Codex backend (or a `--base-url` proxy of it) with the
+/// stored ChatGPT login or `CODEX_ACCESS_TOKEN`.
+async fn codex_client(
+    args: &ProviderFlags,
+    model_name: String,
+    mode: AuthMode,
+    inputs: &AuthInputs,
+    knobs: &Knobs,
+) -> Result<Selection, SelectError> {
+    let (bearer, credentials): (Option<String>, Option<Arc<dyn CredentialSource>>) = if mode
+        == AuthMode::CodexOAuth
+    {
+        let Some(store) = credential_store() else {
+            return Err(SelectError::Failed(
+                "HOME is not set: etch keeps the stored login under $HOME/.etch/auth".to_owned(),
+            ));
+        };
+        let login = CodexLogin {
+            store,
+            issuer: oauth::issuer_from_env(),
+        };
+        // Fail before the session starts if the login cannot be used;
+        // every request then checks (and refreshes) it again.
+        oauth::ensure_fresh(&login.store, &login.issuer)
+            .await
+            .map_err(|e| SelectError::Failed(e.to_string()))?;
+        (None, Some(Arc::new(login)))
+    } else {
+        (
+            inputs
+                .secret_for(AuthMode::CodexToken)
+                .map(|s| s.expose().to_string()),
+            None,
+        )
+    };
+    let label = mode.label();
+    // The Codex backend unless a Codex host, or a proxy under `auth =
+    // "login"`, was named (the API's default URL is not one).
+    let base_url = args
+        .base_url
+        .clone()
+        .filter(|url| {
+            knobs.auth == "login"
+                || etch_provider::http::host_of(url)
+                    .is_some_and(|h| h == "chatgpt.com" || h.ends_with(".chatgpt.com"))
+        })
+        .unwrap_or_else(|| CODEX_BASE_URL.to_string());
+    let transport = transport(args);
+    let notice = format!(
+        "etch: openai responses{} · {model_name} · {base_url} · {label}",
+        transport_label(transport)
+    );
+    Ok(Selection {
+        endpoint: Some(base_url.clone()),
+        notes: Vec::new(),
+        client: Arc::new(ResponsesClient::new(ResponsesConfig {
+            base_url,
+            bearer,
+            model: model_name,
+            reasoning_effort: reasoning_effort(args),
+            reasoning_summary: Some(
+                args.reasoning_summary
+                    .clone()
+                    .unwrap_or_else(|| "auto".to_string()),
+            ),
+            extra_headers: Vec::new(),
+            credentials,
+            retry: knobs.retry.clone(),
+            idle_timeout: knobs.idle_timeout,
+            transport,
+            websocket_headers: vec![("OpenAI-Beta".to_string(), CODEX_WEBSOCKET_BETA.to_string())],
+        })),
+        notice: Some(notice),
+    })
+}
+
+/// The stored ChatGPT/Codex login as a per-request credential source: each
+/// request loads it, refreshes it when it is about to expire (P-AUTH-01,
+/// E-AUTH-11) and sends the access token and the account header.
+struct CodexLogin {
+    /// The credential file.
+    store: CredentialStore,
+    /// The OAuth issuer for refreshes.
+    issuer: String,
+}
+
+impl CredentialSource for CodexLogin {
+    fn headers(&self) -> HeadersFuture<'_> {
+        Box::pin(async move {
+            let creds = oauth::ensure_fresh(&self.store, &self.issuer)
+                .await
+                .map_err(|e| ModelError::new(ErrorKind::Auth, e.to_string()))?;
+            let mut headers = vec![(
+                "authorization".to_string(),
+                format!("Bearer {}", creds.access_token.expose()),
+            )];
+            if let Some(account) = creds.account_id {
+                headers.push(("chatgpt-account-id".to_string(), account));
+            }
+            Ok(headers)
+        })
+    }
+}
+
+/// The `OpenAI-Beta` value the ChatGPT/Codex backend expects on a Responses
+/// WebSocket handshake.
+const CODEX_WEBSOCKET_BETA: &str = "responses_websockets=2026-02-06";
+
+/// The Responses transport of `--openai-transport` (default `sse`).
+fn transport(args: &ProviderFlags) -> Transport {
+    args.openai_transport
+        .as_deref()
+        .and_then(Transport::parse)
+        .unwrap_or_default()
+}
+
+/// How the stderr header names a non-default transport.
+fn transport_label(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Sse => "",
+        Transport::WebSocket => " (websocket)",
+        Transport::Auto => " (websocket, sse fallback)",
+    }
+}
+
+/// An API-key client: Chat Completions by default, Responses on request,
+/// sending `key` (or no `Authorization` header at all).
+/// A WebSocket transport needs Responses, so asking for it with Chat
+/// Completions is a usage error rather than a silently ignored flag.
+fn api_key_client(
+    args: &ProviderFlags,
+    model: String,
+    base_url: String,
+    key: Key,
+    knobs: &Knobs,
+) -> Result<Selection, SelectError> {
+    let (key, label) = match key {
+        Key::Flag => (args.api_key.clone(), format!("{LABEL_API_KEY} (--api-key)")),
+        Key::Env(var, key) => (Some(key), format!("{LABEL_API_KEY} ({var})")),
+        Key::None(why) => (None, format!("no API key ({why})")),
+    };
+    let api = args.openai_api.as_deref().unwrap_or("chat");
+    let mut notes = Vec::new();
+    let mut transport = transport(args);
+    if api == "chat" && transport != Transport::Sse {
+        let mode = args.openai_transport.as_deref().unwrap_or_default();
+        if knobs.transport_flag {
+            return Err(SelectError::Usage(format!(
+                "--openai-transport {mode} needs the Responses API: add --openai-api responses"
+            )));
+        }
+        notes.push(format!(
+            "etch: warning: [openai] transport = \"{mode}\" needs api = \"responses\"; using sse with Chat Completions"
+        ));
+        transport = Transport::Sse;
+    }
+    let notice = format!(
+        "etch: openai {api}{} · {model} · {base_url} · {label}",
+        transport_label(transport)
+    );
+    let endpoint = Some(base_url.clone());
+    let client: Arc<dyn ModelClient> = if api == "responses" {
+        Arc::new(ResponsesClient::new(ResponsesConfig {
+            base_url,
+            bearer: key,
+            model,
+            reasoning_effort: reasoning_effort(args),
+            reasoning_summary: Some(
+                args.reasoning_summary
+                    .clone()
+                    .unwrap_or_else(|| "auto".to_string()),
+            ),
+            extra_headers: Vec::new(),
+            credentials: None,
+            retry: knobs.retry.clone(),
+            idle_timeout: knobs.idle_timeout,
+            transport,
+            websocket_headers: Vec::new(),
+        }))
+    } else {
+        Arc::new(ChatClient::new(ChatConfig {
+            base_url,
+            api_key: key,
+            model,
+            stream_usage: knobs.stream_usage,
+            retry: knobs.retry.clone(),
+            idle_timeout: knobs.idle_timeout,
+        }))
+    };
+    Ok(Selection {
+        client,
+        notice: Some(notice),
+        notes,
+        endpoint,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs an async selection to completion on a current-thread runtime.
+    fn block<T>(future: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    /// Flags naming `provider` and `base_url`.
+    fn flags(provider: &str, base_url: Option<&str>) -> ProviderFlags {
+        ProviderFlags {
+            provider: Some(provider.to_owned()),
+            base_url: base_url.map(str::to_owned),
+            ..ProviderFlags::default()
+        }
+    }
+
+    /// The echo provider needs nothing and has no endpoint; an unknown
+    /// provider and a base URL without a scheme are usage errors naming
+    /// what to do; an explicit key reaches a local server with a notice
+    /// that says which key, never the key itself.
+    #[test]
+    fn selection_outcomes() {
+        let config = Config::default();
+        let echo = block(select(&flags("echo", None), &config, None)).unwrap();
+        assert_eq!(echo.endpoint, None);
+        assert_eq!(echo.client.provider(), "echo");
+        let Err(SelectError::Usage(message)) = block(select(&flags("bogus", None), &config, None))
+        else {
+            panic!("an unknown provider is a usage error");
+        };
+        assert!(message.contains("expected one of echo, openai, anthropic"));
+        let Err(SelectError::Usage(message)) = block(select(
+            &flags("openai", Some("localhost:8080/v1")),
+            &config,
+            None,
+        )) else {
+            panic!("a base URL without a scheme is a usage error");
+        };
+        assert!(message.contains("http://localhost:8080/v1"), "{message}");
+        let mut keyed = flags("openai", Some("http://127.0.0.1:9/v1"));
+        keyed.api_key = Some("sk-secret".to_owned());
+        let local = block(select(&keyed, &config, None)).unwrap();
+        assert_eq!(local.endpoint.as_deref(), Some("http://127.0.0.1:9/v1"));
+        let notice = local.notice.unwrap();
+        assert!(
+            notice.contains("(--api-key)") && !notice.contains("sk-secret"),
+            "{notice}"
+        );
+    }
+
+    /// OpenAI's own services are recognised by host, not by prefix.
+    #[test]
+    fn openai_services_by_host() {
+        assert!(is_openai_service("https://api.openai.com/v1"));
+        assert!(is_openai_service("https://chatgpt.com/backend-api/codex"));
+        assert!(!is_openai_service("http://127.0.0.1:8080/v1"));
+        assert!(!is_openai_service("https://api.openai.com.evil.example/v1"));
+        assert!(!is_openai_service("https://openrouter.ai/api/v1"));
+    }
+
+    /// Flags that name a base URL.
+    fn moved_flags() -> ProviderFlags {
+        flags("openai", Some("http://127.0.0.1:2/v1"))
+    }
+
+    /// A resumed session says where it goes when that is not where it went.
+    #[test]
+    fn endpoint_notes() {
+        let config = Config::default();
+        let recorded = Recorded {
+            provider: "openai",
+            model: "m",
+            base_url: Some("http://127.0.0.1:1/v1"),
+            openai_api: Some("chat"),
+        };
+        let unset = ProviderFlags::default();
+        let old = Recorded {
+            base_url: None,
+            ..recorded
+        };
+        let note = endpoint_note(&unset, &config, &old, Some("https://api.openai.com/v1")).unwrap();
+        assert!(note.contains("does not record its endpoint"), "{note}");
+        assert!(endpoint_note(&moved_flags(), &config, &old, Some("http://x/v1")).is_none());
+        assert_eq!(
+            endpoint_note(&unset, &config, &recorded, Some("http://127.0.0.1:1/v1")),
+            None
+        );
+        let moved = flags("openai", Some("http://127.0.0.1:2/v1"));
+        let switched =
+            endpoint_note(&moved, &config, &recorded, Some("http://127.0.0.1:2/v1")).unwrap();
+        assert!(switched.ends_with("(--base-url)"), "{switched}");
+        let mut configured = Config::default();
+        configured.openai.base_url = Some("http://127.0.0.1:3/v1".to_owned());
+        let kept = endpoint_note(
+            &unset,
+            &configured,
+            &recorded,
+            Some("http://127.0.0.1:1/v1"),
+        )
+        .unwrap();
+        assert!(
+            kept.contains("not [openai] base_url http://127.0.0.1:3/v1"),
+            "{kept}"
+        );
+    }
+}
