@@ -379,6 +379,13 @@ fn reasoning_effort(args: &ProviderFlags) -> Option<String> {
     (effort != "off").then(|| effort.to_string())
 }
 
+/// The reasoning summary detail in force: the flag, else `auto`.
+fn reasoning_summary(args: &ProviderFlags) -> String {
+    args.reasoning_summary
+        .clone()
+        .unwrap_or_else(|| "auto".to_string())
+}
+
 /// The Anthropic Messages provider (C29).
 fn anthropic_client(
     args: &ProviderFlags,
@@ -606,11 +613,7 @@ async fn codex_client(
             bearer,
             model: model_name,
             reasoning_effort: reasoning_effort(args),
-            reasoning_summary: Some(
-                args.reasoning_summary
-                    .clone()
-                    .unwrap_or_else(|| "auto".to_string()),
-            ),
+            reasoning_summary: Some(reasoning_summary(args)),
             extra_headers: Vec::new(),
             credentials,
             retry: knobs.retry.clone(),
@@ -713,11 +716,7 @@ fn api_key_client(
             bearer: key,
             model,
             reasoning_effort: reasoning_effort(args),
-            reasoning_summary: Some(
-                args.reasoning_summary
-                    .clone()
-                    .unwrap_or_else(|| "auto".to_string()),
-            ),
+            reasoning_summary: Some(reasoning_summary(args)),
             extra_headers: Vec::new(),
             credentials: None,
             retry: knobs.retry.clone(),

@@ -25,6 +25,9 @@ pub mod store;
 pub mod tree;
 pub mod writer;
 
+#[cfg(test)]
+mod testlines;
+
 pub use error::{ResolveError, SessionError};
 pub use event::{
     AssistantData, Event, ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData,

@@ -215,23 +215,7 @@ pub(crate) fn branch_from(
 mod tests {
     use super::*;
 
-    /// Builds one envelope line for tests.
-    fn line(kind: &str, id: &str, parent: Option<&str>, data: &str) -> String {
-        let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
-        format!(
-            r#"{{"type":"{kind}","id":"{id}","parentId":{parent},"time":"2026-01-01T00:00:00.000Z","data":{data}}}"#
-        )
-    }
-
-    /// A minimal header line.
-    fn header() -> String {
-        line(
-            types::SESSION_STARTED,
-            "A",
-            None,
-            r#"{"sessionId":"S","formatVersion":1,"cwd":"/","etchVersion":"0","provider":"echo","model":"echo"}"#,
-        )
-    }
+    pub(crate) use crate::testlines::{header, line};
 
     /// E-SES-22: blank lines are ignored, garbage in the middle is reported and
     /// skipped, a torn last line is reported as torn, and every valid event

@@ -17,12 +17,7 @@ use crate::loader::{LoadedSession, branch_from};
 /// when no event has that id. Missing parents are bridged as the loader
 /// does for the active branch.
 pub fn branch_to(session: &LoadedSession, leaf: &str) -> Option<Vec<usize>> {
-    let index: HashMap<&str, usize> = session
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.id.as_str(), i))
-        .collect();
+    let index = id_index(session);
     let start = *index.get(leaf)?;
     Some(branch_from(&session.events, &index, start, &mut Vec::new()))
 }
@@ -31,12 +26,7 @@ pub fn branch_to(session: &LoadedSession, leaf: &str) -> Option<Vec<usize>> {
 /// the first event. An event whose parent is missing hangs under the event
 /// before it in the file, as the loader bridges it.
 pub fn children(session: &LoadedSession) -> Vec<Vec<usize>> {
-    let index: HashMap<&str, usize> = session
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.id.as_str(), i))
-        .collect();
+    let index = id_index(session);
     let mut children = vec![Vec::new(); session.events.len()];
     for (i, event) in session.events.iter().enumerate().skip(1) {
         let parent = event
@@ -48,6 +38,16 @@ pub fn children(session: &LoadedSession) -> Vec<Vec<usize>> {
         children[parent].push(i);
     }
     children
+}
+
+/// Each event's index by id.
+fn id_index(session: &LoadedSession) -> HashMap<&str, usize> {
+    session
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect()
 }
 
 /// The label of each labelled event id: the latest `session.label` event
@@ -80,32 +80,25 @@ pub fn is_structural(event: &Event) -> bool {
 mod tests {
     use super::*;
     use crate::parse_session;
+    use crate::testlines::{header, line};
     use std::path::Path;
-
-    /// One envelope line.
-    fn line(kind: &str, id: &str, parent: Option<&str>, data: &str) -> String {
-        let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
-        format!(
-            r#"{{"type":"{kind}","id":"{id}","parentId":{parent},"time":"2026-01-01T00:00:00.000Z","data":{data}}}"#
-        )
-    }
 
     /// A session whose user message B has two continuations: C-D (an
     /// abandoned branch) and E (the active one), with a label on C.
     fn forked() -> LoadedSession {
         let user = |t: &str| format!(r#"{{"content":[{{"type":"text","text":"{t}"}}]}}"#);
         let text = [
-            line(
-                "session.started",
-                "A",
-                None,
-                r#"{"sessionId":"S","formatVersion":1,"cwd":"/","etchVersion":"0","provider":"echo","model":"echo"}"#,
-            ),
+            header(),
             line("message.user", "B", Some("A"), &user("first")),
             line("message.user", "C", Some("B"), &user("old idea")),
             line("message.user", "D", Some("C"), &user("old follow-up")),
             line("message.user", "E", Some("B"), &user("new idea")),
-            line("session.label", "F", Some("E"), r#"{"targetId":"C","label":"abandoned"}"#),
+            line(
+                "session.label",
+                "F",
+                Some("E"),
+                r#"{"targetId":"C","label":"abandoned"}"#,
+            ),
         ]
         .join("\n");
         parse_session(Path::new("t.jsonl"), text.as_bytes()).unwrap()

@@ -50,11 +50,9 @@ fn resume_returns_to_the_recorded_endpoint() {
     assert!(!text.contains("sk-"), "{text}");
 
     let id = id_of(&session);
-    let resumed = support::Run(
-        ws.command(&["resume", &id, "-p", "continue"])
-            .env("OPENAI_API_KEY", "sk-real-key")
-            .output()
-            .unwrap(),
+    let resumed = ws.run_env(
+        &["resume", &id, "-p", "continue"],
+        &[("OPENAI_API_KEY", "sk-real-key")],
     );
     assert_eq!(resumed.ok(), "second\n");
     assert_eq!(local.requests().len(), 2);
@@ -113,11 +111,7 @@ fn resume_prefers_the_session_endpoint_over_config() {
     let url = format!("{}/v1", server.url());
     ws.run(&["--provider", "openai", "--base-url", &url, "-p", "hi"])
         .ok();
-    std::fs::write(
-        ws.path().join(".etch/config.toml"),
-        "[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
-    )
-    .unwrap();
+    ws.project_config("[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n");
     let id = id_of(&ws.only_session());
     let out = ws.run(&["resume", &id, "-p", "again"]);
     assert_eq!(out.ok(), "two\n");
@@ -392,12 +386,7 @@ fn binary_and_huge_stdin_are_refused() {
     let out = ws.run_with_stdin(&["-p", "what is this"], "PK\u{3}\u{4}\0\0binary");
     assert_eq!(out.code(), 2);
     assert!(out.stderr().contains("looks binary"), "{}", out.stderr());
-    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
-    std::fs::write(
-        ws.path().join(".etch/config.toml"),
-        "[context]\nauto_compact_threshold_tokens = 1000\n",
-    )
-    .unwrap();
+    ws.project_config("[context]\nauto_compact_threshold_tokens = 1000\n");
     let out = ws.run_with_stdin(&["-p", "summarize"], &"log line\n".repeat(2000));
     assert_eq!(out.code(), 2);
     assert!(
@@ -512,30 +501,19 @@ fn credentials_stay_with_their_service() {
     ])
     .unwrap();
     let url = format!("{}/v1", server.url());
-    let out = support::Run(
-        ws.command(&["--provider", "openai", "--base-url", &url, "-p", "hi"])
-            .env("CODEX_ACCESS_TOKEN", "tok-secret")
-            .output()
-            .unwrap(),
+    let token = [("CODEX_ACCESS_TOKEN", "tok-secret")];
+    let out = ws.run_env(
+        &["--provider", "openai", "--base-url", &url, "-p", "hi"],
+        &token,
     );
     assert_eq!(out.ok(), "local\n");
     assert_eq!(server.requests()[0].path, "/v1/chat/completions");
     assert_eq!(server.requests()[0].header("authorization"), None);
 
-    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
-    std::fs::write(
-        ws.path().join(".etch/config.toml"),
-        format!(
-            "[provider]\nname = \"openai\"\n[openai]\nbase_url = \"{url}\"\nauth = \"api-key\"\n"
-        ),
-    )
-    .unwrap();
-    let out = support::Run(
-        ws.command(&["-p", "hi"])
-            .env("OPENAI_API_KEY", "sk-real-secret")
-            .output()
-            .unwrap(),
-    );
+    let key = [("OPENAI_API_KEY", "sk-real-secret")];
+    let project = format!("[provider]\nname = \"openai\"\n[openai]\nbase_url = \"{url}\"\n");
+    ws.project_config(&format!("{project}auth = \"api-key\"\n"));
+    let out = ws.run_env(&["-p", "hi"], &key);
     assert_eq!(out.ok(), "project\n");
     assert_eq!(server.requests()[1].header("authorization"), None);
     assert!(
@@ -545,23 +523,9 @@ fn credentials_stay_with_their_service() {
         out.stderr()
     );
 
-    std::fs::write(
-        ws.path().join(".etch/config.toml"),
-        format!("[provider]\nname = \"openai\"\n[openai]\nbase_url = \"{url}\"\n"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(ws.home.path().join(".etch")).unwrap();
-    std::fs::write(
-        ws.home.path().join(".etch/config.toml"),
-        "[openai]\nauth = \"api-key\"\n",
-    )
-    .unwrap();
-    let out = support::Run(
-        ws.command(&["-p", "hi"])
-            .env("OPENAI_API_KEY", "sk-real-secret")
-            .output()
-            .unwrap(),
-    );
+    ws.project_config(&project);
+    ws.user_config("[openai]\nauth = \"api-key\"\n");
+    let out = ws.run_env(&["-p", "hi"], &key);
     assert_eq!(out.ok(), "user\n");
     assert_eq!(
         server.requests()[2].header("authorization"),

@@ -356,28 +356,14 @@ fn provider_auto_selection_and_missing_key() {
     ])
     .unwrap();
     let base = format!("{}/v1", server.url());
-    let out = support::Run(
-        ws.command(&["--base-url", &base, "-p", "x"])
-            .env("OPENAI_API_KEY", "sk-env")
-            .output()
-            .unwrap(),
-    );
+    let key = [("OPENAI_API_KEY", "sk-env")];
+    let out = ws.run_env(&["--base-url", &base, "-p", "x"], &key);
     assert_eq!(out.ok(), "auto\n");
     assert_eq!(server.requests()[0].header("authorization"), None);
     assert!(out.stderr().contains("no API key"), "{}", out.stderr());
     // The user's own config may send the key to another server.
-    std::fs::create_dir_all(ws.home.path().join(".etch")).unwrap();
-    std::fs::write(
-        ws.home.path().join(".etch/config.toml"),
-        "[openai]\nauth = \"api-key\"\n",
-    )
-    .unwrap();
-    let out = support::Run(
-        ws.command(&["--base-url", &base, "-p", "x"])
-            .env("OPENAI_API_KEY", "sk-env")
-            .output()
-            .unwrap(),
-    );
+    ws.user_config("[openai]\nauth = \"api-key\"\n");
+    let out = ws.run_env(&["--base-url", &base, "-p", "x"], &key);
     assert_eq!(out.ok(), "sent\n");
     assert_eq!(
         server.requests()[1].header("authorization"),
@@ -385,21 +371,11 @@ fn provider_auto_selection_and_missing_key() {
     );
     // auth = "none": not even --provider openai with a key in the
     // environment sends one, and no credentials are required.
-    std::fs::remove_file(ws.home.path().join(".etch/config.toml")).unwrap();
-    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
-    std::fs::write(
-        ws.path().join(".etch/config.toml"),
-        format!(
-            "[provider]\nname = \"openai\"\n[openai]\nauth = \"none\"\nbase_url = \"{base}\"\n"
-        ),
-    )
-    .unwrap();
-    let out = support::Run(
-        ws.command(&["-p", "x"])
-            .env("OPENAI_API_KEY", "sk-env")
-            .output()
-            .unwrap(),
-    );
+    ws.user_config("");
+    ws.project_config(&format!(
+        "[provider]\nname = \"openai\"\n[openai]\nauth = \"none\"\nbase_url = \"{base}\"\n"
+    ));
+    let out = ws.run_env(&["-p", "x"], &key);
     assert_eq!(out.ok(), "none\n");
     assert_eq!(server.requests()[2].header("authorization"), None);
     std::fs::remove_file(ws.path().join(".etch/config.toml")).unwrap();

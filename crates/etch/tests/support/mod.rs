@@ -173,3 +173,26 @@ pub fn stalling_server() -> etch_test_support::FakeServer {
     };
     etch_test_support::FakeServer::start(vec![stall(), stall(), stall(), stall()]).unwrap()
 }
+
+impl Workspace {
+    /// Runs etch with extra environment variables (credentials, knobs).
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args);
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        Run(cmd.output().unwrap())
+    }
+
+    /// Writes the project's `.etch/config.toml`.
+    pub fn project_config(&self, text: &str) {
+        std::fs::create_dir_all(self.path().join(".etch")).unwrap();
+        std::fs::write(self.path().join(".etch/config.toml"), text).unwrap();
+    }
+
+    /// Writes the user's `~/.etch/config.toml` (in the workspace's HOME).
+    pub fn user_config(&self, text: &str) {
+        std::fs::create_dir_all(self.home.path().join(".etch")).unwrap();
+        std::fs::write(self.home.path().join(".etch/config.toml"), text).unwrap();
+    }
+}
