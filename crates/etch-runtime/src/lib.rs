@@ -12,5 +12,5 @@ pub mod provider;
 
 pub use provider::{
     LABEL_API_KEY, NO_CREDENTIALS, PROVIDERS, ProviderFlags, Recorded, SelectError, Selection,
-    select, select_for_session,
+    model_change, select, select_for_session, thinking_change,
 };

@@ -150,18 +150,59 @@ pub async fn select_for_session(
     config: &Config,
     session: &etch_session::LoadedSession,
 ) -> Result<Selection, SelectError> {
-    let header = &session.header;
+    // What session.started recorded, as later model.change and
+    // thinking_level.change events on the branch left it.
+    let state = etch_session::model_state(session);
     let recorded = Recorded {
-        provider: &header.provider,
-        model: &header.model,
-        base_url: header.base_url.as_deref(),
-        openai_api: header.openai_api.as_deref(),
+        provider: &state.provider,
+        model: &state.model,
+        base_url: state.base_url.as_deref(),
+        openai_api: state.openai_api.as_deref(),
     };
-    let mut selection = select(args, config, Some(recorded)).await?;
+    let mut with_level = args.clone();
+    if with_level.reasoning_effort.is_none() {
+        with_level
+            .reasoning_effort
+            .clone_from(&state.thinking_level);
+    }
+    let mut selection = select(&with_level, config, Some(recorded)).await?;
     if let Some(note) = endpoint_note(args, config, &recorded, selection.endpoint.as_deref()) {
         selection.notes.insert(0, note);
     }
     Ok(selection)
+}
+
+/// The `model.change` to record when `selection` differs from what the
+/// session's branch used so far (`state`), so later runs go on with it.
+pub fn model_change(
+    state: &etch_session::ModelState,
+    selection: &Selection,
+) -> Option<etch_session::event::ModelChangeData> {
+    let client = &selection.client;
+    let changed = client.provider() != state.provider
+        || client.model() != state.model
+        || selection.endpoint != state.base_url
+        || (client.api().is_some() && client.api() != state.openai_api.as_deref());
+    changed.then(|| etch_session::event::ModelChangeData {
+        provider: client.provider().to_owned(),
+        model: client.model().to_owned(),
+        openai_api: client.api().map(str::to_owned),
+        base_url: selection.endpoint.clone(),
+    })
+}
+
+/// The `thinking_level.change` to record when a flag set a reasoning
+/// effort other than the branch's.
+pub fn thinking_change(
+    state: &etch_session::ModelState,
+    flags: &ProviderFlags,
+) -> Option<etch_session::event::ThinkingLevelData> {
+    let level = flags.reasoning_effort.as_deref()?;
+    (state.thinking_level.as_deref() != Some(level)).then(|| {
+        etch_session::event::ThinkingLevelData {
+            level: level.to_owned(),
+        }
+    })
 }
 
 /// Why a resumed session's requests go to `used` and not where they went

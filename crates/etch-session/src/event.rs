@@ -33,6 +33,10 @@ pub mod types {
     pub const CONTEXT_SUMMARY: &str = "context.summary";
     /// A user's label on an event of the tree.
     pub const SESSION_LABEL: &str = "session.label";
+    /// Later requests use another provider, model or endpoint.
+    pub const MODEL_CHANGE: &str = "model.change";
+    /// Later requests use another reasoning effort.
+    pub const THINKING_LEVEL_CHANGE: &str = "thinking_level.change";
 }
 
 /// One loaded event. `data` stays raw JSON until someone needs it typed, which
@@ -174,6 +178,30 @@ pub struct ToolData {
     /// lines); for display, never replayed to a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
+}
+
+/// `model.change` data: from this event on the branch, requests go to
+/// this provider, model and endpoint (never a credential).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelChangeData {
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// OpenAI API shape, when the provider is `openai`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openai_api: Option<String>,
+    /// Endpoint base URL, when the provider has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// `thinking_level.change` data: the reasoning effort of later requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingLevelData {
+    /// One of the reasoning efforts (`off`, `none`, `minimal`, … `xhigh`).
+    pub level: String,
 }
 
 /// `session.label` data: a name for an event of the session tree, shown by

@@ -151,6 +151,7 @@ pub async fn run_resume(
     let mut observer = make_observer(args.json);
     close_dangling_calls(&loaded, &mut writer, observer.as_mut())
         .map_err(|e| Failure::new(exit::FAILED, e))?;
+    record_model_changes(args, &loaded, &selection, &mut writer, observer.as_mut())?;
     let projection = project_messages(&loaded);
     for warning in &projection.warnings {
         eprintln!("etch: warning: {}: {warning}", loaded.path.display());
@@ -166,6 +167,34 @@ pub async fn run_resume(
     let result = execute(place, args, run, &cancel).await;
     watcher.abort();
     result
+}
+
+/// Appends `model.change` and `thinking_level.change` when this run's
+/// flags moved the session to another provider, model, endpoint or
+/// reasoning effort, so that later runs (a plain `etch resume`) go on with
+/// them.
+fn record_model_changes(
+    args: &RunArgs,
+    loaded: &etch_session::LoadedSession,
+    selection: &provider::Selection,
+    writer: &mut SessionWriter,
+    observer: &mut dyn Observer,
+) -> Result<(), Failure> {
+    let state = etch_session::model_state(loaded);
+    let fail = |e: etch_session::SessionError| Failure::new(exit::FAILED, e);
+    if let Some(change) = etch_runtime::model_change(&state, selection) {
+        let appended = writer
+            .append(etch_session::types::MODEL_CHANGE, &change)
+            .map_err(fail)?;
+        observer.durable_line(&appended.line);
+    }
+    if let Some(change) = etch_runtime::thinking_change(&state, &provider::flags(args)) {
+        let appended = writer
+            .append(etch_session::types::THINKING_LEVEL_CHANGE, &change)
+            .map_err(fail)?;
+        observer.durable_line(&appended.line);
+    }
+    Ok(())
 }
 
 /// Everything a run needs besides its options.

@@ -8,7 +8,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use etch_model::ContentPart;
-use etch_session::event::{AssistantData, ReasoningData, SummaryData, ToolData, UserData};
+use etch_session::event::{
+    AssistantData, ModelChangeData, ReasoningData, SummaryData, ThinkingLevelData, ToolData,
+    UserData,
+};
 use etch_session::{Event, LoadedSession, load_session, types};
 
 use crate::exit::{self, Failure};
@@ -112,6 +115,17 @@ fn render_event(event: &Event, out: &mut String) {
                     u.reasoning_output_tokens,
                     u.total_tokens
                 );
+            }
+        }
+        types::MODEL_CHANGE => {
+            if let Ok(d) = event.parse_data::<ModelChangeData>() {
+                let at = d.base_url.map(|u| format!(" at {u}")).unwrap_or_default();
+                let _ = writeln!(out, "\n(model changed to {}/{}{at})", d.provider, d.model);
+            }
+        }
+        types::THINKING_LEVEL_CHANGE => {
+            if let Ok(d) = event.parse_data::<ThinkingLevelData>() {
+                let _ = writeln!(out, "\n(reasoning effort changed to {})", d.level);
             }
         }
         types::MODEL_METRICS | types::MODEL_RESPONSE | types::MODEL_PROVIDER_ITEM => {}

@@ -83,9 +83,11 @@ fn short_id(id: &str) -> &str {
     id.get(start..).unwrap_or(id)
 }
 
-/// Whether `event` is metadata of a model pass rather than conversation.
+/// Whether `event` is metadata of a model pass rather than conversation
+/// (a model switch is shown: it changes what follows).
 fn is_metadata(event: &Event) -> bool {
-    event.kind.starts_with("model.") || tree::is_structural(event)
+    (event.kind.starts_with("model.") && event.kind != types::MODEL_CHANGE)
+        || tree::is_structural(event)
 }
 
 /// One line saying what `event` is.

@@ -563,3 +563,58 @@ fn resume_last_with_a_session_id_is_refused() {
     assert_eq!(out.code(), 2);
     assert!(out.stderr().contains("drop --last"), "{}", out.stderr());
 }
+
+/// Switching model on resume is recorded (`model.change`, and
+/// `thinking_level.change` for a new effort), and a later plain resume
+/// goes on with the switched model rather than the one the session
+/// started with; `show` says where it switched.
+#[test]
+fn model_switches_are_recorded_and_honoured() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("one")),
+        Reply::sse(chat_text("two")),
+        Reply::sse(chat_text("three")),
+    ])
+    .unwrap();
+    let url = format!("{}/v1", server.url());
+    let base = ["--provider", "openai", "--base-url", url.as_str()];
+    let mut first = base.to_vec();
+    first.extend(["--model", "m1", "-p", "hi"]);
+    assert_eq!(ws.run(&first).ok(), "one\n");
+    let session = ws.only_session();
+    let id = id_of(&session);
+    let switched = ws.run(&[
+        "resume",
+        &id,
+        "--model",
+        "m2",
+        "--reasoning-effort",
+        "high",
+        "-p",
+        "again",
+    ]);
+    assert_eq!(switched.ok(), "two\n");
+    assert_eq!(ws.run(&["resume", &id, "-p", "more"]).ok(), "three\n");
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(models, ["m1", "m2", "m2"]);
+    let events = jsonl(&session);
+    let changes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "model.change" || e["type"] == "thinking_level.change")
+        .collect();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    assert_eq!(changes[0]["data"]["model"], "m2");
+    assert_eq!(changes[0]["data"]["baseUrl"], url.as_str());
+    assert_eq!(changes[1]["data"]["level"], "high");
+    let shown = ws.run(&["show", &id]).ok();
+    assert!(shown.contains("(model changed to openai/m2 at "), "{shown}");
+    assert!(
+        shown.contains("(reasoning effort changed to high)"),
+        "{shown}"
+    );
+}
