@@ -34,6 +34,14 @@ pub enum SessionError {
         /// The session file.
         path: PathBuf,
     },
+    /// An event id that the session does not hold (navigation, forks).
+    #[error("session {} has no event {id}; see etch show --tree for its ids", path.display())]
+    UnknownEvent {
+        /// The session file.
+        path: PathBuf,
+        /// The id asked for.
+        id: String,
+    },
     /// An event could not be serialized (a bug, reported rather than hidden).
     #[error("could not encode a {kind} event: {source}")]
     Encode {

@@ -33,6 +33,8 @@ pub mod types {
     pub const CONTEXT_SUMMARY: &str = "context.summary";
     /// A user's label on an event of the tree.
     pub const SESSION_LABEL: &str = "session.label";
+    /// The active leaf moved to an earlier event (this event's parent).
+    pub const SESSION_NAVIGATE: &str = "session.navigate";
     /// Later requests use another provider, model or endpoint.
     pub const MODEL_CHANGE: &str = "model.change";
     /// Later requests use another reasoning effort.
@@ -202,6 +204,18 @@ pub struct ModelChangeData {
 pub struct ThinkingLevelData {
     /// One of the reasoning efforts (`off`, `none`, `minimal`, … `xhigh`).
     pub level: String,
+}
+
+/// `session.navigate` data: the leaf moved to `targetId`, which is also
+/// this event's parent, so the move survives a restart and later events
+/// continue the conversation from there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigateData {
+    /// The event the conversation continues from.
+    pub target_id: String,
+    /// The leaf that was left, so the abandoned branch can be found again.
+    pub from_id: Option<String>,
 }
 
 /// `session.label` data: a name for an event of the session tree, shown by

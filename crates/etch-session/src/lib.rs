@@ -20,6 +20,7 @@ pub mod id;
 pub mod index;
 pub mod loader;
 pub mod model_state;
+pub mod navigate;
 pub mod projection;
 pub mod stats;
 pub mod store;
@@ -37,6 +38,7 @@ pub use event::{
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};
 pub use model_state::{ModelState, model_state};
+pub use navigate::navigate;
 pub use projection::{dangling_tool_calls, project_messages, project_messages_at};
 pub use stats::{SessionStats, session_stats};
 pub use store::SessionStore;

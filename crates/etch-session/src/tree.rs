@@ -71,9 +71,9 @@ pub fn labels(session: &LoadedSession) -> HashMap<String, String> {
 }
 
 /// Whether `event` is a session-structure event rather than conversation
-/// (labels), for views that hide them.
+/// (labels, leaf moves), for views that hide them.
 pub fn is_structural(event: &Event) -> bool {
-    event.kind == types::SESSION_LABEL
+    event.kind == types::SESSION_LABEL || event.kind == types::SESSION_NAVIGATE
 }
 
 #[cfg(test)]

@@ -173,4 +173,11 @@ impl SessionWriter {
     pub fn leaf(&self) -> Option<&str> {
         self.leaf.as_deref()
     }
+
+    /// Makes `id` the parent of the next event. Only for moving the leaf
+    /// to an event the caller checked exists in this session
+    /// ([`crate::navigate`] does, and records the move).
+    pub(crate) fn set_leaf(&mut self, id: String) {
+        self.leaf = Some(id);
+    }
 }

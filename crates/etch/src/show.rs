@@ -9,8 +9,8 @@ use std::path::Path;
 
 use etch_model::ContentPart;
 use etch_session::event::{
-    AssistantData, ModelChangeData, ReasoningData, SummaryData, ThinkingLevelData, ToolData,
-    UserData,
+    AssistantData, ModelChangeData, NavigateData, ReasoningData, SummaryData, ThinkingLevelData,
+    ToolData, UserData,
 };
 use etch_session::{Event, LoadedSession, load_session, types};
 
@@ -121,6 +121,11 @@ fn render_event(event: &Event, out: &mut String) {
             if let Ok(d) = event.parse_data::<ModelChangeData>() {
                 let at = d.base_url.map(|u| format!(" at {u}")).unwrap_or_default();
                 let _ = writeln!(out, "\n(model changed to {}/{}{at})", d.provider, d.model);
+            }
+        }
+        types::SESSION_NAVIGATE => {
+            if let Ok(d) = event.parse_data::<NavigateData>() {
+                let _ = writeln!(out, "\n(continued from earlier event {})", d.target_id);
             }
         }
         types::THINKING_LEVEL_CHANGE => {
