@@ -71,7 +71,7 @@ impl Event {
 
 /// The envelope as written; borrowed so appending never clones payloads.
 #[derive(Serialize)]
-pub(crate) struct EnvelopeOut<'a, T: Serialize> {
+pub(crate) struct EnvelopeOut<'a, T: Serialize + ?Sized> {
     /// Event type.
     #[serde(rename = "type")]
     pub kind: &'a str,

@@ -55,6 +55,46 @@ impl SessionStore {
     /// lies in an `.etch` directory, G2), the file with its
     /// `session.started` event, and the index row.
     pub fn create(&self, new: &NewSession) -> Result<(SessionWriter, Appended), SessionError> {
+        self.create_with(new, None)
+    }
+
+    /// Forks the branch of `origin` that leads to the event `before` into a
+    /// new session: its `session.started` names the origin file and
+    /// `before`, and it holds copies (same ids, times and data) of the
+    /// branch's events before `before`, so it reads on its own and a run
+    /// continues from there, as if `before` had never been written (Pi's
+    /// fork from a user message, to edit it). The origin is not changed.
+    /// An id the origin does not hold is an error naming it.
+    pub fn fork(
+        &self,
+        origin: &LoadedSession,
+        before: &str,
+        new: &NewSession,
+    ) -> Result<(SessionWriter, Appended), SessionError> {
+        let Some(branch) = crate::tree::branch_to(origin, before) else {
+            return Err(SessionError::UnknownEvent {
+                path: origin.path.clone(),
+                id: before.to_owned(),
+            });
+        };
+        let fork = (origin.path.clone(), before.to_owned());
+        let (mut writer, header) = self.create_with(new, Some(fork))?;
+        // The branch without the origin's header and without `before`,
+        // each copy chained to the one before it in the new file.
+        let copied = branch.iter().skip(1).take(branch.len().saturating_sub(2));
+        for &index in copied {
+            let parent = writer.leaf().map(str::to_owned);
+            writer.append_copy(&origin.events[index], parent.as_deref())?;
+        }
+        Ok((writer, header))
+    }
+
+    /// Creates a session, forked from `(origin file, event)` when given.
+    fn create_with(
+        &self,
+        new: &NewSession,
+        fork: Option<(PathBuf, String)>,
+    ) -> Result<(SessionWriter, Appended), SessionError> {
         self.ensure_dir()?;
         let id = new_id();
         let path = index::session_path(&self.dir, &id);
@@ -71,8 +111,10 @@ impl SessionStore {
             parent_session_id: None,
             parent_tool_call_id: None,
             subagent_profile: None,
-            fork_session_path: None,
-            fork_before_event_id: None,
+            fork_session_path: fork
+                .as_ref()
+                .map(|(path, _)| path.to_string_lossy().into_owned()),
+            fork_before_event_id: fork.map(|(_, id)| id),
         };
         let appended = writer.append(types::SESSION_STARTED, &header)?;
         index::append_row(
@@ -314,5 +356,55 @@ mod tests {
                 .contains(&format!("\"parentId\":\"{}\"", first.id))
         );
         assert!(header.line.contains("\"parentId\":null"));
+    }
+
+    /// A fork at the second prompt holds the first exchange only, names
+    /// its origin, reads without warnings and continues on its own; the
+    /// origin is unchanged; an unknown id is refused.
+    #[test]
+    fn fork_copies_the_branch_before_the_event() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path().join("sessions"));
+        let (mut writer, _) = store.create(&new_session("origin")).unwrap();
+        let user = |w: &mut SessionWriter, text: &str| {
+            w.append(
+                types::MESSAGE_USER,
+                &UserData {
+                    content: vec![ContentPart::text(text)],
+                },
+            )
+            .unwrap()
+            .id
+        };
+        let first = user(&mut writer, "first");
+        let second = user(&mut writer, "second");
+        let origin = crate::load_session(writer.path()).unwrap();
+        let before = std::fs::read(writer.path()).unwrap();
+        let err = store
+            .fork(&origin, "NOPE", &new_session("fork"))
+            .unwrap_err();
+        assert!(err.to_string().contains("has no event NOPE"), "{err}");
+        let (mut forked, _) = store.fork(&origin, &second, &new_session("fork")).unwrap();
+        user(&mut forked, "edited second");
+        let copy = crate::load_session(forked.path()).unwrap();
+        assert!(copy.warnings.is_empty(), "{:?}", copy.warnings);
+        assert_eq!(
+            copy.header.fork_session_path.as_deref(),
+            Some(writer.path().to_string_lossy().as_ref())
+        );
+        assert_eq!(
+            copy.header.fork_before_event_id.as_deref(),
+            Some(second.as_str())
+        );
+        assert_eq!(copy.events[1].id, first);
+        assert_eq!(
+            crate::project_messages(&copy).messages,
+            vec![
+                etch_model::Message::user_text("first"),
+                etch_model::Message::user_text("edited second")
+            ]
+        );
+        assert_eq!(std::fs::read(writer.path()).unwrap(), before);
+        assert_eq!(store.list().unwrap().0.len(), 2);
     }
 }

@@ -139,11 +139,41 @@ impl SessionWriter {
     pub fn append<T: Serialize>(&mut self, kind: &str, data: &T) -> Result<Appended, SessionError> {
         let id = new_id();
         let time = now_rfc3339();
+        let parent = self.leaf.clone();
+        self.write_event(kind, id, parent.as_deref(), &time, data)
+    }
+
+    /// Appends a copy of `event` (same type, id, time and data) under
+    /// `parent`, for a fork: ids that other events refer to (a summary's
+    /// first kept event, a label's target) stay valid in the copy.
+    pub(crate) fn append_copy(
+        &mut self,
+        event: &crate::event::Event,
+        parent: Option<&str>,
+    ) -> Result<Appended, SessionError> {
+        self.write_event(
+            &event.kind,
+            event.id.clone(),
+            parent,
+            &event.time,
+            &event.data,
+        )
+    }
+
+    /// Writes one envelope line and makes `id` the new leaf.
+    fn write_event<T: Serialize + ?Sized>(
+        &mut self,
+        kind: &str,
+        id: String,
+        parent: Option<&str>,
+        time: &str,
+        data: &T,
+    ) -> Result<Appended, SessionError> {
         let envelope = EnvelopeOut {
             kind,
             id: &id,
-            parent_id: self.leaf.as_deref(),
-            time: &time,
+            parent_id: parent,
+            time,
             data,
         };
         let mut buf = serde_json::to_vec(&envelope).map_err(|source| SessionError::Encode {
