@@ -245,6 +245,9 @@ impl Agent {
                 pending_prompts = vec![pending_prompts.join("\n\n")];
             }
             if calls.is_empty() && pending_prompts.is_empty() {
+                pending_prompts = state.observer.drain_follow_up();
+            }
+            if calls.is_empty() && pending_prompts.is_empty() {
                 return Ok(RunOutcome {
                     final_text,
                     rounds: round,

@@ -169,6 +169,14 @@ pub trait Observer: Send {
     fn drain_steering(&mut self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Follow-up prompts queued explicitly (Pi's follow-up queue, RPC
+    /// `follow_up`), taken only when the run would otherwise stop: each
+    /// becomes its own user message and the run goes on. The queue's owner
+    /// decides how many to hand over at a time (`all` or `one-at-a-time`).
+    fn drain_follow_up(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// An observer that ignores everything.

@@ -182,6 +182,8 @@ struct Recorder {
     lines: Vec<String>,
     /// Steering prompts to hand out at the first drain.
     steering: Vec<String>,
+    /// Follow-ups handed over one per stop.
+    follow_ups: Vec<String>,
 }
 
 impl Observer for Recorder {
@@ -221,6 +223,14 @@ impl Observer for Recorder {
     }
     fn drain_steering(&mut self) -> Vec<String> {
         std::mem::take(&mut self.steering)
+    }
+    fn drain_follow_up(&mut self) -> Vec<String> {
+        // One at a time, as Pi's default follow-up mode.
+        if self.follow_ups.is_empty() {
+            Vec::new()
+        } else {
+            vec![self.follow_ups.remove(0)]
+        }
     }
 }
 
@@ -1183,5 +1193,37 @@ async fn leftover_steering_is_one_combined_follow_up() {
     assert_eq!(
         *requests[1].messages.last().unwrap(),
         Message::user_text("also a\n\nand b")
+    );
+}
+
+/// Explicit follow-ups are taken only when the run would stop, each as its
+/// own user message answered in a further round of the same run, in the
+/// order the queue hands them over.
+#[tokio::test]
+async fn follow_ups_run_after_the_answer() {
+    let client = Scripted::new(vec![
+        text_pass("first"),
+        text_pass("second"),
+        text_pass("third"),
+    ]);
+    let mut f = fixture(client.clone(), vec![], 32);
+    let mut rec = Recorder {
+        follow_ups: vec!["then a".into(), "then b".into()],
+        ..Recorder::default()
+    };
+    let outcome = f
+        .run("go", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "third");
+    let requests = client.requests.lock().unwrap();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        *requests[1].messages.last().unwrap(),
+        Message::user_text("then a")
+    );
+    assert_eq!(
+        *requests[2].messages.last().unwrap(),
+        Message::user_text("then b")
     );
 }
