@@ -84,6 +84,10 @@ pub enum EventBody {
         is_error: bool,
         /// How long it ran, in milliseconds.
         duration_ms: u64,
+        /// Structured data the tool returned beside the text (the edit
+        /// diff as lines), for display.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
     },
     /// A round ended.
     TurnEnd {
@@ -259,6 +263,7 @@ mod tests {
             json!({"type": "tool_execution_start", "toolCallId": "t1", "toolName": "read", "args": {"path": "a"}}),
             json!({"type": "tool_execution_update", "toolCallId": "t1", "partialResult": "lin"}),
             json!({"type": "tool_execution_end", "toolCallId": "t1", "result": "x", "isError": false, "durationMs": 3}),
+            json!({"type": "tool_execution_end", "toolCallId": "t2", "result": "ok", "isError": false, "durationMs": 1, "details": {"diff": []}}),
             json!({"type": "turn_end", "round": 1, "toolResults": 1, "durationMs": 12}),
             json!({"type": "agent_end"}),
             json!({"type": "agent_end", "error": "round limit"}),

@@ -4,10 +4,12 @@
 //!
 //! It resolves settings into typed values (no command-line parser types
 //! below the binary) and returns notices as values: it never prints. This
-//! first part is the provider factory; the session handle with its queues
-//! and events builds on it. It must not know how anything is drawn or
+//! first part is the provider factory and the bridge from the loop's
+//! events to the protocol's owned events; the session handle with its
+//! queues builds on them. It must not know how anything is drawn or
 //! which front end asked.
 
+pub mod events;
 pub mod provider;
 
 pub use provider::{

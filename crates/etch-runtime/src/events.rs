@@ -1,0 +1,314 @@
+//! The bridge from the loop's borrowed, in-process lifecycle events to the
+//! protocol's owned events: an [`Observer`] that converts each callback
+//! into an [`Event`] tagged with the id of the command that started the
+//! run, and hands it to a sink (a channel, a writer, a test's vector).
+//!
+//! Messages become the protocol's wire shape here, once, so every front end
+//! shows the same thing. The conversion is cheap and allocation-bound by
+//! the event itself: deltas stay deltas. It must not know where events go.
+
+use etch_core::{AgentEvent, CompactionResult, Delta as CoreDelta, Observer};
+use etch_model::{ContentPart, Message};
+use etch_protocol::{CompactionOutcome, Delta, Event, EventBody, WireMessage, WirePart};
+
+/// Where converted events go.
+pub type EventSink = Box<dyn FnMut(Event) + Send>;
+
+/// An observer that turns a run's events into protocol events.
+pub struct EventBridge {
+    /// The id of the command that caused the run, put on every event.
+    command_id: Option<String>,
+    /// Where events go.
+    sink: EventSink,
+}
+
+impl EventBridge {
+    /// A bridge tagging events with `command_id` and handing them to `sink`.
+    pub fn new(command_id: Option<String>, sink: EventSink) -> Self {
+        Self { command_id, sink }
+    }
+
+    /// Sends one event with the command id.
+    fn emit(&mut self, body: EventBody) {
+        (self.sink)(Event {
+            id: self.command_id.clone(),
+            body,
+        });
+    }
+}
+
+impl Observer for EventBridge {
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        if let Some(body) = convert(event) {
+            self.emit(body);
+        }
+    }
+}
+
+/// The protocol event for a loop event; `None` for loop events the
+/// protocol has no counterpart for (the batch start, provider items).
+pub fn convert(event: &AgentEvent<'_>) -> Option<EventBody> {
+    Some(match *event {
+        AgentEvent::AgentStart => EventBody::AgentStart,
+        AgentEvent::TurnStart { round } => EventBody::TurnStart { round },
+        AgentEvent::MessageStart { message } => EventBody::MessageStart {
+            message: match message {
+                Some(message) => Some(wire_message(message)?),
+                None => None,
+            },
+        },
+        AgentEvent::MessageUpdate { delta } => EventBody::MessageUpdate {
+            delta: match delta {
+                CoreDelta::Text(text) => Delta::TextDelta {
+                    delta: text.to_owned(),
+                },
+                CoreDelta::Reasoning(text) => Delta::ThinkingDelta {
+                    delta: text.to_owned(),
+                },
+                CoreDelta::ToolCallStart { id, name } => Delta::ToolcallStart {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                },
+                CoreDelta::ToolCallArguments(text) => Delta::ToolcallDelta {
+                    delta: text.to_owned(),
+                },
+            },
+        },
+        AgentEvent::MessageEnd { message } => EventBody::MessageEnd {
+            message: wire_message(message)?,
+        },
+        AgentEvent::ToolBatchStart { .. } => return None,
+        AgentEvent::ToolExecutionStart { call } => EventBody::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+        },
+        AgentEvent::ToolExecutionUpdate { call_id, text } => EventBody::ToolExecutionUpdate {
+            tool_call_id: call_id.to_owned(),
+            partial_result: text.to_owned(),
+        },
+        AgentEvent::ToolExecutionEnd {
+            call_id,
+            text,
+            is_error,
+            elapsed,
+            details,
+        } => EventBody::ToolExecutionEnd {
+            tool_call_id: call_id.to_owned(),
+            result: text.to_owned(),
+            is_error,
+            duration_ms: millis(elapsed),
+            details: details.cloned(),
+        },
+        AgentEvent::TurnEnd {
+            round,
+            elapsed,
+            tool_results,
+        } => EventBody::TurnEnd {
+            round,
+            tool_results: u32::try_from(tool_results).unwrap_or(u32::MAX),
+            duration_ms: millis(elapsed),
+        },
+        AgentEvent::CompactionStart { trigger } => EventBody::CompactionStart {
+            reason: trigger.to_string(),
+        },
+        AgentEvent::CompactionEnd { trigger, result } => EventBody::CompactionEnd {
+            reason: trigger.to_string(),
+            outcome: match result {
+                CompactionResult::Compacted {
+                    tokens_before,
+                    tokens_after,
+                } => CompactionOutcome::Compacted {
+                    tokens_before,
+                    tokens_after,
+                },
+                CompactionResult::Skipped(why) => CompactionOutcome::Skipped {
+                    reason: why.to_owned(),
+                },
+                CompactionResult::Failed(why) => CompactionOutcome::Failed {
+                    reason: why.to_owned(),
+                },
+            },
+        },
+        AgentEvent::Retrying {
+            attempt,
+            max_retries,
+            delay,
+            reason,
+        } => EventBody::AutoRetryStart {
+            attempt,
+            max_attempts: max_retries,
+            delay_ms: millis(delay),
+            error_message: reason.to_owned(),
+        },
+        AgentEvent::RetryEnd {
+            success,
+            attempt,
+            final_error,
+        } => EventBody::AutoRetryEnd {
+            success,
+            attempt,
+            final_error: final_error.map(str::to_owned),
+        },
+        AgentEvent::AgentEnd { error } => EventBody::AgentEnd {
+            error: error.map(str::to_owned),
+        },
+    })
+}
+
+/// A model message in the protocol's wire shape; provider-native replay
+/// items have none (they are not conversation).
+pub fn wire_message(message: &Message) -> Option<WireMessage> {
+    Some(match message {
+        Message::User { content } => WireMessage::User {
+            content: wire_parts(content),
+        },
+        Message::Assistant { content } => WireMessage::Assistant {
+            content: wire_parts(content),
+            stop_reason: None,
+            error_message: None,
+        },
+        Message::Tool {
+            tool_call_id,
+            tool_name,
+            content,
+            is_error,
+        } => WireMessage::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            tool_name: tool_name.clone(),
+            content: wire_parts(content),
+            is_error: *is_error,
+        },
+        Message::ProviderItem(_) => return None,
+    })
+}
+
+/// Content parts in the wire shape.
+fn wire_parts(parts: &[ContentPart]) -> Vec<WirePart> {
+    parts
+        .iter()
+        .map(|part| match part {
+            ContentPart::Text { text } => WirePart::Text { text: text.clone() },
+            ContentPart::ToolCall(call) => WirePart::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        })
+        .collect()
+}
+
+/// Whole milliseconds of a duration, saturating.
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    use etch_core::{Agent, AgentConfig};
+    use etch_session::SessionStore;
+    use etch_session::store::NewSession;
+
+    /// A real run (the echo model, a session on disk) seen through the
+    /// bridge: Pi's event order, every event tagged with the command id,
+    /// messages in the wire shape, the answer as a text delta.
+    #[test]
+    fn a_run_becomes_tagged_protocol_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path().join("sessions"));
+        let (mut writer, _) = store
+            .create(&NewSession {
+                cwd: "/w".into(),
+                provider: "echo".into(),
+                model: "echo".into(),
+                openai_api: None,
+                base_url: None,
+                etch_version: "0".into(),
+                first_prompt: "hi".into(),
+            })
+            .unwrap();
+        let agent = Agent::new(
+            Arc::new(etch_provider::EchoClient::new("echo")),
+            etch_tool::ToolRegistry::new(),
+            AgentConfig {
+                max_tool_rounds: 4,
+                system: Vec::new(),
+                cwd: dir.path().to_path_buf(),
+                temp_dir: dir.path().join("tmp"),
+                options: etch_model::RequestOptions::default(),
+                compaction: None,
+            },
+        );
+        let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let mut bridge = EventBridge::new(
+            Some("c1".into()),
+            Box::new(move |event| sink.lock().unwrap().push(event)),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(agent.run(
+                &mut writer,
+                &mut Vec::new(),
+                "hello there".into(),
+                &mut bridge,
+                &tokio_util::sync::CancellationToken::new(),
+            ))
+            .unwrap();
+        let events = seen.lock().unwrap();
+        assert!(events.iter().all(|e| e.id.as_deref() == Some("c1")));
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|e| {
+                serde_json::to_value(e).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "agent_start",
+                "turn_start",
+                "message_start",
+                "message_end",
+                "message_start",
+                "message_update",
+                "message_end",
+                "turn_end",
+                "agent_end"
+            ]
+        );
+        let user = serde_json::to_value(&events[3]).unwrap();
+        assert_eq!(user["message"]["role"], "user");
+        assert_eq!(user["message"]["content"][0]["text"], "hello there");
+        let delta = serde_json::to_value(&events[5]).unwrap();
+        assert_eq!(delta["delta"]["type"], "text_delta");
+        assert_eq!(delta["delta"]["delta"], "hello there");
+        assert!(
+            serde_json::to_value(&events[8])
+                .unwrap()
+                .get("error")
+                .is_none()
+        );
+    }
+
+    /// Provider replay items are not conversation: no wire message.
+    #[test]
+    fn provider_items_have_no_wire_shape() {
+        let item = Message::ProviderItem(etch_model::ProviderItem {
+            provider: "openai".into(),
+            api: "responses".into(),
+            item_type: "reasoning".into(),
+            item: serde_json::json!({}),
+        });
+        assert!(wire_message(&item).is_none());
+    }
+}
