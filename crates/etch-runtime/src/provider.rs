@@ -15,9 +15,11 @@
 //! provider's default. Every base URL is checked before the run (a typo is
 //! a usage error, not a minute of retries). An environment key goes only to
 //! its own service (`OPENAI_API_KEY` to api.openai.com, `OPENROUTER_API_KEY`
-//! to openrouter.ai) unless `[openai] auth = "api-key"` says otherwise, so a
-//! local server never receives the user's real key; `--api-key` is always
-//! sent.
+//! to openrouter.ai) and the ChatGPT login only to chatgpt.com, unless
+//! `[openai] auth` (`api-key`, `login`) says otherwise, so a local server
+//! never receives the user's real credentials; `--api-key` is always sent.
+//! It must not know the command line, terminals or exit codes: whoever
+//! calls it prints and maps [`SelectError`].
 //!
 //! `ETCH_ECHO_DELAY_MS` makes the echo model wait before replying;
 //! `ETCH_IDLE_TIMEOUT_SECS` and `ETCH_RETRY_BASE_DELAY_MS` override
