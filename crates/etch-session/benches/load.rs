@@ -1,6 +1,7 @@
 //! Loading and projecting a large session (issue 2 target: at least 100 MB/s
 //! of JSONL for 100,000 events; issue 5 target: projecting a compacted
-//! 100,000-event session in under 50 ms).
+//! 100,000-event session in under 50 ms; issue 11: the context at an early
+//! leaf no slower than loading).
 //!
 //! The file is generated with a realistic mix of events on one linear
 //! branch: user prompts, assistant tool calls, tool results cycling through
@@ -12,7 +13,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use etch_session::{parse_session, project_messages};
+use etch_session::{parse_session, project_messages, project_messages_at};
 use serde_json::json;
 
 /// Number of events in the generated session.
@@ -92,6 +93,15 @@ fn bench_load(c: &mut Criterion) {
     let session = parse_session(Path::new("bench.jsonl"), &bytes).unwrap();
     group.bench_function("project_only_100k_events", |b| {
         b.iter(|| black_box(project_messages(black_box(&session)).messages.len()));
+    });
+    // Issue 11: the context at an early leaf (navigating back), which
+    // walks the tree from that event rather than from the file's end.
+    let early = format!("01K{:023}", EVENTS / 10);
+    assert!(project_messages_at(&session, &early).is_some());
+    group.bench_function("project_at_an_early_leaf_100k_events", |b| {
+        b.iter(|| {
+            black_box(project_messages_at(black_box(&session), &early).map(|p| p.messages.len()))
+        });
     });
     // Issue 5 target: projecting a compacted 100,000-event session under
     // 50 ms (the summary plus the raw events it keeps).
