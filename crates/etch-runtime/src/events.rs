@@ -29,7 +29,7 @@ impl EventBridge {
     }
 
     /// Sends one event with the command id.
-    fn emit(&mut self, body: EventBody) {
+    pub fn emit_body(&mut self, body: EventBody) {
         (self.sink)(Event {
             id: self.command_id.clone(),
             body,
@@ -40,7 +40,7 @@ impl EventBridge {
 impl Observer for EventBridge {
     fn agent_event(&mut self, event: &AgentEvent<'_>) {
         if let Some(body) = convert(event) {
-            self.emit(body);
+            self.emit_body(body);
         }
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod events;
 pub mod provider;
+pub mod queue;
 
 pub use provider::{
     LABEL_API_KEY, NO_CREDENTIALS, PROVIDERS, ProviderFlags, Recorded, SelectError, Selection,

@@ -1,0 +1,240 @@
+//! The prompt queues of a session (C21, G8, Pi's AgentSession): steering
+//! texts, admitted at the next boundary after a tool batch, and explicit
+//! follow-ups, taken when the run would stop. Each drains `all` at once
+//! (etch's default) or `one-at-a-time` (Pi's option for RPC clients).
+//!
+//! [`QueuedRun`] is the observer a run is driven with: it forwards the
+//! loop's events to an [`EventBridge`] and hands the loop what the queues
+//! hold, announcing every change as a `queue_update` event, so a front end
+//! always shows what is pending. The queues are shared (`Arc<Mutex<_>>`)
+//! with whoever accepts commands while the run is active. This module
+//! must not know how commands arrive.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use etch_core::{AgentEvent, Observer};
+use etch_protocol::{EventBody, QueueMode};
+
+use crate::events::EventBridge;
+
+/// The pending steering and follow-up texts, oldest first.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Queues {
+    /// Steering texts.
+    steering: VecDeque<String>,
+    /// Follow-up texts.
+    follow_up: VecDeque<String>,
+    /// How steering drains.
+    steering_mode: QueueMode,
+    /// How follow-ups drain.
+    follow_up_mode: QueueMode,
+}
+
+impl Queues {
+    /// Queues a steering text.
+    pub fn steer(&mut self, text: impl Into<String>) {
+        self.steering.push_back(text.into());
+    }
+
+    /// Queues a follow-up text.
+    pub fn follow_up(&mut self, text: impl Into<String>) {
+        self.follow_up.push_back(text.into());
+    }
+
+    /// Sets how steering drains.
+    pub fn set_steering_mode(&mut self, mode: QueueMode) {
+        self.steering_mode = mode;
+    }
+
+    /// Sets how follow-ups drain.
+    pub fn set_follow_up_mode(&mut self, mode: QueueMode) {
+        self.follow_up_mode = mode;
+    }
+
+    /// Takes the steering texts due now: all, or the oldest one.
+    pub fn drain_steering(&mut self) -> Vec<String> {
+        drain(&mut self.steering, self.steering_mode)
+    }
+
+    /// Takes the follow-ups due now: all, or the oldest one.
+    pub fn drain_follow_up(&mut self) -> Vec<String> {
+        drain(&mut self.follow_up, self.follow_up_mode)
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.steering.is_empty() && self.follow_up.is_empty()
+    }
+
+    /// Takes everything pending (an aborted run hands it back to the
+    /// user rather than dropping it), steering first.
+    pub fn take_all(&mut self) -> Vec<String> {
+        self.steering
+            .drain(..)
+            .chain(self.follow_up.drain(..))
+            .collect()
+    }
+
+    /// The `queue_update` event describing the queues now.
+    pub fn update_event(&self) -> EventBody {
+        EventBody::QueueUpdate {
+            steering: self.steering.iter().cloned().collect(),
+            follow_up: self.follow_up.iter().cloned().collect(),
+        }
+    }
+}
+
+/// Takes all of `queue`, or its oldest entry.
+fn drain(queue: &mut VecDeque<String>, mode: QueueMode) -> Vec<String> {
+    match mode {
+        QueueMode::All => queue.drain(..).collect(),
+        QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
+    }
+}
+
+/// The observer of a run fed by shared queues.
+pub struct QueuedRun {
+    /// Where the run's events go.
+    bridge: EventBridge,
+    /// The session's queues.
+    queues: Arc<Mutex<Queues>>,
+}
+
+impl QueuedRun {
+    /// A run reporting through `bridge` and fed from `queues`.
+    pub fn new(bridge: EventBridge, queues: Arc<Mutex<Queues>>) -> Self {
+        Self { bridge, queues }
+    }
+
+    /// Drains with `take` and announces the new state when it took any.
+    fn take(&mut self, take: impl FnOnce(&mut Queues) -> Vec<String>) -> Vec<String> {
+        let (taken, update) = {
+            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            let taken = take(&mut queues);
+            (taken, queues.update_event())
+        };
+        if !taken.is_empty() {
+            self.bridge.emit_body(update);
+        }
+        taken
+    }
+}
+
+impl Observer for QueuedRun {
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        self.bridge.agent_event(event);
+    }
+
+    fn drain_steering(&mut self) -> Vec<String> {
+        self.take(Queues::drain_steering)
+    }
+
+    fn drain_follow_up(&mut self) -> Vec<String> {
+        self.take(Queues::drain_follow_up)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etch_protocol::Event;
+
+    /// Both modes, for both queues; abort hands everything back.
+    #[test]
+    fn modes_drain_all_or_one() {
+        let mut q = Queues::default();
+        q.steer("a");
+        q.steer("b");
+        q.follow_up("c");
+        q.follow_up("d");
+        q.set_follow_up_mode(QueueMode::OneAtATime);
+        assert_eq!(q.drain_steering(), ["a", "b"]);
+        assert_eq!(q.drain_follow_up(), ["c"]);
+        assert_eq!(
+            q.update_event(),
+            EventBody::QueueUpdate {
+                steering: vec![],
+                follow_up: vec!["d".into()]
+            }
+        );
+        q.steer("e");
+        assert_eq!(q.take_all(), ["e", "d"]);
+        assert!(q.is_empty());
+        assert!(q.drain_steering().is_empty());
+    }
+
+    /// Driving a real run (echo model, session on disk): queued follow-ups
+    /// are answered one at a time in the same run, each take announced by
+    /// a queue_update carrying the command id.
+    #[test]
+    fn a_run_drains_the_shared_queues() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = etch_session::SessionStore::new(dir.path());
+        let (mut writer, _) = store
+            .create(&etch_session::store::NewSession {
+                cwd: "/w".into(),
+                provider: "echo".into(),
+                model: "echo".into(),
+                openai_api: None,
+                base_url: None,
+                etch_version: "0".into(),
+                first_prompt: "go".into(),
+            })
+            .unwrap();
+        let agent = etch_core::Agent::new(
+            Arc::new(etch_provider::EchoClient::new("echo")),
+            etch_tool::ToolRegistry::new(),
+            etch_core::AgentConfig {
+                max_tool_rounds: 8,
+                system: Vec::new(),
+                cwd: dir.path().to_path_buf(),
+                temp_dir: dir.path().join("tmp"),
+                options: etch_model::RequestOptions::default(),
+                compaction: None,
+            },
+        );
+        let queues = Arc::new(Mutex::new(Queues::default()));
+        {
+            let mut q = queues.lock().unwrap();
+            q.set_follow_up_mode(QueueMode::OneAtATime);
+            q.follow_up("second");
+            q.follow_up("third");
+        }
+        let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let bridge = EventBridge::new(
+            Some("p1".into()),
+            Box::new(move |event| sink.lock().unwrap().push(event)),
+        );
+        let mut run = QueuedRun::new(bridge, Arc::clone(&queues));
+        let outcome = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(agent.run(
+                &mut writer,
+                &mut Vec::new(),
+                "first".into(),
+                &mut run,
+                &tokio_util::sync::CancellationToken::new(),
+            ))
+            .unwrap();
+        assert_eq!(outcome.final_text, "third");
+        assert!(queues.lock().unwrap().is_empty());
+        let events = seen.lock().unwrap();
+        let updates: Vec<&Event> = events
+            .iter()
+            .filter(|e| matches!(e.body, EventBody::QueueUpdate { .. }))
+            .collect();
+        assert_eq!(updates.len(), 2);
+        assert!(updates.iter().all(|e| e.id.as_deref() == Some("p1")));
+        assert_eq!(
+            updates[0].body,
+            EventBody::QueueUpdate {
+                steering: vec![],
+                follow_up: vec!["third".into()]
+            }
+        );
+    }
+}
