@@ -208,59 +208,27 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    use etch_core::{Agent, AgentConfig};
-    use etch_session::SessionStore;
-    use etch_session::store::NewSession;
-
     /// A real run (the echo model, a session on disk) seen through the
     /// bridge: Pi's event order, every event tagged with the command id,
     /// messages in the wire shape, the answer as a text delta.
     #[test]
     fn a_run_becomes_tagged_protocol_events() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::new(dir.path().join("sessions"));
-        let (mut writer, _) = store
-            .create(&NewSession {
-                cwd: "/w".into(),
-                provider: "echo".into(),
-                model: "echo".into(),
-                openai_api: None,
-                base_url: None,
-                etch_version: "0".into(),
-                first_prompt: "hi".into(),
-            })
-            .unwrap();
-        let agent = Agent::new(
-            Arc::new(etch_provider::EchoClient::new("echo")),
-            etch_tool::ToolRegistry::new(),
-            AgentConfig {
-                max_tool_rounds: 4,
-                system: Vec::new(),
-                cwd: dir.path().to_path_buf(),
-                temp_dir: dir.path().join("tmp"),
-                options: etch_model::RequestOptions::default(),
-                compaction: None,
-            },
-        );
+        let (mut writer, agent) = crate::testkit::echo_run(dir.path());
         let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
         let sink = Arc::clone(&seen);
         let mut bridge = EventBridge::new(
             Some("c1".into()),
             Box::new(move |event| sink.lock().unwrap().push(event)),
         );
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime
-            .block_on(agent.run(
-                &mut writer,
-                &mut Vec::new(),
-                "hello there".into(),
-                &mut bridge,
-                &tokio_util::sync::CancellationToken::new(),
-            ))
-            .unwrap();
+        crate::testkit::block(agent.run(
+            &mut writer,
+            &mut Vec::new(),
+            "hello there".into(),
+            &mut bridge,
+            &tokio_util::sync::CancellationToken::new(),
+        ))
+        .unwrap();
         let events = seen.lock().unwrap();
         assert!(events.iter().all(|e| e.id.as_deref() == Some("c1")));
         let kinds: Vec<String> = events

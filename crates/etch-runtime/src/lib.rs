@@ -13,6 +13,9 @@ pub mod events;
 pub mod provider;
 pub mod queue;
 
+#[cfg(test)]
+mod testkit;
+
 pub use provider::{
     LABEL_API_KEY, NO_CREDENTIALS, PROVIDERS, ProviderFlags, Recorded, SelectError, Selection,
     model_change, select, select_for_session, thinking_change,

@@ -789,14 +789,7 @@ fn api_key_client(
 mod tests {
     use super::*;
 
-    /// Runs an async selection to completion on a current-thread runtime.
-    fn block<T>(future: impl std::future::Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(future)
-    }
+    use crate::testkit::block;
 
     /// Flags naming `provider` and `base_url`.
     fn flags(provider: &str, base_url: Option<&str>) -> ProviderFlags {

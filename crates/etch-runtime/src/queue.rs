@@ -170,30 +170,7 @@ mod tests {
     #[test]
     fn a_run_drains_the_shared_queues() {
         let dir = tempfile::tempdir().unwrap();
-        let store = etch_session::SessionStore::new(dir.path());
-        let (mut writer, _) = store
-            .create(&etch_session::store::NewSession {
-                cwd: "/w".into(),
-                provider: "echo".into(),
-                model: "echo".into(),
-                openai_api: None,
-                base_url: None,
-                etch_version: "0".into(),
-                first_prompt: "go".into(),
-            })
-            .unwrap();
-        let agent = etch_core::Agent::new(
-            Arc::new(etch_provider::EchoClient::new("echo")),
-            etch_tool::ToolRegistry::new(),
-            etch_core::AgentConfig {
-                max_tool_rounds: 8,
-                system: Vec::new(),
-                cwd: dir.path().to_path_buf(),
-                temp_dir: dir.path().join("tmp"),
-                options: etch_model::RequestOptions::default(),
-                compaction: None,
-            },
-        );
+        let (mut writer, agent) = crate::testkit::echo_run(dir.path());
         let queues = Arc::new(Mutex::new(Queues::default()));
         {
             let mut q = queues.lock().unwrap();
@@ -208,18 +185,14 @@ mod tests {
             Box::new(move |event| sink.lock().unwrap().push(event)),
         );
         let mut run = QueuedRun::new(bridge, Arc::clone(&queues));
-        let outcome = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(agent.run(
-                &mut writer,
-                &mut Vec::new(),
-                "first".into(),
-                &mut run,
-                &tokio_util::sync::CancellationToken::new(),
-            ))
-            .unwrap();
+        let outcome = crate::testkit::block(agent.run(
+            &mut writer,
+            &mut Vec::new(),
+            "first".into(),
+            &mut run,
+            &tokio_util::sync::CancellationToken::new(),
+        ))
+        .unwrap();
         assert_eq!(outcome.final_text, "third");
         assert!(queues.lock().unwrap().is_empty());
         let events = seen.lock().unwrap();

@@ -1,0 +1,47 @@
+//! Unit-test fixtures: a session on disk and an agent on the offline echo
+//! model, so runtime pieces are tested on real runs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use etch_core::{Agent, AgentConfig};
+use etch_session::store::NewSession;
+use etch_session::{SessionStore, SessionWriter};
+
+/// A new session in `dir` and an echo agent working there.
+pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
+    let store = SessionStore::new(dir.join("sessions"));
+    let (writer, _) = store
+        .create(&NewSession {
+            cwd: "/w".into(),
+            provider: "echo".into(),
+            model: "echo".into(),
+            openai_api: None,
+            base_url: None,
+            etch_version: "0".into(),
+            first_prompt: "test".into(),
+        })
+        .unwrap();
+    let agent = Agent::new(
+        Arc::new(etch_provider::EchoClient::new("echo")),
+        etch_tool::ToolRegistry::new(),
+        AgentConfig {
+            max_tool_rounds: 8,
+            system: Vec::new(),
+            cwd: dir.to_path_buf(),
+            temp_dir: dir.join("tmp"),
+            options: etch_model::RequestOptions::default(),
+            compaction: None,
+        },
+    );
+    (writer, agent)
+}
+
+/// Runs `future` to completion on a current-thread runtime.
+pub(crate) fn block<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
