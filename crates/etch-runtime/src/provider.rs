@@ -267,8 +267,6 @@ struct Knobs {
     /// Whether `--openai-transport` was given (a WebSocket transport with
     /// Chat Completions is then a usage error rather than a warning).
     transport_flag: bool,
-    /// `--base-url` as given, checked before anything else.
-    flag_base_url: Option<String>,
 }
 
 /// Picks the provider for a run. Precedence (E-CFG-03): flags, then for a
@@ -306,7 +304,6 @@ pub async fn select(
         stream_usage: config.openai.stream_usage,
         auth: config.openai.auth.clone(),
         transport_flag: args.openai_transport.is_some(),
-        flag_base_url: args.base_url.clone(),
     };
     let openai_args = with_openai_config(
         args,
@@ -477,8 +474,12 @@ const OPENROUTER_HOST: &str = "openrouter.ai";
 /// Whether `url` is one of OpenAI's own services (the API or the Codex
 /// backend), where OpenAI credentials belong.
 fn is_openai_service(url: &str) -> bool {
-    etch_provider::http::host_of(url)
-        .is_some_and(|h| h == OPENAI_HOST || h == "chatgpt.com" || h.ends_with(".chatgpt.com"))
+    etch_provider::http::host_of(url).is_some_and(|h| h == OPENAI_HOST || is_chatgpt(&h))
+}
+
+/// Whether `host` is the ChatGPT/Codex backend's.
+fn is_chatgpt(host: &str) -> bool {
+    host == "chatgpt.com" || host.ends_with(".chatgpt.com")
 }
 
 /// The OpenAI provider: Chat Completions or Responses with an API key, or
@@ -496,9 +497,6 @@ async fn openai(
             .clone()
             .unwrap_or_else(|| OPENAI_BASE_URL.to_string()),
     )?;
-    if let Some(flag) = &knobs.flag_base_url {
-        checked_url(flag.clone())?;
-    }
     if args.api_key.is_some() {
         return api_key_client(args, model_name, base_url, Key::Flag, knobs);
     }
@@ -639,8 +637,7 @@ async fn codex_client(
         .clone()
         .filter(|url| {
             knobs.auth == "login"
-                || etch_provider::http::host_of(url)
-                    .is_some_and(|h| h == "chatgpt.com" || h.ends_with(".chatgpt.com"))
+                || etch_provider::http::host_of(url).is_some_and(|h| is_chatgpt(&h))
         })
         .unwrap_or_else(|| CODEX_BASE_URL.to_string());
     let transport = transport(args);

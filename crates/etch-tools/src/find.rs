@@ -31,7 +31,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use etch_model::ToolSpec;
 use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
@@ -338,24 +338,10 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
     if !root.is_dir {
         return Ok(find_in_file_root(&root, &matcher, filter.as_ref()));
     }
-    let skipped = Arc::new(Mutex::new(Vec::new()));
-    let recorder = Arc::clone(&skipped);
-    let walk = walker(&root.path, move |path| {
-        recorder
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(path.to_path_buf());
-    })
-    .build_parallel();
-    let trimmed = root.raw.trim_end_matches('/');
-    let prefix = match trimmed {
-        "" if root.raw.starts_with('/') => "/".to_owned(),
-        "" | "." | "./" => String::new(),
-        other => format!("{other}/"),
-    };
+    let (walk, pruned) = walker(&root.path);
     let shared = Shared {
         root: root.path.clone(),
-        prefix,
+        prefix: root.print_prefix(),
         matcher,
         filter,
         limit: args.limit,
@@ -363,7 +349,8 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
         results: Mutex::new(Vec::new()),
         total: AtomicUsize::new(0),
     };
-    walk.visit(&mut Builder { shared: &shared });
+    walk.build_parallel()
+        .visit(&mut Builder { shared: &shared });
     if cancel.is_cancelled() {
         return Err(ToolError::new("find was cancelled"));
     }
@@ -372,7 +359,7 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
     compact(&mut results, args.limit);
-    let skipped = std::mem::take(&mut *skipped.lock().unwrap_or_else(PoisonError::into_inner));
+    let skipped = pruned.take();
     let limit_hit = shared.total.load(Ordering::Relaxed) > args.limit;
     Ok(format_output(
         &results,

@@ -12,6 +12,7 @@
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use etch_tool::ToolError;
 use globset::{GlobBuilder, GlobMatcher};
@@ -65,6 +66,20 @@ pub(crate) struct Root {
     pub(crate) is_dir: bool,
 }
 
+impl Root {
+    /// What printed paths under this directory root start with: the root
+    /// as given plus `/`, `/` for the filesystem root, nothing for the
+    /// working directory, so that every printed path opens from the
+    /// working directory as it is.
+    pub(crate) fn print_prefix(&self) -> String {
+        match self.raw.trim_end_matches('/') {
+            "" if self.raw.starts_with('/') => "/".to_owned(),
+            "" | "." => String::new(),
+            other => format!("{other}/"),
+        }
+    }
+}
+
 /// Resolves `raw` against `cwd` and checks that it exists.
 pub(crate) fn existing_root(cwd: &Path, raw: &str) -> Result<Root, ToolError> {
     let path = paths::resolve(cwd, raw);
@@ -88,13 +103,31 @@ fn walk_threads() -> usize {
         .min(MAX_THREADS)
 }
 
+/// The internal directories a walk pruned, recorded from any walker
+/// thread, so that a result can say where it did not look.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pruned(Arc<Mutex<Vec<PathBuf>>>);
+
+impl Pruned {
+    /// Takes the paths recorded so far.
+    pub(crate) fn take(&self) -> Vec<PathBuf> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
 /// The walker shared by `find` and `grep`, configured with the shared rules
-/// (see the module doc). `on_skip` receives the path of every internal
-/// directory pruned, from any walker thread.
-pub(crate) fn walker<F>(root: &Path, on_skip: F) -> WalkBuilder
-where
-    F: Fn(&Path) + Send + Sync + 'static,
-{
+/// (see the module doc), and the record of the internal directories it
+/// prunes.
+pub(crate) fn walker(root: &Path) -> (WalkBuilder, Pruned) {
+    let pruned = Pruned::default();
+    let recorder = pruned.clone();
+    let on_skip = move |path: &Path| {
+        recorder
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path.to_path_buf());
+    };
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -112,7 +145,7 @@ where
             }
             !internal
         });
-    builder
+    (builder, pruned)
 }
 
 /// Whether `entry` is a directory on the skip list (the root never is: a

@@ -23,17 +23,16 @@ pub async fn run(
     focus: Option<&str>,
     args: &RunArgs,
 ) -> Result<(), Failure> {
-    let run_only = [
-        (args.prompt.is_some(), "a prompt"),
-        (args.skill.is_some(), "--skill"),
-        (args.json, "--json"),
-        (
-            args.tools.is_some() || args.read_only,
-            "--tools/--read-only",
-        ),
-        (args.max_tool_rounds.is_some(), "--max-tool-rounds"),
+    /// Run options that only a model turn uses.
+    const RUN_ONLY: [&str; 6] = [
+        "-p/--prompt",
+        "--skill",
+        "--json",
+        "--tools",
+        "--read-only",
+        "--max-tool-rounds",
     ];
-    if let Some((_, what)) = run_only.iter().find(|(given, _)| *given) {
+    if let Some(what) = args.given().into_iter().find(|f| RUN_ONLY.contains(f)) {
         return Err(Failure::usage(format!(
             "etch compact does not take {what}; it accepts the provider flags and --focus TEXT to steer the summary"
         )));

@@ -318,15 +318,13 @@ fn dump(
         None => {
             let id = session.map_or("new", LoadedSession::session_id);
             let etch = paths::project_root(&place.cwd).join(".etch");
-            std::fs::create_dir_all(&etch)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| etch_session::gitignore::ensure(&etch).map_err(Into::into))
-                .map_err(|e| {
-                    Failure::new(
-                        exit::FAILED,
-                        anyhow::anyhow!("cannot prepare {}: {e}", etch.display()),
-                    )
-                })?;
+            std::fs::create_dir_all(&etch).map_err(|e| {
+                Failure::new(
+                    exit::FAILED,
+                    anyhow::anyhow!("cannot create {}: {e}", etch.display()),
+                )
+            })?;
+            paths::keep_state_out_of_git(&place.cwd);
             etch.join(format!("context-dump-{id}.txt"))
         }
     };

@@ -618,3 +618,16 @@ fn model_switches_are_recorded_and_honoured() {
         "{shown}"
     );
 }
+
+/// With sessions kept elsewhere (`--session-dir`), a run still keeps the
+/// project's existing `.etch/` (where tool output spills) out of git.
+#[test]
+fn runs_keep_etch_out_of_git_with_sessions_elsewhere() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = elsewhere.path().to_string_lossy().into_owned();
+    ws.run(&["--session-dir", &dir, "-p", "hi"]).ok();
+    let ignore = std::fs::read_to_string(ws.path().join(".etch/.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "tmp/"), "{ignore}");
+}

@@ -21,7 +21,8 @@ pub(super) const NO_MATCHES: &str = "No matches found";
 
 /// The path printed for a file: joined to its root as given (so a relative
 /// root gives paths relative to the working directory, which `read` accepts
-/// as they are), bare for the root `.`, and the root as given for a file root.
+/// as they are; see `Root::print_prefix`), and the root as given for a file
+/// root.
 fn display_path(roots: &[Root], (index, rel): &Key) -> String {
     let Some(root) = roots.get(*index) else {
         return rel.to_string_lossy().into_owned();
@@ -29,13 +30,7 @@ fn display_path(roots: &[Root], (index, rel): &Key) -> String {
     if !root.is_dir || rel.as_os_str().is_empty() {
         return root.raw.clone();
     }
-    let rel = rel.to_string_lossy();
-    let prefix = root.raw.trim_end_matches('/');
-    if prefix.is_empty() || prefix == "." {
-        rel.into_owned()
-    } else {
-        format!("{prefix}/{rel}")
-    }
+    format!("{}{}", root.print_prefix(), rel.to_string_lossy())
 }
 
 /// Formats the kept hits, applying the per-file cap, the total limit and the

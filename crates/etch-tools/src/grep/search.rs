@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 use grep_regex::RegexMatcher;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
@@ -277,24 +277,14 @@ pub(super) fn search(
             break;
         }
         if root.is_dir {
-            let pruned = Arc::new(Mutex::new(Vec::new()));
-            let recorder = Arc::clone(&pruned);
-            walker(&root.path, move |path| {
-                recorder
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(path.to_path_buf());
-            })
-            .build_parallel()
-            .visit(&mut Builder {
+            let (walk, pruned) = walker(&root.path);
+            walk.build_parallel().visit(&mut Builder {
                 shared: &shared,
                 root_index: index,
                 root: &root.path,
                 root_raw: &root.raw,
             });
-            let pruned =
-                std::mem::take(&mut *pruned.lock().unwrap_or_else(PoisonError::into_inner));
-            skipped_dirs.extend(pruned.into_iter().filter(|path| {
+            skipped_dirs.extend(pruned.take().into_iter().filter(|path| {
                 path.strip_prefix(&root.path)
                     .is_ok_and(|rel| !shared.beyond(index, rel))
             }));
