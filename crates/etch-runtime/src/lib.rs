@@ -2,19 +2,33 @@
 //! terminal chat, subagents) shares to run a session, so that none of them
 //! holds agent logic of its own.
 //!
-//! It resolves settings into typed values (no command-line parser types
-//! below the binary) and returns notices as values: it never prints. This
-//! first part is the provider factory and the bridge from the loop's
-//! events to the protocol's owned events; the session handle with its
-//! queues builds on them. It must not know how anything is drawn or
-//! which front end asked.
+//! It takes settings as typed values (no command-line parser types below
+//! the binary) and returns notices as values: it never prints. The parts:
+//! where a session lives (`paths`, `settings`), what a run offers the model
+//! (`context`), the provider factory (`provider`), the session handle
+//! (`session`), its transcript (`transcript`), its queues (`queue`), the bridge from the loop's events to
+//! the protocol's owned events (`events`), and the host that accepts
+//! protocol commands while a run is active (`host`). It must not know how
+//! anything is drawn or which front end asked.
 
+pub mod context;
+pub mod error;
 pub mod events;
+pub mod host;
+pub mod paths;
 pub mod provider;
 pub mod queue;
+pub mod session;
+pub mod settings;
+pub mod transcript;
 
 #[cfg(test)]
 mod testkit;
+
+pub use context::Context;
+pub use error::{Notice, OpenError};
+pub use session::{CompactFailure, Session, Target};
+pub use settings::{Place, RunSettings};
 
 pub use provider::{
     LABEL_API_KEY, NO_CREDENTIALS, PROVIDERS, ProviderFlags, Recorded, SelectError, Selection,

@@ -52,6 +52,16 @@ impl Queues {
         self.follow_up_mode = mode;
     }
 
+    /// How steering drains.
+    pub fn steering_mode(&self) -> QueueMode {
+        self.steering_mode
+    }
+
+    /// How follow-ups drain.
+    pub fn follow_up_mode(&self) -> QueueMode {
+        self.follow_up_mode
+    }
+
     /// Takes the steering texts due now: all, or the oldest one.
     pub fn drain_steering(&mut self) -> Vec<String> {
         drain(&mut self.steering, self.steering_mode)

@@ -337,6 +337,24 @@ pub enum Command {
         after_help = "Examples:\n  etch config check\n  etch config show --effective\n  etch config schema | jq '.tables[].name'"
     )]
     Config(ConfigAction),
+    /// Serve a session over JSON lines on stdin and stdout, for editors and
+    /// scripts: Pi's RPC commands in, responses and events out, each tagged
+    /// with the id of the command that caused it.
+    #[command(after_help = "Examples:\n  \
+                      echo '{\"id\":\"1\",\"type\":\"prompt\",\"message\":\"hi\"}' | etch rpc\n  \
+                      etch rpc --session 01JX --model gpt-5.5\n\n\
+                      Commands: prompt (streamingBehavior steer|followUp while a run is active), steer, follow_up,\n\
+                      abort, compact, set_model, set_thinking_level, set_steering_mode, set_follow_up_mode, fork,\n\
+                      navigate, new_session, switch_session, bash, get_state, get_messages, get_session_stats, export.\n\
+                      When stdin closes, the active run is aborted cleanly and etch exits 0.")]
+    Rpc {
+        /// Continue this session (id prefix) instead of starting a new one.
+        #[arg(long, value_name = "PREFIX")]
+        session: Option<String>,
+        /// Run options.
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Continue a session with a new prompt, headless. The session's
     /// provider, model and endpoint are used again unless flags say otherwise.
     #[command(
@@ -375,6 +393,7 @@ impl Command {
             Self::Context { .. } => "context",
             Self::Compact { .. } => "compact",
             Self::Config(_) => "config",
+            Self::Rpc { .. } => "rpc",
         }
     }
 }
@@ -422,6 +441,10 @@ pub fn absorb_outer(
         } => Command::Compact {
             session,
             focus,
+            run: merge(run)?,
+        },
+        Command::Rpc { session, run } => Command::Rpc {
+            session,
             run: merge(run)?,
         },
         Command::Sessions { json } => Command::Sessions {

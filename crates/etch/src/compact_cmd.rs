@@ -13,8 +13,9 @@ use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
 use crate::output::print_line;
 use crate::provider;
-use crate::run::{Place, compact_settings, watch_sigint};
+use crate::run::{Place, watch_sigint};
 use crate::session_arg;
+use etch_runtime::context::compact_settings;
 
 /// Compacts the session `prefix` names.
 pub async fn run(

@@ -21,9 +21,10 @@ use serde::Serialize;
 use crate::cli::ContextAction;
 use crate::exit::{self, Failure};
 use crate::output::print_line;
-use crate::paths;
-use crate::run::{Place, assemble};
+use crate::run::Place;
 use crate::session_arg;
+use etch_runtime::context::assemble;
+use etch_runtime::paths;
 
 /// Size of one piece of context.
 #[derive(Debug, Serialize)]
@@ -324,7 +325,9 @@ fn dump(
                     anyhow::anyhow!("cannot create {}: {e}", etch.display()),
                 )
             })?;
-            paths::keep_state_out_of_git(&place.cwd);
+            if let Err(err) = paths::keep_state_out_of_git(&place.cwd) {
+                eprintln!("etch: warning: {err}");
+            }
             etch.join(format!("context-dump-{id}.txt"))
         }
     };

@@ -14,9 +14,9 @@ mod context_cmd;
 mod exit;
 mod markdown;
 mod output;
-mod paths;
 mod prompt_input;
 mod provider;
+mod rpc_cmd;
 mod run;
 mod session_arg;
 mod sessions;
@@ -33,6 +33,7 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 use crate::run::Place;
+use etch_runtime::paths;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -117,7 +118,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
     }
     let runs_model = matches!(
         command,
-        None | Some(Command::Resume { .. } | Command::Compact { .. })
+        None | Some(Command::Resume { .. } | Command::Compact { .. } | Command::Rpc { .. })
     );
     config_cmd::report(&config, runs_model)?;
     config_cmd::distrust_project_credentials(&mut config);
@@ -151,6 +152,9 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             run,
         }) => runtime()?.block_on(compact_cmd::run(&place, &session, focus.as_deref(), &run)),
         Some(Command::Config(_)) => Ok(()),
+        Some(Command::Rpc { session, run }) => {
+            runtime()?.block_on(rpc_cmd::run(&place, session.as_deref(), &run))
+        }
         Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Resume {

@@ -36,18 +36,6 @@ fn failure(err: SelectError) -> Failure {
     }
 }
 
-/// Picks the client for a new run and prints the notes that came with it;
-/// the caller prints the header line (`notice`) when the run starts.
-pub async fn select(args: &RunArgs, config: &Config) -> Result<Selection, Failure> {
-    let selection = etch_runtime::select(&flags(args), config, None)
-        .await
-        .map_err(failure)?;
-    for note in &selection.notes {
-        eprintln!("{note}");
-    }
-    Ok(selection)
-}
-
 /// Picks the client for continuing `session` and prints its notes (a
 /// switched endpoint first) and header line.
 pub async fn select_for_session(

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, Failure};
 use crate::output::print_line;
-use crate::paths;
+use etch_runtime::paths;
 
 /// One tool invocation from the command line.
 #[derive(Debug, Subcommand)]
@@ -244,7 +244,9 @@ pub async fn run(cwd: &Path, command: ToolCommand) -> Result<(), Failure> {
     let result = tool.execute(args, ctx).await;
     watcher.abort();
     // A spilled bash output may have created `.etch/tmp`: keep it out of git.
-    paths::keep_state_out_of_git(cwd);
+    if let Err(err) = paths::keep_state_out_of_git(cwd) {
+        eprintln!("etch: warning: {err}");
+    }
     match result {
         Ok(out) => {
             print_line(&out.text);

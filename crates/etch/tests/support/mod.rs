@@ -13,6 +13,8 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod rpc;
+
 /// Credential variables removed from every child environment.
 const CREDENTIALS: [&str; 4] = [
     "OPENAI_API_KEY",

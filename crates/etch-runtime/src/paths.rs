@@ -44,14 +44,14 @@ pub fn session_dir(cwd: &Path, flag: Option<&Path>, configured: &str) -> PathBuf
 
 /// Makes sure the project's `.etch/`, when it exists, has etch's
 /// `.gitignore` (a run or a tool may have created `.etch/tmp` there even
-/// when sessions live elsewhere); a failure is only a warning.
-pub fn keep_state_out_of_git(cwd: &Path) {
+/// when sessions live elsewhere); a failure is only worth a warning, which
+/// the caller shows.
+pub fn keep_state_out_of_git(cwd: &Path) -> Result<(), etch_session::SessionError> {
     let etch = project_root(cwd).join(".etch");
-    if etch.is_dir()
-        && let Err(err) = etch_session::gitignore::ensure(&etch)
-    {
-        eprintln!("etch: warning: {err}");
+    if etch.is_dir() {
+        etch_session::gitignore::ensure(&etch)?;
     }
+    Ok(())
 }
 
 /// The temp directory of a session: `<project root>/.etch/tmp/<session-id>/`.

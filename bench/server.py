@@ -1,0 +1,48 @@
+"""A local OpenAI-compatible server for the whole-process benchmarks
+(bench/agent.sh, bench/rpc.sh): it answers at once, so the figures are
+etch's own cost. The first path segment picks the scenario: `text` (one
+short answer), `rounds-N` (N bash tool rounds, then an answer), `big`
+(512 KB of streamed text). Prints the port it listens on."""
+import json, sys
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+
+def chunk(delta, finish=None):
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    def log_message(self, *a): pass
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        scenario = self.path.split("/")[1]
+        frames = []
+        if scenario.startswith("rounds-"):
+            wanted = int(scenario.split("-")[1])
+            done = sum(1 for m in body["messages"] if m["role"] == "tool")
+            if done < wanted:
+                frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{done}", "type": "function",
+                    "function": {"name": "bash", "arguments": "{\"command\":\"echo hi\"}"}}]}))
+                frames.append(chunk({}, "tool_calls"))
+            else:
+                frames.append(chunk({"content": "done"}))
+                frames.append(chunk({}, "stop"))
+        elif scenario == "big":
+            piece = "x" * 8191 + "\n"
+            for _ in range(64):
+                frames.append(chunk({"content": piece}))
+            frames.append(chunk({}, "stop"))
+        else:
+            frames.append(chunk({"content": "hello"}))
+            frames.append(chunk({}, "stop"))
+        frames.append({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+        data = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()

@@ -1,0 +1,134 @@
+//! What a run offers the model besides its history: the active tools and
+//! the pinned prompt assembled for them (G22: pinned layers, instruction
+//! files, the skill catalog), and the compaction policy that follows from
+//! them.
+//!
+//! Diagnostics (an unreadable instruction file, a broken skill) come back
+//! as values: a bad file never stops a run, and the front end decides how
+//! to show them. This module must not know who asked or how anything is
+//! shown.
+
+use etch_config::Config;
+use etch_core::CompactionPolicy;
+use etch_prompt::{Assembled, PromptInputs};
+use etch_tool::ToolRegistry;
+use etch_tools::builtin::{self, BuiltinOptions};
+
+use crate::error::OpenError;
+use crate::settings::{Place, RunSettings};
+
+/// The active tools and the pinned prompt built for them.
+#[derive(Clone)]
+pub struct Context {
+    /// Active tools.
+    pub tools: ToolRegistry,
+    /// The assembled pinned layers, files and skills.
+    pub assembled: Assembled,
+}
+
+impl Context {
+    /// Builds the tools `settings` ask for and the prompt for them in
+    /// `place`; the assembly's diagnostics are in `assembled.diagnostics`.
+    pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
+        let tools = active_tools(settings, &place.config)?;
+        let assembled = assemble(place, &tools.names());
+        Ok(Self { tools, assembled })
+    }
+
+    /// The compaction policy for runs with this context.
+    pub fn compaction_policy(&self, config: &Config) -> CompactionPolicy {
+        compaction_policy(config, &self.assembled, &self.tools)
+    }
+
+    /// Expands skill `name` into `prompt` (P-SKILL-10: the skill's
+    /// instructions in a `<skill>` block, then the user's text).
+    pub fn expand_skill(&self, name: &str, prompt: &str) -> Result<String, OpenError> {
+        let skills = &self.assembled.skills;
+        let Some(skill) = etch_prompt::find_skill(skills, name) else {
+            let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+            let listed = if known.is_empty() {
+                "none found in .etch/skills, .agents/skills or ~/.etch/skills".to_owned()
+            } else {
+                known.join(", ")
+            };
+            return Err(OpenError::Usage(format!(
+                "unknown skill \"{name}\"; available: {listed}"
+            )));
+        };
+        let body =
+            etch_prompt::load_skill_body(skill).map_err(|e| OpenError::Failed(e.to_string()))?;
+        Ok(etch_prompt::expand_skill(skill, &body, prompt))
+    }
+}
+
+/// The pinned prompt for `tools` in `place`, dated today (local time).
+pub fn assemble(place: &Place, tools: &[&str]) -> Assembled {
+    let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+    etch_prompt::assemble(&PromptInputs {
+        cwd: &place.cwd,
+        home: place.home.as_deref(),
+        tools,
+        prompt_text: place.config.prompt.text.as_deref(),
+        date: &date,
+    })
+}
+
+/// Compaction for a run (E-CTX-16: threshold compaction as configured;
+/// C22: overflow recovery always). The pinned prompt and tool schemas are
+/// counted when the log has no usage to measure the request by.
+pub fn compaction_policy(
+    config: &Config,
+    assembled: &Assembled,
+    tools: &ToolRegistry,
+) -> CompactionPolicy {
+    let auto = config.context.auto_compact;
+    // Only the threshold check reads the pinned size; skip the work
+    // otherwise, since every run starts here.
+    let pinned_tokens = if auto {
+        let schemas = serde_json::to_string(&tools.specs()).unwrap_or_default();
+        etch_prompt::estimate::tokens(&assembled.prompt()) + etch_prompt::estimate::tokens(&schemas)
+    } else {
+        0
+    };
+    CompactionPolicy {
+        auto,
+        threshold_tokens: config.context.auto_compact_threshold_tokens,
+        settings: compact_settings(config),
+        pinned_tokens,
+    }
+}
+
+/// What compaction keeps raw (`[context] keep_recent_tokens`, `[session]
+/// keep_messages`), counted with etch's token estimator (E-CTX-21: about
+/// four bytes per token).
+pub fn compact_settings(config: &Config) -> etch_compact::Settings {
+    etch_compact::Settings {
+        keep_recent_tokens: config.context.keep_recent_tokens,
+        keep_messages: usize::try_from(config.session.keep_messages).unwrap_or(usize::MAX),
+        estimate: etch_prompt::estimate::tokens,
+    }
+}
+
+/// The tool names `settings` ask for: `tools`, the read-only set, or all
+/// seven built-ins (C1).
+pub fn tool_names(settings: &RunSettings) -> Vec<&str> {
+    match (&settings.tools, settings.read_only) {
+        (Some(list), _) => list
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        (None, true) => builtin::READ_ONLY.to_vec(),
+        (None, false) => builtin::ALL.to_vec(),
+    }
+}
+
+/// The registry of active built-in tools; `bash` keeps credentials only
+/// when `[tools.bash] inherit_credentials` says so (G18). An unknown name
+/// is a usage error listing the known ones.
+pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegistry, OpenError> {
+    let options = BuiltinOptions {
+        inherit_credentials: config.tools.bash_inherit_credentials,
+    };
+    builtin::registry(&tool_names(settings), &options).map_err(|e| OpenError::Usage(e.to_string()))
+}

@@ -1,0 +1,479 @@
+//! The session handle every front end drives: a session log open for
+//! appending, the client it talks to, the tools and pinned prompt it
+//! offers, and the projected history, with the operations on them (run a
+//! prompt, switch model or reasoning effort, move the leaf, fork, compact,
+//! run a shell command into the context).
+//!
+//! Opening resolves everything once from [`Place`] and [`RunSettings`];
+//! what the user should know on the way (loader warnings, the provider
+//! header, a switched endpoint) goes to a `notify` callback as [`Notice`]
+//! values, and what is appended goes to the observer, so the command line
+//! prints it, `etch rpc` sends it as events and the chat draws it. This
+//! module never prints and must not know which front end drives it; the
+//! queues and command handling of a long-lived session are in `host`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use etch_core::{Agent, AgentConfig, Observer, RunError, RunOutcome, close_dangling_calls};
+use etch_model::{Message, RequestOptions};
+use etch_session::store::NewSession;
+use etch_session::writer::Appended;
+use etch_session::{
+    LoadedSession, SessionError, SessionStats, SessionStore, SessionWriter, load_session,
+    project_messages, session_stats, types,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{Context, compact_settings};
+use crate::error::{Notice, OpenError};
+use crate::paths;
+use crate::provider::{self, Selection};
+use crate::settings::{Place, RunSettings};
+
+/// Which existing session to open.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// An id prefix, resolved through the session index (G23: unknown or
+    /// ambiguous prefixes are usage errors).
+    Prefix(&'a str),
+    /// A session file.
+    Path(&'a Path),
+}
+
+/// An open session.
+pub struct Session {
+    /// Where it runs.
+    place: Place,
+    /// What the front end asked for (the provider flags follow
+    /// `set_model` and `set_thinking_level`).
+    settings: RunSettings,
+    /// Tools and pinned prompt.
+    context: Context,
+    /// The model client.
+    selection: Selection,
+    /// The session file, locked while open.
+    writer: SessionWriter,
+    /// The projected history of the active branch.
+    history: Vec<Message>,
+}
+
+impl Session {
+    /// Starts a new session titled after `title` (the first prompt).
+    /// Returns it with its `session.started` line.
+    pub async fn create(
+        place: Place,
+        settings: RunSettings,
+        context: Context,
+        title: String,
+        notify: &mut dyn FnMut(Notice),
+    ) -> Result<(Self, Appended), OpenError> {
+        let selection = provider::select(&settings.provider, &place.config, None).await?;
+        announce(&selection, notify);
+        let store = SessionStore::new(&place.session_dir);
+        let (writer, first) = store.create(&new_session(&place, &selection, title))?;
+        Ok((
+            Self {
+                place,
+                settings,
+                context,
+                selection,
+                writer,
+                history: Vec::new(),
+            },
+            first,
+        ))
+    }
+
+    /// Opens an existing session for appending: its log is loaded (what
+    /// the loader skipped goes to `notify`), tool calls a crash left
+    /// without results are closed, a provider, model, endpoint or effort
+    /// other than the branch's is recorded (`model.change`,
+    /// `thinking_level.change`), and the history is projected. Appended
+    /// lines go to `observer`. A session another etch holds is an error.
+    pub async fn open(
+        place: Place,
+        settings: RunSettings,
+        context: Context,
+        target: Target<'_>,
+        notify: &mut dyn FnMut(Notice),
+        observer: &mut dyn Observer,
+    ) -> Result<Self, OpenError> {
+        let path = match target {
+            Target::Prefix(prefix) => {
+                let store = SessionStore::new(&place.session_dir);
+                let row = store.resolve(prefix)?;
+                store.session_file(&row)
+            }
+            Target::Path(path) => path.to_path_buf(),
+        };
+        let loaded = load_session(&path)?;
+        let mut writer = SessionWriter::open(
+            &path,
+            loaded.session_id(),
+            loaded.leaf().map(str::to_string),
+        )?;
+        warn_skipped(&loaded, notify);
+        let selection =
+            provider::select_for_session(&settings.provider, &place.config, &loaded).await?;
+        announce(&selection, notify);
+        close_dangling_calls(&loaded, &mut writer, observer)
+            .map_err(|e| OpenError::Failed(e.to_string()))?;
+        record_changes(&loaded, &selection, &settings, &mut writer, observer)?;
+        let projection = project_messages(&loaded);
+        for warning in &projection.warnings {
+            notify(Notice::warning(format!("{}: {warning}", path.display())));
+        }
+        Ok(Self {
+            place,
+            settings,
+            context,
+            selection,
+            writer,
+            history: projection.messages,
+        })
+    }
+
+    /// Runs one prompt to completion in this session.
+    pub async fn run(
+        &mut self,
+        prompt: String,
+        observer: &mut dyn Observer,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        let agent = self.agent();
+        agent
+            .run(
+                &mut self.writer,
+                &mut self.history,
+                prompt,
+                observer,
+                cancel,
+            )
+            .await
+    }
+
+    /// The agent for the next run: this session's client, tools, pinned
+    /// prompt, round bound and compaction policy.
+    fn agent(&self) -> Agent {
+        let config = &self.place.config;
+        let session_id = self.writer.session_id().to_string();
+        Agent::new(
+            Arc::clone(&self.selection.client),
+            self.context.tools.clone(),
+            AgentConfig {
+                max_tool_rounds: self.settings.max_tool_rounds(config),
+                system: self.context.assembled.layers.clone(),
+                cwd: self.place.cwd.clone(),
+                temp_dir: paths::session_temp_dir(&self.place.cwd, &session_id),
+                options: RequestOptions {
+                    session_id,
+                    ..RequestOptions::default()
+                },
+                compaction: Some(self.context.compaction_policy(config)),
+            },
+        )
+    }
+
+    /// Makes sure the project's `.etch/` keeps etch's state out of git
+    /// (a run or a tool may have created it); a failure is a warning.
+    pub fn tidy(&self) -> Option<Notice> {
+        paths::keep_state_out_of_git(&self.place.cwd)
+            .err()
+            .map(|e| Notice::warning(e.to_string()))
+    }
+
+    /// Switches later requests to `flags` (a model, a reasoning effort),
+    /// recording the change in the log; the old client stays when the new
+    /// one cannot be built. Notes about the switch go to `notify`.
+    pub async fn reconfigure(
+        &mut self,
+        flags: provider::ProviderFlags,
+        notify: &mut dyn FnMut(Notice),
+        observer: &mut dyn Observer,
+    ) -> Result<(), OpenError> {
+        let loaded = self.load()?;
+        let selection = provider::select_for_session(&flags, &self.place.config, &loaded).await?;
+        for note in &selection.notes {
+            notify(Notice::info(note.clone()));
+        }
+        self.settings.provider = flags;
+        record_changes(
+            &loaded,
+            &selection,
+            &self.settings,
+            &mut self.writer,
+            observer,
+        )?;
+        self.selection = selection;
+        Ok(())
+    }
+
+    /// Moves the leaf to the event `target` (the next prompt starts a new
+    /// branch there) and projects the history at it.
+    pub fn navigate(&mut self, target: &str) -> Result<Appended, SessionError> {
+        let loaded = self.load()?;
+        let appended = etch_session::navigate(&loaded, &mut self.writer, target)?;
+        self.reproject()?;
+        Ok(appended)
+    }
+
+    /// A new session holding this one's branch before the event `before`
+    /// (its `session.started` names this file and the event), with the
+    /// same client, tools and prompt. This session is not changed.
+    pub fn fork(&self, before: &str) -> Result<(Self, Appended), OpenError> {
+        let loaded = self.load()?;
+        let title = first_user_text(&loaded).unwrap_or_else(|| "fork".to_owned());
+        let store = SessionStore::new(&self.place.session_dir);
+        let (writer, first) = store.fork(
+            &loaded,
+            before,
+            &new_session(&self.place, &self.selection, title),
+        )?;
+        let mut forked = self.sibling(writer);
+        forked.reproject()?;
+        Ok((forked, first))
+    }
+
+    /// A new empty session with this one's client, tools and prompt.
+    pub fn fresh(&self, title: String) -> Result<(Self, Appended), OpenError> {
+        let store = SessionStore::new(&self.place.session_dir);
+        let (writer, first) = store.create(&new_session(&self.place, &self.selection, title))?;
+        Ok((self.sibling(writer), first))
+    }
+
+    /// Another session file run like this one (same client, tools and
+    /// prompt), with an empty history.
+    fn sibling(&self, writer: SessionWriter) -> Self {
+        Self {
+            place: self.place.clone(),
+            settings: self.settings.clone(),
+            context: self.context.clone(),
+            selection: Selection {
+                client: Arc::clone(&self.selection.client),
+                notice: None,
+                notes: Vec::new(),
+                endpoint: self.selection.endpoint.clone(),
+            },
+            writer,
+            history: Vec::new(),
+        }
+    }
+
+    /// Summarizes older history into a `context.summary` event (manual
+    /// compaction, E-CTX-15), then projects the history again.
+    pub async fn compact(
+        &mut self,
+        focus: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<etch_compact::Outcome, CompactFailure> {
+        let loaded = self.load().map_err(CompactFailure::Session)?;
+        let outcome = etch_compact::compact(
+            &loaded,
+            &mut self.writer,
+            self.selection.client.as_ref(),
+            etch_compact::Trigger::Manual,
+            focus,
+            &compact_settings(&self.place.config),
+            cancel,
+        )
+        .await
+        .map_err(CompactFailure::Compact)?;
+        self.reproject().map_err(CompactFailure::Session)?;
+        Ok(outcome)
+    }
+
+    /// Appends a user message to the history without running the model
+    /// (the output of a shell command run outside tool calls, which the
+    /// model sees with the next prompt).
+    pub fn append_user(&mut self, text: String) -> Result<Appended, SessionError> {
+        let content = vec![etch_model::ContentPart::text(text)];
+        let appended = self.writer.append(
+            types::MESSAGE_USER,
+            &etch_session::UserData {
+                content: content.clone(),
+            },
+        )?;
+        self.history.push(Message::User { content });
+        Ok(appended)
+    }
+
+    /// Runs `command` through the bash tool, outside any tool call (the
+    /// same shell, environment rules and output limits as the model's
+    /// calls), and appends the result as a user message the model sees
+    /// with the next prompt (P-BASH-03: `` Ran `{command}` `` and the
+    /// output fenced, or `(no output)`). Returns the output and whether
+    /// the command failed.
+    pub async fn bash(
+        &mut self,
+        command: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(String, bool), SessionError> {
+        let options = etch_tools::builtin::BuiltinOptions {
+            inherit_credentials: self.place.config.tools.bash_inherit_credentials,
+        };
+        let locks = etch_tools::lock::MutationLocks::shared();
+        let (output, failed) = match etch_tools::builtin::tool("bash", &options, &locks) {
+            Some(tool) => {
+                let ctx = etch_tool::ToolContext {
+                    call_id: format!("user-bash-{}", etch_session::id::new_id()),
+                    cwd: self.place.cwd.clone(),
+                    cancel: cancel.clone(),
+                    progress: etch_tool::ProgressSink::default(),
+                    temp_dir: paths::session_temp_dir(&self.place.cwd, self.id()),
+                    origin: etch_tool::CallOrigin::default(),
+                };
+                let args = serde_json::json!({ "command": command });
+                match tool.execute(args, ctx).await {
+                    Ok(out) => (out.text, false),
+                    Err(err) => (err.to_string(), true),
+                }
+            }
+            None => ("the bash tool is not built in".to_owned(), true),
+        };
+        let body = if output.trim().is_empty() {
+            "(no output)".to_owned()
+        } else {
+            format!("```\n{}\n```", output.trim_end_matches('\n'))
+        };
+        self.append_user(format!("Ran `{command}`\n{body}"))?;
+        Ok((output, failed))
+    }
+
+    /// The session's counters, read from its log.
+    pub fn stats(&self) -> Result<SessionStats, SessionError> {
+        Ok(session_stats(&self.load()?))
+    }
+
+    /// The session's log as it is on disk now.
+    pub fn load(&self) -> Result<LoadedSession, SessionError> {
+        load_session(self.writer.path())
+    }
+
+    /// Projects the history of the active branch again from the log.
+    fn reproject(&mut self) -> Result<(), SessionError> {
+        self.history = project_messages(&self.load()?).messages;
+        Ok(())
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        self.writer.session_id()
+    }
+
+    /// The session file.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// The projected history of the active branch.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The model client and what it was chosen with.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
+    }
+
+    /// The settings, with the provider flags as last switched.
+    pub fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    /// Where the session runs.
+    pub fn place(&self) -> &Place {
+        &self.place
+    }
+
+    /// The active tools and pinned prompt.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The working directory.
+    pub fn cwd(&self) -> &PathBuf {
+        &self.place.cwd
+    }
+}
+
+/// Why a manual compaction did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactFailure {
+    /// The log could not be read or written.
+    #[error(transparent)]
+    Session(SessionError),
+    /// The summary request failed or was cancelled; the log is unchanged.
+    #[error(transparent)]
+    Compact(etch_compact::CompactError),
+}
+
+/// The `session.started` fields of a new session run with `selection`.
+fn new_session(place: &Place, selection: &Selection, title: String) -> NewSession {
+    NewSession {
+        cwd: place.cwd.to_string_lossy().into_owned(),
+        provider: selection.client.provider().to_string(),
+        model: selection.client.model().to_string(),
+        openai_api: selection.client.api().map(str::to_string),
+        base_url: selection.endpoint.clone(),
+        etch_version: env!("CARGO_PKG_VERSION").to_string(),
+        first_prompt: title,
+    }
+}
+
+/// Passes the selection's notes, then its header line, to `notify`.
+fn announce(selection: &Selection, notify: &mut dyn FnMut(Notice)) {
+    for note in &selection.notes {
+        notify(Notice::info(note.clone()));
+    }
+    if let Some(header) = &selection.notice {
+        notify(Notice::info(header.clone()));
+    }
+}
+
+/// Passes what the loader skipped to `notify`, naming the file.
+fn warn_skipped(loaded: &LoadedSession, notify: &mut dyn FnMut(Notice)) {
+    for warning in &loaded.warnings {
+        notify(Notice::warning(format!(
+            "{}: {warning}",
+            loaded.path.display()
+        )));
+    }
+}
+
+/// Appends `model.change` and `thinking_level.change` when `selection`
+/// and `settings` moved the session to another provider, model, endpoint
+/// or reasoning effort than its branch used, so that later runs (a plain
+/// `etch resume`) go on with them.
+fn record_changes(
+    loaded: &LoadedSession,
+    selection: &Selection,
+    settings: &RunSettings,
+    writer: &mut SessionWriter,
+    observer: &mut dyn Observer,
+) -> Result<(), SessionError> {
+    let state = etch_session::model_state(loaded);
+    if let Some(change) = provider::model_change(&state, selection) {
+        let appended = writer.append(types::MODEL_CHANGE, &change)?;
+        observer.durable_line(&appended.line);
+    }
+    if let Some(change) = provider::thinking_change(&state, &settings.provider) {
+        let appended = writer.append(types::THINKING_LEVEL_CHANGE, &change)?;
+        observer.durable_line(&appended.line);
+    }
+    Ok(())
+}
+
+/// The text of the first user message, to title a fork.
+fn first_user_text(loaded: &LoadedSession) -> Option<String> {
+    project_messages(loaded)
+        .messages
+        .into_iter()
+        .find_map(|m| match m {
+            Message::User { content } => content.into_iter().find_map(|p| match p {
+                etch_model::ContentPart::Text { text } => Some(text),
+                etch_model::ContentPart::ToolCall(_) => None,
+            }),
+            _ => None,
+        })
+}

@@ -1,0 +1,123 @@
+//! The plain transcript of a session, for people: one block per event, no
+//! styling, reasoning shown as thinking blocks, metadata condensed to one
+//! line. `etch show` prints it and the `export` command writes it. It
+//! must not know where the text goes.
+
+use std::fmt::Write as _;
+
+use etch_model::ContentPart;
+use etch_session::event::{
+    AssistantData, ModelChangeData, NavigateData, ReasoningData, SummaryData, ThinkingLevelData,
+    ToolData, UserData,
+};
+use etch_session::{Event, LoadedSession, types};
+
+/// Renders the whole session as plain text.
+pub fn render(session: &LoadedSession) -> String {
+    let h = &session.header;
+    let mut out = String::new();
+    let started = session.events.first().map_or("", |e| e.time.as_str());
+    let _ = writeln!(out, "session {}", h.session_id);
+    let _ = writeln!(
+        out,
+        "started {started} in {} with {}/{}",
+        h.cwd, h.provider, h.model
+    );
+    for event in session.events.iter().skip(1) {
+        render_event(event, &mut out);
+    }
+    out
+}
+
+/// Appends a block for one event.
+fn render_event(event: &Event, out: &mut String) {
+    match event.kind.as_str() {
+        types::MESSAGE_USER => {
+            if let Ok(d) = event.parse_data::<UserData>() {
+                block(out, "user", &parts_text(&d.content));
+            }
+        }
+        types::MESSAGE_ASSISTANT => {
+            if let Ok(d) = event.parse_data::<AssistantData>() {
+                let title = match &d.error_message {
+                    Some(err) => format!("assistant, failed: {err}"),
+                    None => "assistant".to_string(),
+                };
+                block(out, &title, &parts_text(&d.content));
+            }
+        }
+        types::MESSAGE_TOOL => {
+            if let Ok(d) = event.parse_data::<ToolData>() {
+                let state = if d.is_error { ", error" } else { "" };
+                let title = format!("tool result {} ({}{state})", d.tool_name, d.tool_call_id);
+                block(out, &title, &parts_text(&d.content));
+            }
+        }
+        types::MODEL_REASONING => {
+            if let Ok(d) = event.parse_data::<ReasoningData>() {
+                block(out, "thinking", &d.text);
+            }
+        }
+        types::CONTEXT_SUMMARY => {
+            if let Ok(d) = event.parse_data::<SummaryData>() {
+                block(out, &format!("summary ({})", d.trigger), &d.summary);
+            }
+        }
+        types::MODEL_USAGE => {
+            if let Ok(u) = event.parse_data::<etch_model::Usage>() {
+                let _ = writeln!(
+                    out,
+                    "\n(usage: {} in, {} cached, {} out, {} reasoning, {} total)",
+                    u.input_tokens,
+                    u.cached_input_tokens,
+                    u.output_tokens,
+                    u.reasoning_output_tokens,
+                    u.total_tokens
+                );
+            }
+        }
+        types::MODEL_CHANGE => {
+            if let Ok(d) = event.parse_data::<ModelChangeData>() {
+                let at = d.base_url.map(|u| format!(" at {u}")).unwrap_or_default();
+                let _ = writeln!(out, "\n(model changed to {}/{}{at})", d.provider, d.model);
+            }
+        }
+        types::SESSION_NAVIGATE => {
+            if let Ok(d) = event.parse_data::<NavigateData>() {
+                let _ = writeln!(out, "\n(continued from earlier event {})", d.target_id);
+            }
+        }
+        types::THINKING_LEVEL_CHANGE => {
+            if let Ok(d) = event.parse_data::<ThinkingLevelData>() {
+                let _ = writeln!(out, "\n(reasoning effort changed to {})", d.level);
+            }
+        }
+        types::MODEL_METRICS | types::MODEL_RESPONSE | types::MODEL_PROVIDER_ITEM => {}
+        other => {
+            let _ = writeln!(out, "\n({other} event {})", event.id);
+        }
+    }
+}
+
+/// Writes a titled block.
+fn block(out: &mut String, title: &str, body: &str) {
+    let _ = writeln!(out, "\n[{title}]");
+    let _ = writeln!(out, "{}", body.trim_end_matches('\n'));
+}
+
+/// Text of content parts, with tool calls on their own lines.
+fn parts_text(parts: &[ContentPart]) -> String {
+    let mut text = String::new();
+    for part in parts {
+        match part {
+            ContentPart::Text { text: t } => text.push_str(t),
+            ContentPart::ToolCall(call) => {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                let _ = writeln!(text, "-> {} {} ({})", call.name, call.arguments, call.id);
+            }
+        }
+    }
+    text
+}

@@ -1,0 +1,319 @@
+//! `etch rpc`: the session driven over JSON lines (E-CLI-26, P-MODE-04).
+//! Commands come in on stdin, one per line; responses and events go out
+//! on stdout, one per line, each tagged with the id of the command that
+//! caused it. The session, its queues and every command's meaning live in
+//! `etch_runtime::host`; this module only frames lines and owns the pipes.
+//!
+//! Framing is strict: records end at LF only (a trailing CR is dropped),
+//! so U+2028 and U+2029 inside a JSON string never split one. Both pipes
+//! are served by threads of their own, so that neither a client that
+//! stops writing nor one that stops reading can stall the runtime. Memory
+//! stays bounded both ways: a command line longer than
+//! [`MAX_LINE_BYTES`] is refused, and output waiting for a client that
+//! does not read is capped (`ETCH_RPC_OUTBOX_BYTES`, default 64 MiB):
+//! past it the run is aborted and etch exits with an error naming the
+//! session file. When stdin closes, the active run is aborted cleanly
+//! (the log stays valid) and etch exits 0 after writing what is pending.
+
+use std::io::{BufRead, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use etch_protocol::{Command, Response};
+use etch_runtime::host::{Host, Output, Sink};
+use etch_runtime::{Context, Session, Target};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::RunArgs;
+use crate::exit::{self, Failure};
+use crate::run::{Place, open_failure, print_notice, settings};
+
+/// The longest command line read; longer ones are answered with an error
+/// and skipped up to their end.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Default cap on output waiting for the client.
+const DEFAULT_OUTBOX_BYTES: usize = 64 << 20;
+
+/// How long, at exit, pending output may take to reach a client that is
+/// still reading.
+const DRAIN_AT_EXIT: Duration = Duration::from_secs(10);
+
+/// One record from stdin.
+enum Incoming {
+    /// A line without its LF (and trailing CR).
+    Line(Vec<u8>),
+    /// A line over [`MAX_LINE_BYTES`], skipped.
+    TooLong,
+    /// stdin could not be read; treated like its end.
+    Failed(String),
+}
+
+/// Serves the session `prefix` names, or a new one, until stdin closes.
+pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<(), Failure> {
+    /// Run options that make no sense for a protocol session.
+    const NOT_FOR_RPC: [&str; 3] = ["-p/--prompt", "--json", "--skill"];
+    if let Some(what) = args.given().into_iter().find(|f| NOT_FOR_RPC.contains(f)) {
+        return Err(Failure::usage(format!(
+            "etch rpc does not take {what}: prompts come as {{\"type\":\"prompt\",\"message\":…}} lines on stdin, and output is always JSON lines"
+        )));
+    }
+    let session = open(place, prefix, args).await?;
+    let path = session.path().to_path_buf();
+    let (outbox, writer) = Outbox::start();
+    let mut host = Host::new(session, outbox.sink());
+    let ended = host.run_ended();
+    let mut commands = read_stdin();
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            () = outbox.overflow.cancelled() => break Err(outbox.limit),
+            () = outbox.closed.cancelled() => break Ok(()),
+            () = ended.notified() => host.settle().await,
+            incoming = commands.recv() => match incoming {
+                Some(Incoming::Line(line)) => handle(&mut host, &outbox, &line).await,
+                Some(Incoming::TooLong) => outbox.send(&Output::Response(Response::err(
+                    None,
+                    "parse",
+                    format!("the command line is longer than {MAX_LINE_BYTES} bytes and was skipped"),
+                ))),
+                Some(Incoming::Failed(error)) => {
+                    eprintln!("etch: error: cannot read stdin: {error}; stopping");
+                    break Ok(());
+                }
+                None => break Ok(()),
+            },
+        }
+    };
+    host.abort_and_settle().await;
+    drop(host);
+    match outcome {
+        Ok(()) => {
+            drop(outbox);
+            // Hand over what is pending unless the client stopped reading.
+            let _ = writer.recv_timeout(DRAIN_AT_EXIT);
+            Ok(())
+        }
+        Err(limit) => Err(Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!(
+                "the client stopped reading etch rpc's output: more than {} KiB were waiting, so the run was aborted; the session log is intact: {}",
+                limit / 1024,
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// Opens the session to serve: the one `prefix` names, or a new one.
+async fn open(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<Session, Failure> {
+    let settings = settings(args);
+    let context = Context::build(place, &settings).map_err(open_failure)?;
+    for diagnostic in &context.assembled.diagnostics {
+        print_notice(etch_runtime::Notice::warning(diagnostic.clone()));
+    }
+    match prefix {
+        Some(prefix) => Session::open(
+            place.clone(),
+            settings,
+            context,
+            Target::Prefix(prefix),
+            &mut print_notice,
+            &mut etch_core::NoopObserver,
+        )
+        .await
+        .map_err(open_failure),
+        None => Session::create(
+            place.clone(),
+            settings,
+            context,
+            "rpc session".to_owned(),
+            &mut print_notice,
+        )
+        .await
+        .map(|(session, _)| session)
+        .map_err(open_failure),
+    }
+}
+
+/// Parses one line and hands the command to the host; a line that is not
+/// a command is answered with the reason (and its id when it had one).
+async fn handle(host: &mut Host, outbox: &Outbox, line: &[u8]) {
+    let Ok(text) = std::str::from_utf8(line) else {
+        outbox.send(&Output::Response(Response::err(
+            None,
+            "parse",
+            "the command line is not UTF-8",
+        )));
+        return;
+    };
+    if text.trim().is_empty() {
+        return;
+    }
+    match serde_json::from_str::<Command>(text) {
+        Ok(command) => host.handle(command).await,
+        Err(err) => outbox.send(&Output::Response(Response::unreadable(text, &err))),
+    }
+}
+
+/// Reads stdin on a thread of its own, record by record.
+fn read_stdin() -> mpsc::Receiver<Incoming> {
+    let (tx, rx) = mpsc::channel(64);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut reader = stdin.lock();
+        loop {
+            let incoming = match read_record(&mut reader) {
+                Ok(Some(incoming)) => incoming,
+                Ok(None) => break,
+                Err(err) => Incoming::Failed(err.to_string()),
+            };
+            let failed = matches!(incoming, Incoming::Failed(_));
+            if tx.blocking_send(incoming).is_err() || failed {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next record of `reader`; `None` at the end.
+fn read_record<R: BufRead>(reader: &mut R) -> std::io::Result<Option<Incoming>> {
+    let mut line = Vec::new();
+    let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX);
+    let read = (&mut *reader)
+        .take(limit + 1)
+        .read_until(b'\n', &mut line)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        return Ok(Some(Incoming::Line(line)));
+    }
+    if line.len() <= MAX_LINE_BYTES {
+        // The last line, without an LF.
+        return Ok(Some(Incoming::Line(line)));
+    }
+    // Skip the rest of the long line without holding it.
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        if let Some(end) = memchr_lf(buf) {
+            reader.consume(end + 1);
+            break;
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(Some(Incoming::TooLong))
+}
+
+/// The index of the first LF in `buf`.
+fn memchr_lf(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|&b| b == b'\n')
+}
+
+/// Output on its way to stdout, written by a thread of its own, with the
+/// bytes waiting counted against a cap.
+struct Outbox {
+    /// Lines to write.
+    tx: std::sync::mpsc::Sender<String>,
+    /// Bytes handed over and not yet written.
+    pending: Arc<AtomicUsize>,
+    /// The cap on `pending`.
+    limit: usize,
+    /// Fired when the cap was exceeded (the client is not reading).
+    overflow: CancellationToken,
+    /// Fired when stdout is closed (the client went away).
+    closed: CancellationToken,
+}
+
+impl Outbox {
+    /// Starts the writer thread; the receiver gets a message when it has
+    /// written everything (all senders dropped).
+    fn start() -> (Self, std::sync::mpsc::Receiver<()>) {
+        let limit = std::env::var("ETCH_RPC_OUTBOX_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_OUTBOX_BYTES);
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let closed = CancellationToken::new();
+        let (counter, gone) = (Arc::clone(&pending), closed.clone());
+        std::thread::spawn(move || {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            for mut line in rx {
+                let size = line.len();
+                line.push('\n');
+                if !gone.is_cancelled()
+                    && (out.write_all(line.as_bytes()).is_err() || out.flush().is_err())
+                {
+                    gone.cancel();
+                }
+                counter.fetch_sub(size, Ordering::SeqCst);
+            }
+            let _ = done_tx.send(());
+        });
+        (
+            Self {
+                tx,
+                pending,
+                limit,
+                overflow: CancellationToken::new(),
+                closed,
+            },
+            done_rx,
+        )
+    }
+
+    /// Queues one output line; past the cap, the line is dropped and the
+    /// overflow fires (one line larger than the cap still goes out when
+    /// nothing else is waiting).
+    fn send(&self, output: &Output) {
+        send(&self.tx, &self.pending, self.limit, &self.overflow, output);
+    }
+
+    /// The host's sink onto this outbox.
+    fn sink(&self) -> Sink {
+        let (tx, pending, limit, overflow) = (
+            self.tx.clone(),
+            Arc::clone(&self.pending),
+            self.limit,
+            self.overflow.clone(),
+        );
+        Arc::new(move |output: Output| send(&tx, &pending, limit, &overflow, &output))
+    }
+}
+
+/// Queues `output` on `tx` within the cap (see [`Outbox::send`]).
+fn send(
+    tx: &std::sync::mpsc::Sender<String>,
+    pending: &AtomicUsize,
+    limit: usize,
+    overflow: &CancellationToken,
+    output: &Output,
+) {
+    if overflow.is_cancelled() {
+        return;
+    }
+    let line = output.to_line();
+    let waiting = pending.fetch_add(line.len(), Ordering::SeqCst);
+    if waiting > 0 && waiting + line.len() > limit {
+        pending.fetch_sub(line.len(), Ordering::SeqCst);
+        overflow.cancel();
+        return;
+    }
+    if tx.send(line).is_err() {
+        overflow.cancel();
+    }
+}

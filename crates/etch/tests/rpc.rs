@@ -1,0 +1,587 @@
+//! `etch rpc` through the real binary (issue 11): every command, the
+//! lifecycle events tagged with the id of the command that caused them,
+//! the queues (steering during a tool batch, follow-ups after the answer,
+//! a prompt while a run is active), the session tree (navigate, fork),
+//! switching sessions, and bad input: malformed and unknown lines, strict
+//! LF framing, abort with nothing running, unknown ids, missing and locked
+//! session files, stdin closing mid-run and a client that stops reading.
+//!
+//! Ordering uses barriers, never sleeps: a stalled model stream keeps a
+//! run active until the test aborts it, and a tool waits for a file the
+//! test creates once its steering is queued.
+
+#![allow(clippy::panic)]
+
+mod support;
+
+use std::time::Duration;
+
+use etch_test_support::{End, FakeServer, Reply, chat_text, chat_tool_calls};
+use serde_json::{Value, json};
+use support::rpc::RpcClient;
+use support::{Workspace, jsonl, types};
+
+/// Starts `etch rpc` on the offline echo model.
+fn echo(ws: &Workspace) -> RpcClient {
+    RpcClient::start(ws, &["--provider", "echo"], &[])
+}
+
+/// Starts `etch rpc` against `server` (OpenAI Chat Completions shape).
+fn against(ws: &Workspace, server: &FakeServer, extra: &[&str]) -> RpcClient {
+    let base = format!("{}/v1", server.url());
+    let mut args = vec![
+        "--provider",
+        "openai",
+        "--base-url",
+        base.as_str(),
+        "--api-key",
+        "sk-test",
+        "--model",
+        "m1",
+    ];
+    args.extend_from_slice(extra);
+    RpcClient::start(ws, &args, &[])
+}
+
+/// A reply that starts streaming and then stays silent, so the run stays
+/// active until it is aborted.
+fn stalled() -> Reply {
+    Reply::Sse {
+        events: chat_text("partial")[..1].to_vec(),
+        gap: Duration::ZERO,
+        end: End::Stall(Duration::from_secs(60)),
+    }
+}
+
+/// The event of `kind` tagged `id` among the lines read so far (a
+/// command's events come before its response).
+fn seen(rpc: &RpcClient, kind: &str, id: &str) -> Value {
+    rpc.seen
+        .iter()
+        .find(|v| v["type"] == kind && v["id"] == id)
+        .unwrap_or_else(|| panic!("no {kind} event for {id} in {:#?}", rpc.seen))
+        .clone()
+}
+
+/// Lines of `seen` that are events of `kind`.
+fn events<'a>(seen: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    seen.iter().filter(|v| v["type"] == kind).collect()
+}
+
+/// The first line is the session's info; a prompt is acknowledged before
+/// its run's first event; every event of the run carries the prompt's id,
+/// in Pi's order; the answer is in the session log.
+#[test]
+fn a_prompt_is_acknowledged_then_streams_tagged_events() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let info = rpc.next();
+    assert_eq!(info["type"], "session_info");
+    let file = info["sessionFile"].as_str().unwrap().to_owned();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "hello rpc"}));
+    let ack = rpc.next();
+    assert_eq!(
+        ack,
+        json!({"type": "response", "id": "p1", "command": "prompt", "success": true})
+    );
+    let end = rpc.event("agent_end");
+    assert!(end.get("error").is_none(), "{end}");
+    let run: Vec<&Value> = rpc.seen[2..].iter().collect();
+    assert!(run.iter().all(|v| v["id"] == "p1"), "{run:#?}");
+    let kinds: Vec<&str> = run.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_update",
+            "message_end",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    assert_eq!(
+        run[5]["delta"],
+        json!({"type": "text_delta", "delta": "hello rpc"})
+    );
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let log = jsonl(std::path::Path::new(&file));
+    let kinds = types(&log);
+    assert!(kinds.contains(&"message.user".to_owned()), "{kinds:?}");
+    assert!(kinds.contains(&"message.assistant".to_owned()), "{kinds:?}");
+}
+
+/// Malformed JSON, unknown commands, missing fields, a non-UTF-8 line and
+/// an over-long line are answered (with the id when the line had one) and
+/// the session goes on; blank lines are skipped; CRLF is accepted; U+2028
+/// and U+2029 inside a string do not split the record.
+#[test]
+fn bad_lines_are_answered_and_framing_is_strict() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    rpc.next();
+    rpc.send_raw(b"{not json\n");
+    let parse = rpc.next();
+    assert_eq!(
+        (parse["command"].as_str(), parse["success"].as_bool()),
+        (Some("parse"), Some(false))
+    );
+    assert!(parse.get("id").is_none());
+    rpc.send(&json!({"id": "u1", "type": "teleport"}));
+    let unknown = rpc.next();
+    assert_eq!(unknown["id"], "u1");
+    assert_eq!(unknown["command"], "teleport");
+    assert_eq!(unknown["success"], false);
+    assert!(
+        unknown["error"].as_str().unwrap().contains("teleport"),
+        "{unknown}"
+    );
+    rpc.send(&json!({"id": "m1", "type": "prompt"}));
+    let missing = rpc.next();
+    assert_eq!(
+        (missing["id"].as_str(), missing["success"].as_bool()),
+        (Some("m1"), Some(false))
+    );
+    assert!(
+        missing["error"].as_str().unwrap().contains("message"),
+        "{missing}"
+    );
+    rpc.send_raw(b"\xff\xfe\n\n   \n");
+    let binary = rpc.next();
+    assert_eq!(binary["command"], "parse");
+    assert!(
+        binary["error"].as_str().unwrap().contains("UTF-8"),
+        "{binary}"
+    );
+    rpc.send(&json!({"id": "e1", "type": "prompt", "message": "  "}));
+    assert_eq!(rpc.next()["success"], false);
+    // One record with U+2028 and U+2029 raw inside the string, ended by CRLF.
+    rpc.send_raw(
+        "{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"a\u{2028}b\u{2029}c\"}\r\n".as_bytes(),
+    );
+    assert_eq!(rpc.response("p1")["success"], true);
+    let user = rpc.until(|v| v["type"] == "message_end" && v["message"]["role"] == "user");
+    assert_eq!(user["message"]["content"][0]["text"], "a\u{2028}b\u{2029}c");
+    rpc.event("agent_end");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// A command line longer than the limit is refused without taking the
+/// session down.
+#[test]
+fn an_over_long_line_is_refused() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    rpc.next();
+    let mut long = vec![b'x'; (16 << 20) + 10];
+    long.push(b'\n');
+    rpc.send_raw(&long);
+    let refused = rpc.next();
+    assert_eq!(refused["command"], "parse");
+    assert!(
+        refused["error"].as_str().unwrap().contains("longer than"),
+        "{refused}"
+    );
+    let state = rpc.call(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["success"], true);
+}
+
+/// Abort with nothing running is an error with the id; a prompt while a
+/// run is active without streamingBehavior is refused saying what to send;
+/// with followUp it is queued (queue_update tagged with its id); abort
+/// ends the run (agent_end with the error, then the abort's response) and
+/// the queued text stays pending, visible in get_state.
+#[test]
+fn prompts_during_a_run_and_abort() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![stalled()]).unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    rpc.next();
+    let idle_abort = rpc.call(&json!({"id": "a0", "type": "abort"}));
+    assert_eq!(idle_abort["success"], false);
+    assert!(
+        idle_abort["error"]
+            .as_str()
+            .unwrap()
+            .contains("no run is active")
+    );
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "long job"}));
+    rpc.until(|v| v["type"] == "message_update" && v["id"] == "p1");
+    let refused = rpc.call(&json!({"id": "p2", "type": "prompt", "message": "another"}));
+    assert_eq!(refused["success"], false);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("streamingBehavior"),
+        "{refused}"
+    );
+    let busy = rpc.call(&json!({"id": "n1", "type": "new_session"}));
+    assert_eq!(busy["success"], false);
+    assert!(
+        busy["error"].as_str().unwrap().contains("a run is active"),
+        "{busy}"
+    );
+    let queued = rpc.call(
+        &json!({"id": "p3", "type": "prompt", "message": "later", "streamingBehavior": "followUp"}),
+    );
+    assert_eq!(queued["data"], json!({"queued": "followUp"}));
+    let update = rpc.event("queue_update");
+    assert_eq!(update["id"], "p3");
+    assert_eq!(update["followUp"], json!(["later"]));
+    let state = rpc.call(&json!({"id": "s1", "type": "get_state"}));
+    assert_eq!(state["data"]["isStreaming"], true);
+    rpc.send(&json!({"id": "a1", "type": "abort"}));
+    let end = rpc.event("agent_end");
+    assert_eq!(end["id"], "p1");
+    assert!(end["error"].as_str().unwrap().contains("cancel"), "{end}");
+    assert_eq!(rpc.response("a1")["success"], true);
+    let state = rpc.call(&json!({"id": "s2", "type": "get_state"}));
+    assert_eq!(state["data"]["isStreaming"], false);
+    assert_eq!(state["data"]["followUp"], json!(["later"]));
+    assert_eq!(state["data"]["pendingMessageCount"], 1);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// C21 and Pi's follow-up queue through the protocol: steering sent while
+/// a tool runs is admitted after its batch, before the next request, as
+/// its own user message; a follow-up runs after the answer, in the same
+/// run. The tool waits for a file the test creates once both are queued.
+#[test]
+fn steering_during_a_tool_batch_and_a_follow_up_after_the_answer() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("go");
+    let command = format!(
+        "while [ ! -f '{}' ]; do sleep 0.01; done; echo tool done",
+        gate.display()
+    );
+    let args = json!({ "command": command }).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("call_1", "bash", &args)])),
+        Reply::sse(chat_text("steered answer")),
+        Reply::sse(chat_text("follow-up answer")),
+    ])
+    .unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "run the tool"}));
+    rpc.event("tool_execution_start");
+    let steer = rpc.call(&json!({"id": "s1", "type": "steer", "message": "also check the docs"}));
+    assert_eq!(steer["data"]["queued"], "steer");
+    let follow = rpc.call(&json!({"id": "f1", "type": "follow_up", "message": "then summarize"}));
+    assert_eq!(follow["data"]["queued"], "followUp");
+    std::fs::write(&gate, "").unwrap();
+    let end = rpc.event("agent_end");
+    assert!(end.get("error").is_none(), "{end}");
+    assert_eq!(events(&rpc.seen, "agent_end").len(), 1);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let second = requests[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(
+        (last["role"].as_str(), last["content"].as_str()),
+        (Some("user"), Some("also check the docs"))
+    );
+    assert_eq!(messages[messages.len() - 2]["role"], "tool");
+    let third = requests[2].json();
+    let last = third["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"], "then summarize");
+    // Each take from the queues was announced.
+    let updates = events(&rpc.seen, "queue_update");
+    assert!(updates.len() >= 4, "{updates:#?}");
+    assert_eq!(updates.last().unwrap()["followUp"], json!([]));
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(server.violations().is_empty());
+}
+
+/// Closing stdin mid-run aborts the run cleanly: agent_end is written, the
+/// process exits 0, and the session log is valid and can be resumed.
+#[test]
+fn stdin_closing_mid_run_aborts_cleanly() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![stalled()]).unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    let info = rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "long job"}));
+    rpc.until(|v| v["type"] == "message_update");
+    let (status, stderr, rest) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let end = rest.iter().find(|v| v["type"] == "agent_end").unwrap();
+    assert_eq!(end["id"], "p1");
+    let file = info["sessionFile"].as_str().unwrap();
+    let log = std::fs::read_to_string(file).unwrap();
+    assert!(log.ends_with('\n'));
+    for line in log.lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+    let id = info["sessionId"].as_str().unwrap();
+    let out = ws.run(&["resume", id, "--provider", "echo", "-p", "again"]);
+    assert_eq!(out.ok(), "again\n");
+}
+
+/// A client that stops reading stdout does not make etch buffer without
+/// bound: past the cap the run is aborted and etch exits 1 naming the
+/// session file, whose log stays valid.
+#[test]
+fn a_client_that_stops_reading_gets_a_clear_error() {
+    let ws = Workspace::new();
+    let mut rpc = RpcClient::start_unread(
+        &ws,
+        &["--provider", "echo"],
+        &[("ETCH_RPC_OUTBOX_BYTES", "65536")],
+    );
+    let big = "word ".repeat(100_000);
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": big}));
+    let (status, stderr) = rpc.wait_exit();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopped reading"), "{stderr}");
+    let file = ws.only_session();
+    assert!(stderr.contains(&*file.to_string_lossy()), "{stderr}");
+    for line in std::fs::read_to_string(&file).unwrap().lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+}
+
+/// get_messages, get_session_stats, get_state and export answer from the
+/// session; set_model and set_thinking_level switch later requests, emit
+/// their events and are recorded in the log.
+#[test]
+fn queries_and_switches() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let info = rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "one"}));
+    rpc.event("agent_end");
+    let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
+    let list = messages["data"]["messages"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["role"], "user");
+    assert_eq!(list[1]["content"][0]["text"], "one");
+    let counters = rpc.call(&json!({"id": "st", "type": "get_session_stats"}));
+    assert_eq!(counters["success"], true, "{counters}");
+    assert!(counters["data"].is_object());
+    let model = rpc
+        .call(&json!({"id": "sm", "type": "set_model", "provider": "echo", "modelId": "echo-2"}));
+    assert_eq!(model["data"]["model"], "echo-2", "{model}");
+    // Events a command causes come before its response.
+    let changed = seen(&rpc, "model_changed", "sm");
+    assert_eq!(
+        (changed["id"].as_str(), changed["model"].as_str()),
+        (Some("sm"), Some("echo-2"))
+    );
+    let level = rpc.call(&json!({"id": "tl", "type": "set_thinking_level", "level": "high"}));
+    assert_eq!(level["success"], true, "{level}");
+    let now = rpc.call(&json!({"id": "gs", "type": "get_state"}));
+    assert_eq!(now["data"]["model"], "echo-2");
+    assert_eq!(now["data"]["thinkingLevel"], "high");
+    let bad =
+        rpc.call(&json!({"id": "bm", "type": "set_model", "provider": "nosuch", "modelId": "x"}));
+    assert_eq!(bad["success"], false);
+    assert!(bad["error"].as_str().unwrap().contains("nosuch"), "{bad}");
+    let out = ws.path().join("transcript.txt");
+    let export = rpc.call(&json!({"id": "ex", "type": "export", "outputPath": out}));
+    assert_eq!(export["success"], true, "{export}");
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("[user]\none")
+    );
+    let unwritable =
+        rpc.call(&json!({"id": "ex2", "type": "export", "outputPath": "/nonexistent-dir/x.txt"}));
+    assert_eq!(unwritable["success"], false);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let log = jsonl(std::path::Path::new(info["sessionFile"].as_str().unwrap()));
+    let kinds = types(&log);
+    assert!(kinds.contains(&"model.change".to_owned()), "{kinds:?}");
+    assert!(
+        kinds.contains(&"thinking_level.change".to_owned()),
+        "{kinds:?}"
+    );
+}
+
+/// bash runs outside a tool call and its output enters the context of the
+/// next prompt; compact answers (here: nothing to compact yet, a skip, not
+/// an error) with its start and end events.
+#[test]
+fn bash_and_compact() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    rpc.next();
+    let bash = rpc.call(&json!({"id": "b", "type": "bash", "command": "echo from-the-shell"}));
+    assert_eq!(bash["success"], true, "{bash}");
+    assert!(
+        bash["data"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("from-the-shell")
+    );
+    let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
+    let text = messages["data"]["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.starts_with("Ran `echo from-the-shell`\n```\n"),
+        "{text}"
+    );
+    let compact = rpc.call(&json!({"id": "c", "type": "compact"}));
+    assert_eq!(compact["success"], true, "{compact}");
+    seen(&rpc, "compaction_start", "c");
+    seen(&rpc, "compaction_end", "c");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// The session tree: navigate moves the leaf (the next prompt starts a
+/// branch there), fork copies the branch before an event into a new
+/// session file that names its origin, and unknown ids are errors naming
+/// them.
+#[test]
+fn navigate_and_fork() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let info = rpc.next();
+    let origin = info["sessionFile"].as_str().unwrap().to_owned();
+    for (id, text) in [("p1", "one"), ("p2", "two")] {
+        rpc.send(&json!({"id": id, "type": "prompt", "message": text}));
+        rpc.until(|v| v["type"] == "agent_end" && v["id"] == id);
+    }
+    let log = jsonl(std::path::Path::new(&origin));
+    let id_of = |kind: &str, text: &str| -> String {
+        log.iter()
+            .find(|e| e["type"] == kind && e["data"]["content"][0]["text"] == text)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first_answer = id_of("message.assistant", "one");
+    let second_prompt = id_of("message.user", "two");
+    let unknown = rpc.call(&json!({"id": "n0", "type": "navigate", "entryId": "01NOSUCHEVENT"}));
+    assert_eq!(unknown["success"], false);
+    assert!(
+        unknown["error"].as_str().unwrap().contains("01NOSUCHEVENT"),
+        "{unknown}"
+    );
+    let nav = rpc.call(&json!({"id": "n1", "type": "navigate", "entryId": first_answer}));
+    assert_eq!(nav["success"], true, "{nav}");
+    let messages = rpc.call(&json!({"id": "m1", "type": "get_messages"}));
+    assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 2);
+    rpc.send(&json!({"id": "p3", "type": "prompt", "message": "three"}));
+    rpc.until(|v| v["type"] == "agent_end" && v["id"] == "p3");
+    let messages = rpc.call(&json!({"id": "m2", "type": "get_messages"}));
+    let texts: Vec<&str> = messages["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["one", "one", "three", "three"]);
+    let bad_fork = rpc.call(&json!({"id": "f0", "type": "fork", "entryId": "01NOSUCHEVENT"}));
+    assert_eq!(bad_fork["success"], false);
+    assert!(
+        bad_fork["error"]
+            .as_str()
+            .unwrap()
+            .contains("01NOSUCHEVENT"),
+        "{bad_fork}"
+    );
+    let fork = rpc.call(&json!({"id": "f1", "type": "fork", "entryId": second_prompt}));
+    assert_eq!(fork["success"], true, "{fork}");
+    assert_eq!(fork["data"]["text"], "two");
+    let forked = fork["data"]["sessionFile"].as_str().unwrap().to_owned();
+    assert_ne!(forked, origin);
+    let info = seen(&rpc, "session_info", "f1");
+    assert_eq!(info["sessionFile"], forked.as_str());
+    let messages = rpc.call(&json!({"id": "m3", "type": "get_messages"}));
+    assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 2);
+    let header = &jsonl(std::path::Path::new(&forked))[0];
+    assert_eq!(header["data"]["forkSessionPath"], origin.as_str());
+    assert_eq!(header["data"]["forkBeforeEventId"], second_prompt.as_str());
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let tree = ws.run(&["show", "--tree", info["sessionId"].as_str().unwrap()]);
+    assert_eq!(tree.code(), 0, "{}", tree.stderr());
+}
+
+/// new_session starts a fresh file; switch_session opens another one, and
+/// refuses a missing file or one another etch holds, keeping the current
+/// session.
+#[test]
+fn new_and_switch_session() {
+    let ws = Workspace::new();
+    let done = ws.run(&["--provider", "echo", "-p", "earlier"]);
+    done.ok();
+    let earlier = ws.only_session();
+    let mut holder = echo(&ws);
+    let held = holder.next()["sessionFile"].as_str().unwrap().to_owned();
+    let mut rpc = echo(&ws);
+    let first = rpc.next()["sessionFile"].as_str().unwrap().to_owned();
+    let missing = rpc.call(
+        &json!({"id": "w0", "type": "switch_session", "sessionPath": ws.path().join("nope.jsonl")}),
+    );
+    assert_eq!(missing["success"], false);
+    assert!(
+        missing["error"].as_str().unwrap().contains("nope.jsonl"),
+        "{missing}"
+    );
+    let locked = rpc.call(&json!({"id": "w1", "type": "switch_session", "sessionPath": held}));
+    assert_eq!(locked["success"], false, "{locked}");
+    let state = rpc.call(&json!({"id": "s0", "type": "get_state"}));
+    assert_eq!(state["data"]["sessionFile"], first.as_str());
+    let switched = rpc.call(&json!({"id": "w2", "type": "switch_session", "sessionPath": earlier}));
+    assert_eq!(switched["success"], true, "{switched}");
+    let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
+    assert_eq!(
+        messages["data"]["messages"][0]["content"][0]["text"],
+        "earlier"
+    );
+    let fresh = rpc.call(&json!({"id": "n", "type": "new_session"}));
+    assert_eq!(fresh["success"], true);
+    let info = seen(&rpc, "session_info", "n");
+    assert_ne!(info["sessionFile"], first.as_str());
+    let messages = rpc.call(&json!({"id": "m2", "type": "get_messages"}));
+    assert_eq!(messages["data"]["messages"], json!([]));
+    drop(holder);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// `etch rpc --session PREFIX` continues a session; -p, --json and --skill
+/// are usage errors; an unknown prefix is a usage error.
+#[test]
+fn continuing_a_session_and_bad_options() {
+    let ws = Workspace::new();
+    ws.run(&["--provider", "echo", "-p", "first"]).ok();
+    let file = ws.only_session();
+    let id = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let mut rpc = RpcClient::start(&ws, &["--session", &id, "--provider", "echo"], &[]);
+    assert_eq!(rpc.next()["sessionId"], id.as_str());
+    let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
+    assert_eq!(messages["data"]["messages"].as_array().unwrap().len(), 2);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    for args in [
+        vec!["rpc", "-p", "x"],
+        vec!["rpc", "--json"],
+        vec!["rpc", "--skill", "s"],
+        vec!["rpc", "--session", "ZZZZZZ"],
+    ] {
+        let out = ws.run(&args);
+        assert_eq!(out.code(), 2, "{args:?}: {}", out.stderr());
+    }
+}
