@@ -112,6 +112,14 @@ pub(crate) fn replayed_message(event: &Event) -> Option<Message> {
                 content: data.content,
             })
         }
+        // A branch summary is replayed as a user message (P-DATA-07), and so
+        // is summarized and cut like one (P-COMP-05).
+        types::CONTEXT_BRANCH_SUMMARY => {
+            let data = event.parse_data::<etch_session::BranchSummaryData>().ok()?;
+            Some(etch_session::projection::branch_summary_message(
+                &data.summary,
+            ))
+        }
         types::MESSAGE_TOOL => {
             let data = event.parse_data::<ToolData>().ok()?;
             Some(Message::Tool {

@@ -122,6 +122,28 @@ pub enum CommandBody {
 }
 
 impl CommandBody {
+    /// Every command's `type`, in the order of the protocol's reference.
+    pub const NAMES: [&'static str; 18] = [
+        "prompt",
+        "steer",
+        "follow_up",
+        "abort",
+        "compact",
+        "set_model",
+        "set_thinking_level",
+        "set_steering_mode",
+        "set_follow_up_mode",
+        "fork",
+        "navigate",
+        "new_session",
+        "switch_session",
+        "bash",
+        "get_state",
+        "get_messages",
+        "get_session_stats",
+        "export",
+    ];
+
     /// The command's `type` as written on the wire, for responses.
     pub fn name(&self) -> &'static str {
         match self {
@@ -223,8 +245,12 @@ mod tests {
             json!({"id": "17", "type": "get_session_stats"}),
             json!({"id": "18", "type": "export", "outputPath": "/t.html"}),
         ];
+        let mut named: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+        named.dedup();
+        assert_eq!(named, CommandBody::NAMES);
         for line in lines {
             let command = parse(line.clone());
+            assert!(CommandBody::NAMES.contains(&command.body.name()));
             assert_eq!(command.body.name(), line["type"].as_str().unwrap());
             assert_eq!(command.id.as_deref(), line["id"].as_str());
             assert_eq!(serde_json::to_value(&command).unwrap(), line);

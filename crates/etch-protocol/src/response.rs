@@ -68,13 +68,22 @@ impl Response {
             .and_then(|v| v.get("id"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let command = value
+        let kind = value
             .as_ref()
             .and_then(|v| v.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or("parse")
-            .to_owned();
-        Self::err(id, &command, format!("cannot read the command: {error}"))
+            .and_then(Value::as_str);
+        let message = match kind {
+            Some(kind) if !crate::CommandBody::NAMES.contains(&kind) => format!(
+                "unknown command \"{kind}\"; the commands are {}",
+                crate::CommandBody::NAMES.join(", ")
+            ),
+            Some(kind) => format!("cannot read the {kind} command: {error}"),
+            None if value.is_some() => {
+                "the command has no \"type\"; send {\"type\": \"prompt\", \"message\": …} or another command".to_owned()
+            }
+            None => format!("the line is not JSON: {error}"),
+        };
+        Self::err(id, kind.unwrap_or("parse"), message)
     }
 }
 
@@ -99,7 +108,17 @@ mod tests {
         assert_eq!(answer.id.as_deref(), Some("7"));
         assert_eq!(answer.command, "teleport");
         assert!(!answer.success);
-        assert!(answer.error.unwrap().contains("teleport"));
+        assert!(
+            answer
+                .error
+                .unwrap()
+                .starts_with("unknown command \"teleport\"; the commands are prompt, steer")
+        );
+        let line = r#"{"id":"8","type":"prompt"}"#;
+        let err = serde_json::from_str::<crate::Command>(line).unwrap_err();
+        let answer = Response::unreadable(line, &err);
+        assert_eq!(answer.command, "prompt");
+        assert!(answer.error.unwrap().contains("message"));
         let line = "{not json";
         let err = serde_json::from_str::<crate::Command>(line).unwrap_err();
         let answer = Response::unreadable(line, &err);

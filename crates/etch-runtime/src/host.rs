@@ -90,6 +90,8 @@ struct Snapshot {
     thinking: Option<String>,
     /// Messages in the history when the run started.
     messages: usize,
+    /// Whether threshold compaction is on.
+    auto_compact: bool,
 }
 
 impl Snapshot {
@@ -103,6 +105,7 @@ impl Snapshot {
             model: client.model().to_owned(),
             thinking: session.settings().provider.reasoning_effort.clone(),
             messages: session.history().len(),
+            auto_compact: session.place().config.context.auto_compact,
         }
     }
 }
@@ -413,6 +416,7 @@ impl Host {
             "sessionFile": s.path,
             "messageCount": messages,
             "pendingMessageCount": steering.len() + follow_up.len(),
+            "autoCompactionEnabled": s.auto_compact,
             "steering": steering,
             "followUp": follow_up,
         })
@@ -490,18 +494,17 @@ impl Host {
             CommandBody::Navigate {
                 entry_id,
                 summarize,
-            } => {
-                if summarize {
-                    Err("navigate with \"summarize\": true is not available yet; navigate without it (the branch left stays in the log)".to_owned())
-                } else {
-                    session
-                        .navigate(&entry_id)
-                        .map(|appended| {
-                            Some(json!({ "entryId": entry_id, "navigateEventId": appended.id }))
-                        })
-                        .map_err(|e| e.to_string())
-                }
-            }
+            } => session
+                .navigate(&entry_id, summarize, &CancellationToken::new())
+                .await
+                .map(|done| {
+                    Some(json!({
+                        "entryId": entry_id,
+                        "navigateEventId": done.event_id,
+                        "summary": done.summary,
+                    }))
+                })
+                .map_err(|e| e.to_string()),
             CommandBody::Fork { entry_id } => match session.fork(&entry_id) {
                 Ok((forked, _)) => {
                     let text = fork_text(&session, &entry_id);
@@ -728,4 +731,127 @@ fn fork_text(session: &Session, entry_id: &str) -> Option<String> {
         })
         .collect();
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command line.
+    fn command(id: &str, body: serde_json::Value) -> Command {
+        let mut value = body;
+        value["id"] = json!(id);
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// A sink collecting outputs.
+    fn collector() -> (Sink, Arc<Mutex<Vec<Output>>>) {
+        let seen: Arc<Mutex<Vec<Output>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        (Arc::new(move |o| sink.lock().unwrap().push(o)), seen)
+    }
+
+    /// Text queued after the run took its last look at the queues (the
+    /// run's task has finished, the host has not taken the session back)
+    /// is not lost: settling starts the next run with it, tagged with the
+    /// first prompt's id. The barrier is the host's own end-of-run signal.
+    #[test]
+    fn text_queued_after_the_last_look_runs_next() {
+        crate::testkit::block(async {
+            let dir = tempfile::tempdir().unwrap();
+            let session = crate::testkit::echo_session(dir.path()).await;
+            let (sink, seen) = collector();
+            let mut host = Host::new(session, sink);
+            let ended = host.run_ended();
+            host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
+                .await;
+            ended.notified().await;
+            assert!(host.is_running());
+            host.handle(command(
+                "f1",
+                json!({"type": "follow_up", "message": "second"}),
+            ))
+            .await;
+            host.settle().await;
+            assert!(host.is_running(), "the queued text started a run");
+            ended.notified().await;
+            host.settle().await;
+            assert!(!host.is_running());
+            let outputs = seen.lock().unwrap();
+            let ends: Vec<&Event> = outputs
+                .iter()
+                .filter_map(|o| match o {
+                    Output::Event(e) if matches!(e.body, EventBody::AgentEnd { .. }) => Some(e),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(ends.len(), 2);
+            assert!(ends.iter().all(|e| e.id.as_deref() == Some("p1")));
+            let texts: Vec<String> = host
+                .session
+                .as_ref()
+                .unwrap()
+                .history()
+                .iter()
+                .map(|m| match m {
+                    etch_model::Message::User { content }
+                    | etch_model::Message::Assistant { content } => {
+                        etch_model::content::joined_text(content)
+                    }
+                    _ => String::new(),
+                })
+                .collect();
+            assert_eq!(texts, ["first", "first", "second", "second"]);
+        });
+    }
+
+    /// An abort is answered only once the run has ended (after its
+    /// agent_end); queued text waits after an abort instead of running.
+    #[test]
+    fn abort_is_answered_after_the_run_ends() {
+        crate::testkit::block(async {
+            let dir = tempfile::tempdir().unwrap();
+            let session = crate::testkit::echo_session(dir.path()).await;
+            let (sink, seen) = collector();
+            let mut host = Host::new(session, sink);
+            host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
+                .await;
+            host.handle(command(
+                "f1",
+                json!({"type": "prompt", "message": "later", "streamingBehavior": "followUp"}),
+            ))
+            .await;
+            host.handle(command("a1", json!({"type": "abort"}))).await;
+            let answered = |id: &str| {
+                seen.lock()
+                    .unwrap()
+                    .iter()
+                    .any(|o| matches!(o, Output::Response(r) if r.id.as_deref() == Some(id)))
+            };
+            assert!(!answered("a1"));
+            host.abort_and_settle().await;
+            assert!(answered("a1"));
+            let outputs = seen.lock().unwrap();
+            let end = outputs
+                .iter()
+                .position(|o| {
+                    matches!(
+                        o,
+                        Output::Event(Event {
+                            body: EventBody::AgentEnd { .. },
+                            ..
+                        })
+                    )
+                })
+                .unwrap();
+            let abort = outputs
+                .iter()
+                .position(|o| matches!(o, Output::Response(r) if r.command == "abort"))
+                .unwrap();
+            assert!(end < abort);
+            drop(outputs);
+            assert!(!host.is_running());
+            assert_eq!(host.state()["followUp"], json!(["later"]));
+        });
+    }
 }

@@ -27,7 +27,7 @@ mod testkit;
 
 pub use context::Context;
 pub use error::{Notice, OpenError};
-pub use session::{CompactFailure, Session, Target};
+pub use session::{CompactFailure, NavigateError, Navigated, Session, Target};
 pub use settings::{Place, RunSettings};
 
 pub use provider::{

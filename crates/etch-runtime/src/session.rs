@@ -210,12 +210,80 @@ impl Session {
     }
 
     /// Moves the leaf to the event `target` (the next prompt starts a new
-    /// branch there) and projects the history at it.
-    pub fn navigate(&mut self, target: &str) -> Result<Appended, SessionError> {
+    /// branch there) and projects the history at it. With `summarize`,
+    /// the branch left behind is summarized first (P-TREE-05; a failed
+    /// summary leaves the log unchanged) and the summary is appended after
+    /// the move as `context.branch_summary`, which later requests see as a
+    /// user message (P-DATA-07). Nothing left behind means no summary.
+    pub async fn navigate(
+        &mut self,
+        target: &str,
+        summarize: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Navigated, NavigateError> {
         let loaded = self.load()?;
+        let left: Vec<Message> = match etch_session::tree::left_behind(&loaded, target) {
+            Some(events) if summarize => etch_session::project_path(&events).messages,
+            Some(_) => Vec::new(),
+            None => {
+                return Err(NavigateError::Session(SessionError::UnknownEvent {
+                    path: loaded.path.clone(),
+                    id: target.to_owned(),
+                }));
+            }
+        };
+        let summary = if left.is_empty() {
+            None
+        } else {
+            Some(self.summarize_branch(left, target, cancel).await?)
+        };
+        let from = self.writer.leaf().map(str::to_owned);
         let appended = etch_session::navigate(&loaded, &mut self.writer, target)?;
+        if let (Some(summary), Some(from_id)) = (&summary, from) {
+            self.writer.append(
+                types::CONTEXT_BRANCH_SUMMARY,
+                &etch_session::BranchSummaryData {
+                    summary: summary.clone(),
+                    from_id,
+                },
+            )?;
+        }
         self.reproject()?;
-        Ok(appended)
+        Ok(Navigated {
+            event_id: appended.id,
+            summary,
+        })
+    }
+
+    /// Asks the model to summarize `messages`, a branch being left for
+    /// the event `target`.
+    async fn summarize_branch(
+        &self,
+        messages: Vec<Message>,
+        target: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, etch_compact::CompactError> {
+        /// What the summarizer is told about the branch.
+        const FOCUS: &str = "This branch is being left: the conversation goes back to an earlier point and continues from there. \
+             Summarize what was tried on this branch, what was learned, and which files were changed, \
+             so that the work can go on from the earlier point without repeating it.";
+        let plan = etch_compact::Plan {
+            first_kept_event_id: target.to_owned(),
+            summarized: messages,
+            previous_summary: None,
+            tokens_before: 0,
+            tokens_kept: 0,
+            read_files: Vec::new(),
+            modified_files: Vec::new(),
+        };
+        etch_compact::summarize(
+            self.selection.client.as_ref(),
+            &plan,
+            Some(FOCUS),
+            self.id(),
+            cancel,
+        )
+        .await
     }
 
     /// A new session holding this one's branch before the event `before`
@@ -395,6 +463,28 @@ impl Session {
     pub fn cwd(&self) -> &PathBuf {
         &self.place.cwd
     }
+}
+
+/// What a navigation did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Navigated {
+    /// The id of the `session.navigate` event.
+    pub event_id: String,
+    /// The summary of the branch left behind, when one was written.
+    pub summary: Option<String>,
+}
+
+/// Why a navigation did not happen; the log is unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum NavigateError {
+    /// The log could not be read or written, or has no such event.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The summary of the branch left behind failed.
+    #[error(
+        "the summary of the branch being left failed: {0}; navigate without \"summarize\" to move anyway"
+    )]
+    Summary(#[from] etch_compact::CompactError),
 }
 
 /// Why a manual compaction did not happen.

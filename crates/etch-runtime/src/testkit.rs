@@ -37,6 +37,29 @@ pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
     (writer, agent)
 }
 
+/// A new session on the echo model with the default tools, in `dir`
+/// (which is its working directory too).
+pub(crate) async fn echo_session(dir: &Path) -> crate::Session {
+    let place = crate::Place {
+        cwd: dir.to_path_buf(),
+        session_dir: dir.join("sessions"),
+        home: None,
+        config: etch_config::Config::default(),
+    };
+    let settings = crate::RunSettings {
+        provider: crate::ProviderFlags {
+            provider: Some("echo".into()),
+            ..crate::ProviderFlags::default()
+        },
+        ..crate::RunSettings::default()
+    };
+    let context = crate::Context::build(&place, &settings).unwrap();
+    crate::Session::create(place, settings, context, "test".into(), &mut |_| {})
+        .await
+        .unwrap()
+        .0
+}
+
 /// Runs `future` to completion on a current-thread runtime.
 pub(crate) fn block<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()

@@ -63,6 +63,11 @@ fn render_event(event: &Event, out: &mut String) {
                 block(out, &format!("summary ({})", d.trigger), &d.summary);
             }
         }
+        types::CONTEXT_BRANCH_SUMMARY => {
+            if let Ok(d) = event.parse_data::<etch_session::BranchSummaryData>() {
+                block(out, "summary of the branch left", &d.summary);
+            }
+        }
         types::MODEL_USAGE => {
             if let Ok(u) = event.parse_data::<etch_model::Usage>() {
                 let _ = writeln!(

@@ -31,6 +31,9 @@ pub mod types {
     pub const MODEL_METRICS: &str = "model.metrics";
     /// A compaction summary (C23).
     pub const CONTEXT_SUMMARY: &str = "context.summary";
+    /// A summary of a branch the conversation came back from (P-TREE-05),
+    /// a child of the `session.navigate` that left it.
+    pub const CONTEXT_BRANCH_SUMMARY: &str = "context.branch_summary";
     /// A user's label on an event of the tree.
     pub const SESSION_LABEL: &str = "session.label";
     /// The active leaf moved to an earlier event (this event's parent).
@@ -216,6 +219,17 @@ pub struct NavigateData {
     pub target_id: String,
     /// The leaf that was left, so the abandoned branch can be found again.
     pub from_id: Option<String>,
+}
+
+/// `context.branch_summary` data: what happened on the branch a navigation
+/// left, so the conversation continuing from an earlier event keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchSummaryData {
+    /// The summary text.
+    pub summary: String,
+    /// The leaf of the branch that was left.
+    pub from_id: String,
 }
 
 /// `session.label` data: a name for an event of the session tree, shown by

@@ -32,14 +32,14 @@ mod testlines;
 
 pub use error::{ResolveError, SessionError};
 pub use event::{
-    AssistantData, Event, ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData,
-    UserData, types,
+    AssistantData, BranchSummaryData, Event, ReasoningData, ResponseData, SessionStarted,
+    SummaryData, ToolData, UserData, types,
 };
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};
 pub use model_state::{ModelState, model_state};
 pub use navigate::navigate;
-pub use projection::{dangling_tool_calls, project_messages, project_messages_at};
+pub use projection::{dangling_tool_calls, project_messages, project_messages_at, project_path};
 pub use stats::{SessionStats, session_stats};
 pub use store::SessionStore;
 pub use writer::SessionWriter;

@@ -13,7 +13,9 @@
 
 use etch_model::{ContentPart, Message, ProviderItem, StopReason, ToolCall};
 
-use crate::event::{AssistantData, Event, SummaryData, ToolData, UserData, types};
+use crate::event::{
+    AssistantData, BranchSummaryData, Event, SummaryData, ToolData, UserData, types,
+};
 use crate::loader::LoadedSession;
 
 /// The text of a tool result synthesized for a call that never got one (G20).
@@ -37,6 +39,14 @@ pub fn summary_message(summary: &str) -> Message {
     ))
 }
 
+/// Wraps a branch summary as the user message Pi sends (P-DATA-07: no
+/// newline before the closing tag).
+pub fn branch_summary_message(summary: &str) -> Message {
+    Message::user_text(format!(
+        "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n{summary}</summary>"
+    ))
+}
+
 /// Projects the active branch of `session` into messages.
 pub fn project_messages(session: &LoadedSession) -> Projection {
     let path: Vec<&Event> = session.active_events().collect();
@@ -52,8 +62,9 @@ pub fn project_messages_at(session: &LoadedSession, leaf: &str) -> Option<Projec
     Some(project_path(&path))
 }
 
-/// Projects one root-first path of events.
-fn project_path(path: &[&Event]) -> Projection {
+/// Projects one root-first run of events (a whole branch, or the part of
+/// one that a navigation leaves behind).
+pub fn project_path(path: &[&Event]) -> Projection {
     let mut out = Projection::default();
     let mut start = 0;
     // The latest summary on the branch decides where raw replay begins.
@@ -129,6 +140,13 @@ fn project_event(event: &Event, out: &mut Projection, pending: &mut Vec<(String,
                     content: data.content,
                     is_error: data.is_error,
                 });
+            }
+            Err(err) => bad(out, err),
+        },
+        types::CONTEXT_BRANCH_SUMMARY => match event.parse_data::<BranchSummaryData>() {
+            Ok(data) => {
+                close_pending(&mut out.messages, pending);
+                out.messages.push(branch_summary_message(&data.summary));
             }
             Err(err) => bad(out, err),
         },
@@ -245,6 +263,30 @@ mod tests {
         );
         assert!(p.warnings.is_empty());
         assert!(dangling_tool_calls(&s).is_empty());
+    }
+
+    /// P-DATA-07: a branch summary is a user message in Pi's exact wrapper
+    /// (no newline before the closing tag), in its place on the branch.
+    #[test]
+    fn branch_summary_projection_uses_pi_wrapper() {
+        let s = session(&[
+            (
+                "message.user",
+                serde_json::json!({"content":[{"type":"text","text":"first"}]}),
+            ),
+            (
+                "context.branch_summary",
+                serde_json::json!({"summary":"tried X","fromId":"E9"}),
+            ),
+        ]);
+        let p = project_messages(&s);
+        assert_eq!(p.messages.len(), 2);
+        assert_eq!(
+            p.messages[1],
+            Message::user_text(
+                "The following is a summary of a branch that this conversation came back from:\n\n<summary>\ntried X</summary>"
+            )
+        );
     }
 
     /// C23: a summary replaces the prefix; replay resumes at firstKeptEventId.

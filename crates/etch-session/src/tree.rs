@@ -22,6 +22,22 @@ pub fn branch_to(session: &LoadedSession, leaf: &str) -> Option<Vec<usize>> {
     Some(branch_from(&session.events, &index, start, &mut Vec::new()))
 }
 
+/// The events of the active branch that moving the leaf to `target` would
+/// leave behind (those after the last event the two branches share),
+/// oldest first; `None` when no event has that id.
+pub fn left_behind<'a>(session: &'a LoadedSession, target: &str) -> Option<Vec<&'a Event>> {
+    let kept: std::collections::HashSet<&str> = branch_to(session, target)?
+        .into_iter()
+        .map(|i| session.events[i].id.as_str())
+        .collect();
+    Some(
+        session
+            .active_events()
+            .filter(|e| !kept.contains(e.id.as_str()))
+            .collect(),
+    )
+}
+
 /// Children of each event (by index, in file order); the tree's root is
 /// the first event. An event whose parent is missing hangs under the event
 /// before it in the file, as the loader bridges it.

@@ -518,6 +518,49 @@ fn navigate_and_fork() {
     assert_eq!(tree.code(), 0, "{}", tree.stderr());
 }
 
+/// navigate with summarize: the branch left behind is summarized by the
+/// model, the summary follows the move in the log and is what the next
+/// request sees after the earlier event (P-DATA-07's wrapper).
+#[test]
+fn navigate_with_a_branch_summary() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let info = rpc.next();
+    let file = info["sessionFile"].as_str().unwrap().to_owned();
+    for (id, text) in [("p1", "one"), ("p2", "two")] {
+        rpc.send(&json!({"id": id, "type": "prompt", "message": text}));
+        rpc.until(|v| v["type"] == "agent_end" && v["id"] == id);
+    }
+    let log = jsonl(std::path::Path::new(&file));
+    let first_answer = log
+        .iter()
+        .find(|e| e["type"] == "message.assistant")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let nav = rpc
+        .call(&json!({"id": "n", "type": "navigate", "entryId": first_answer, "summarize": true}));
+    assert_eq!(nav["success"], true, "{nav}");
+    let summary = nav["data"]["summary"].as_str().unwrap().to_owned();
+    assert!(!summary.is_empty());
+    let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
+    let list = messages["data"]["messages"].as_array().unwrap();
+    assert_eq!(list.len(), 3, "{list:#?}");
+    let text = list[2]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"),
+        "{text}"
+    );
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let log = jsonl(std::path::Path::new(&file));
+    let kinds = types(&log);
+    let nav_at = kinds.iter().position(|k| k == "session.navigate").unwrap();
+    assert_eq!(kinds[nav_at + 1], "context.branch_summary");
+    assert_eq!(log[nav_at + 1]["parentId"], log[nav_at]["id"]);
+}
+
 /// new_session starts a fresh file; switch_session opens another one, and
 /// refuses a missing file or one another etch holds, keeping the current
 /// session.
