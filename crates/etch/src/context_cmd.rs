@@ -15,7 +15,6 @@ use etch_model::Message;
 use etch_prompt::Assembled;
 use etch_prompt::estimate::tokens;
 use etch_session::{LoadedSession, SummaryData, load_session, project_messages};
-use etch_tools::builtin;
 use serde::Serialize;
 
 use crate::cli::ContextAction;
@@ -23,7 +22,7 @@ use crate::exit::{self, Failure};
 use crate::output::print_line;
 use crate::run::Place;
 use crate::session_arg;
-use etch_runtime::context::assemble;
+use etch_runtime::{Context, RunSettings};
 use etch_runtime::paths;
 
 /// Size of one piece of context.
@@ -104,7 +103,11 @@ pub fn run(
     json: bool,
 ) -> Result<(), Failure> {
     let session = load(place, prefix)?;
-    let assembled = assemble(place, &builtin::ALL);
+    // What a run with the default settings would offer: the same context
+    // the runtime builds for `etch -p`.
+    let Context { tools, assembled } =
+        Context::build(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
+    let schemas = serde_json::to_string_pretty(&tools.specs()).unwrap_or_default();
     let projection = session.as_ref().map(project_messages).unwrap_or_default();
     let (messages, summary) = (projection.messages, projection.summary);
     match action {
@@ -114,10 +117,11 @@ pub fn run(
             &assembled,
             summary.as_ref(),
             &messages,
+            &schemas,
             path.as_deref(),
         ),
         None => {
-            let report = measure(place, session.as_ref(), assembled, summary, &messages);
+            let report = measure(place, session.as_ref(), assembled, summary, &messages, &schemas);
             if json {
                 let text = serde_json::to_string(&report).map_err(|e| {
                     Failure::new(
@@ -146,13 +150,6 @@ fn load(place: &Place, prefix: Option<&str>) -> Result<Option<LoadedSession>, Fa
     Ok(Some(loaded))
 }
 
-/// The tool schemas of the default tool set, as sent.
-fn tool_schemas() -> String {
-    builtin::registry(&builtin::ALL, &builtin::BuiltinOptions::default())
-        .map(|r| serde_json::to_string_pretty(&r.specs()).unwrap_or_default())
-        .unwrap_or_default()
-}
-
 /// The conversation as text, the way the summarizer sees it.
 fn conversation_text(messages: &[Message]) -> String {
     etch_compact::serialize(messages)
@@ -165,6 +162,7 @@ fn measure(
     assembled: Assembled,
     summary: Option<SummaryData>,
     messages: &[Message],
+    schemas: &str,
 ) -> Report {
     let layers: Vec<Size> = assembled
         .layers
@@ -172,7 +170,7 @@ fn measure(
         .map(|l| Size::of(l.name.clone(), &l.text))
         .collect();
     let conversation = Size::of("conversation", &conversation_text(messages));
-    let tools = Size::of("tools", &tool_schemas());
+    let tools = Size::of("tools", schemas);
     let total_tokens =
         layers.iter().map(|l| l.tokens).sum::<u64>() + conversation.tokens + tools.tokens;
     let context = &place.config.context;
@@ -289,6 +287,7 @@ fn dump(
     assembled: &Assembled,
     summary: Option<&SummaryData>,
     messages: &[Message],
+    schemas: &str,
     path: Option<&Path>,
 ) -> Result<(), Failure> {
     let mut out = String::new();
@@ -307,7 +306,7 @@ fn dump(
         out,
         "=== conversation ===\n{}\n\n=== tools ===\n{}\n",
         conversation_text(messages),
-        tool_schemas()
+        schemas
     );
     if path.is_some_and(|p| p == Path::new("-")) {
         crate::output::print_text(&out);
