@@ -341,12 +341,13 @@ pub enum Command {
     /// scripts: Pi's RPC commands in, responses and events out, each tagged
     /// with the id of the command that caused it.
     #[command(after_help = "Examples:\n  \
-                      echo '{\"id\":\"1\",\"type\":\"prompt\",\"message\":\"hi\"}' | etch rpc\n  \
+                      (echo '{\"id\":\"1\",\"type\":\"prompt\",\"message\":\"hi\"}'; sleep 5) | etch rpc\n  \
                       etch rpc --session 01JX --model gpt-5.5\n\n\
                       Commands: prompt (streamingBehavior steer|followUp while a run is active), steer, follow_up,\n\
                       abort, compact, set_model, set_thinking_level, set_steering_mode, set_follow_up_mode, fork,\n\
                       navigate, new_session, switch_session, bash, get_state, get_messages, get_session_stats, export.\n\
-                      When stdin closes, the active run is aborted cleanly and etch exits 0.")]
+                      Keep stdin open until agent_end: when it closes, the active run is aborted cleanly\n\
+                      and etch exits 0. abort hands queued prompts back in its response (unsent).")]
     Rpc {
         /// Continue this session (id prefix) instead of starting a new one.
         #[arg(long, value_name = "PREFIX")]

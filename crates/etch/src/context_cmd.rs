@@ -22,8 +22,8 @@ use crate::exit::{self, Failure};
 use crate::output::print_line;
 use crate::run::Place;
 use crate::session_arg;
-use etch_runtime::{Context, RunSettings};
 use etch_runtime::paths;
+use etch_runtime::{Context, RunSettings};
 
 /// Size of one piece of context.
 #[derive(Debug, Serialize)]
@@ -121,7 +121,14 @@ pub fn run(
             path.as_deref(),
         ),
         None => {
-            let report = measure(place, session.as_ref(), assembled, summary, &messages, &schemas);
+            let report = measure(
+                place,
+                session.as_ref(),
+                assembled,
+                summary,
+                &messages,
+                &schemas,
+            );
             if json {
                 let text = serde_json::to_string(&report).map_err(|e| {
                     Failure::new(

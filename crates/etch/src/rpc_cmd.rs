@@ -13,7 +13,9 @@
 //! does not read is capped (`ETCH_RPC_OUTBOX_BYTES`, default 64 MiB):
 //! past it the run is aborted and etch exits with an error naming the
 //! session file. When stdin closes, the active run is aborted cleanly
-//! (the log stays valid) and etch exits 0 after writing what is pending.
+//! (the log stays valid) and etch exits 0 after writing what is pending;
+//! Ctrl-C does the same with exit code 130. Queued texts that will not
+//! run are named on stderr.
 
 use std::io::{BufRead, Read, Write};
 use std::sync::Arc;
@@ -62,48 +64,111 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     }
     let session = open(place, prefix, args).await?;
     let path = session.path().to_path_buf();
+    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!("cannot watch for Ctrl-C: {e}"),
+            )
+        })?;
     let (outbox, writer) = Outbox::start();
     let mut host = Host::new(session, outbox.sink());
-    let ended = host.run_ended();
+    let ended = host.task_ended();
     let mut commands = read_stdin();
-    let outcome = loop {
+    let stop = loop {
         tokio::select! {
             biased;
-            () = outbox.overflow.cancelled() => break Err(outbox.limit),
-            () = outbox.closed.cancelled() => break Ok(()),
-            () = ended.notified() => host.settle().await,
+            () = outbox.overflow.cancelled() => break Stop::Overflow,
+            () = outbox.closed.cancelled() => break Stop::StdoutClosed,
+            _ = interrupts.recv() => break Stop::Interrupted,
+            () = ended.notified() => {
+                host.settle().await;
+                if let Some(why) = host.broken() {
+                    break Stop::Broken(why.to_owned());
+                }
+            }
             incoming = commands.recv() => match incoming {
                 Some(Incoming::Line(line)) => handle(&mut host, &outbox, &line).await,
                 Some(Incoming::TooLong) => outbox.send(&Output::Response(Response::err(
                     None,
                     "parse",
-                    format!("the command line is longer than {MAX_LINE_BYTES} bytes and was skipped"),
+                    format!("the command line is longer than {MAX_LINE_BYTES} bytes and was skipped; send one command per line"),
                 ))),
-                Some(Incoming::Failed(error)) => {
-                    eprintln!("etch: error: cannot read stdin: {error}; stopping");
-                    break Ok(());
-                }
-                None => break Ok(()),
+                Some(Incoming::Failed(error)) => break Stop::StdinFailed(error),
+                None => break Stop::StdinClosed,
             },
         }
     };
-    host.abort_and_settle().await;
+    let unsent = host.abort_and_settle().await;
     drop(host);
-    match outcome {
-        Ok(()) => {
-            drop(outbox);
-            // Hand over what is pending unless the client stopped reading.
-            let _ = writer.recv_timeout(DRAIN_AT_EXIT);
-            Ok(())
+    if !unsent.is_empty() {
+        eprintln!(
+            "etch: warning: {} queued prompt(s) were not run because etch rpc stopped: {}",
+            unsent.len(),
+            unsent
+                .iter()
+                .map(|t| format!("{:?}", preview(t)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let intact = format!("the session log is intact: {}", path.display());
+    let failure = |code, message: String| Err(Failure::new(code, anyhow::anyhow!(message)));
+    match stop {
+        Stop::Overflow => {
+            return failure(
+                exit::FAILED,
+                format!(
+                    "the client stopped reading etch rpc's output: more than {} KiB were waiting, so the run was aborted; {intact}",
+                    outbox.limit / 1024
+                ),
+            );
         }
-        Err(limit) => Err(Failure::new(
-            exit::FAILED,
-            anyhow::anyhow!(
-                "the client stopped reading etch rpc's output: more than {} KiB were waiting, so the run was aborted; the session log is intact: {}",
-                limit / 1024,
-                path.display()
-            ),
-        )),
+        Stop::Broken(why) => return failure(exit::FAILED, why),
+        Stop::StdinFailed(error) => {
+            return failure(
+                exit::FAILED,
+                format!("cannot read stdin ({error}); any run was aborted; {intact}"),
+            );
+        }
+        Stop::Interrupted => {
+            return failure(exit::INTERRUPTED, format!("interrupted; {intact}"));
+        }
+        Stop::StdoutClosed | Stop::StdinClosed => {}
+    }
+    drop(outbox);
+    // Hand over what is pending, unless the client stopped reading.
+    if writer.recv_timeout(DRAIN_AT_EXIT).is_err() {
+        eprintln!(
+            "etch: warning: the client did not read etch rpc's last output within {} s; it was dropped; {intact}",
+            DRAIN_AT_EXIT.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// Why serving stopped.
+enum Stop {
+    /// stdin ended: the client is done.
+    StdinClosed,
+    /// stdout was closed: the client went away.
+    StdoutClosed,
+    /// stdin could not be read.
+    StdinFailed(String),
+    /// Too much output was waiting for a client that does not read.
+    Overflow,
+    /// Ctrl-C.
+    Interrupted,
+    /// A task failed beyond repair.
+    Broken(String),
+}
+
+/// The start of `text`, for a one-line mention.
+fn preview(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 

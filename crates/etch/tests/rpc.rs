@@ -208,7 +208,7 @@ fn prompts_during_a_run_and_abort() {
         idle_abort["error"]
             .as_str()
             .unwrap()
-            .contains("no run is active")
+            .contains("nothing is running")
     );
     rpc.send(&json!({"id": "p1", "type": "prompt", "message": "long job"}));
     rpc.until(|v| v["type"] == "message_update" && v["id"] == "p1");
@@ -240,11 +240,13 @@ fn prompts_during_a_run_and_abort() {
     let end = rpc.event("agent_end");
     assert_eq!(end["id"], "p1");
     assert!(end["error"].as_str().unwrap().contains("cancel"), "{end}");
-    assert_eq!(rpc.response("a1")["success"], true);
+    // The abort hands the queued text back instead of running it.
+    let aborted = rpc.response("a1");
+    assert_eq!(aborted["data"]["unsent"], json!(["later"]), "{aborted}");
     let state = rpc.call(&json!({"id": "s2", "type": "get_state"}));
     assert_eq!(state["data"]["isStreaming"], false);
-    assert_eq!(state["data"]["followUp"], json!(["later"]));
-    assert_eq!(state["data"]["pendingMessageCount"], 1);
+    assert_eq!(state["data"]["followUp"], json!([]));
+    assert_eq!(state["data"]["pendingMessageCount"], 0);
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
@@ -298,10 +300,21 @@ fn steering_during_a_tool_batch_and_a_follow_up_after_the_answer() {
         .unwrap()
         .clone();
     assert_eq!(last["content"], "then summarize");
-    // Each take from the queues was announced.
-    let updates = events(&rpc.seen, "queue_update");
-    assert!(updates.len() >= 4, "{updates:#?}");
-    assert_eq!(updates.last().unwrap()["followUp"], json!([]));
+    // Each change of the queues was announced: two texts queued, then
+    // steering taken after the batch, then the follow-up after the answer.
+    let updates: Vec<(Value, Value)> = events(&rpc.seen, "queue_update")
+        .iter()
+        .map(|u| (u["steering"].clone(), u["followUp"].clone()))
+        .collect();
+    assert_eq!(
+        updates,
+        [
+            (json!(["also check the docs"]), json!([])),
+            (json!(["also check the docs"]), json!(["then summarize"])),
+            (json!([]), json!(["then summarize"])),
+            (json!([]), json!([])),
+        ]
+    );
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
     assert!(server.violations().is_empty());
@@ -584,6 +597,18 @@ fn new_and_switch_session() {
     );
     let locked = rpc.call(&json!({"id": "w1", "type": "switch_session", "sessionPath": held}));
     assert_eq!(locked["success"], false, "{locked}");
+    assert!(
+        locked["error"].as_str().unwrap().contains("in use"),
+        "{locked}"
+    );
+    // The current session, named by a relative path, is not "in use".
+    let relative = std::path::Path::new(&first)
+        .strip_prefix(ws.path().canonicalize().unwrap())
+        .or_else(|_| std::path::Path::new(&first).strip_prefix(ws.path()))
+        .unwrap()
+        .to_path_buf();
+    let same = rpc.call(&json!({"id": "w9", "type": "switch_session", "sessionPath": relative}));
+    assert_eq!(same["success"], true, "{same}");
     let state = rpc.call(&json!({"id": "s0", "type": "get_state"}));
     assert_eq!(state["data"]["sessionFile"], first.as_str());
     let switched = rpc.call(&json!({"id": "w2", "type": "switch_session", "sessionPath": earlier}));
@@ -600,6 +625,99 @@ fn new_and_switch_session() {
     let messages = rpc.call(&json!({"id": "m2", "type": "get_messages"}));
     assert_eq!(messages["data"]["messages"], json!([]));
     drop(holder);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// A run that fails gets a second response to its prompt (after its
+/// agent_end) saying why; the session goes on.
+#[test]
+fn a_failed_run_is_answered_twice() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::json(
+            400,
+            &json!({"error": {"message": "model m1 does not exist"}}),
+        ),
+        Reply::sse(chat_text("fine now")),
+    ])
+    .unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    assert_eq!(rpc.response("p1")["success"], true);
+    let end = rpc.event("agent_end");
+    assert!(
+        end["error"].as_str().unwrap().contains("does not exist"),
+        "{end}"
+    );
+    let failed = rpc.response("p1");
+    assert_eq!(failed["success"], false);
+    assert!(
+        failed["error"].as_str().unwrap().contains("does not exist"),
+        "{failed}"
+    );
+    rpc.send(&json!({"id": "p2", "type": "prompt", "message": "again"}));
+    let end = rpc.until(|v| v["type"] == "agent_end" && v["id"] == "p2");
+    assert!(end.get("error").is_none(), "{end}");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// A long bash command runs on a task of its own: queries are answered
+/// meanwhile, a prompt is refused naming the command, and abort stops it
+/// (its response says it was cancelled, then the abort's).
+#[test]
+fn abort_stops_a_long_bash_command() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    rpc.next();
+    rpc.send(&json!({"id": "b", "type": "bash", "command": "sleep 600"}));
+    let state = rpc.call(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["data"]["isStreaming"], true);
+    let refused = rpc.call(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("bash command is still running"),
+        "{refused}"
+    );
+    rpc.send(&json!({"id": "a", "type": "abort"}));
+    let bash = rpc.response("b");
+    assert_eq!(bash["data"]["cancelled"], true, "{bash}");
+    assert_eq!(rpc.response("a")["success"], true);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// set_model to another provider drops the endpoint and key given for
+/// the old one (the echo model needs neither; the server is not asked
+/// again); export without a path writes beside the session file.
+#[test]
+fn switching_provider_and_default_export() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("from the server"))]).unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    let info = rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    rpc.until(|v| v["type"] == "agent_end" && v["id"] == "p1");
+    let switched =
+        rpc.call(&json!({"id": "m", "type": "set_model", "provider": "echo", "modelId": "echo"}));
+    assert_eq!(switched["success"], true, "{switched}");
+    rpc.send(&json!({"id": "p2", "type": "prompt", "message": "local"}));
+    let end = rpc.until(|v| v["type"] == "agent_end" && v["id"] == "p2");
+    assert!(end.get("error").is_none(), "{end}");
+    assert_eq!(server.requests().len(), 1);
+    let export = rpc.call(&json!({"id": "x", "type": "export"}));
+    let path = export["data"]["path"].as_str().unwrap().to_owned();
+    let file = info["sessionFile"].as_str().unwrap();
+    assert_eq!(path, file.replace(".jsonl", ".txt"));
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("from the server")
+    );
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }

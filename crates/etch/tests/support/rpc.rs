@@ -143,16 +143,37 @@ impl RpcClient {
         while let Ok(value) = self.lines.recv_timeout(DEADLINE) {
             rest.push(value);
         }
-        let status = self.child.wait().unwrap();
+        let status = self.exit_status();
         let stderr = self.stderr.take().unwrap().join().unwrap();
         (status, stderr, rest)
     }
 
     /// Waits for the process to exit on its own (stdin left open).
     pub fn wait_exit(mut self) -> (ExitStatus, String) {
-        let status = self.child.wait().unwrap();
+        let status = self.exit_status();
         let stderr = self.stderr.take().unwrap().join().unwrap();
         (status, stderr)
+    }
+
+    /// The exit status, waiting up to the deadline; a process that does
+    /// not exit by then is killed and fails the test (an exit that hangs
+    /// must not hang the suite).
+    fn exit_status(&mut self) -> ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "etch rpc did not exit within {DEADLINE:?}; seen: {:#?}",
+                    self.seen
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 

@@ -1,0 +1,297 @@
+//! The commands the host answers itself, quickly: queries (state,
+//! messages, counters, export), which read the log on disk while a task
+//! holds the session, and the changes that need the idle session (model,
+//! reasoning effort, fork, a new or another session).
+
+use std::path::PathBuf;
+use std::sync::PoisonError;
+
+use etch_core::NoopObserver;
+use etch_protocol::{CommandBody, EventBody, QueueMode, ThinkingLevel, WireMessage};
+use etch_session::{load_session, project_messages};
+use serde_json::{Value, json};
+
+use super::{Answer, Host, Snapshot};
+use crate::events::wire_message;
+use crate::session::{Session, Target};
+
+impl Host {
+    /// The answer to `get_state`.
+    pub(super) fn state(&self) -> Value {
+        let queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        let (steering, follow_up) = match queues.update_event() {
+            EventBody::QueueUpdate {
+                steering,
+                follow_up,
+            } => (steering, follow_up),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let modes = (queues.steering_mode(), queues.follow_up_mode());
+        drop(queues);
+        let s = &self.snapshot;
+        let messages = self
+            .session
+            .as_ref()
+            .map_or(s.messages, |session| session.history().len());
+        json!({
+            "provider": s.provider,
+            "model": s.model,
+            "thinkingLevel": s.thinking,
+            "isStreaming": self.running.is_some(),
+            "isCompacting": self.running.as_ref().is_some_and(|r| r.job == super::Job::Command("compact")),
+            "steeringMode": mode_name(modes.0),
+            "followUpMode": mode_name(modes.1),
+            "sessionId": s.id,
+            "sessionFile": s.path,
+            "messageCount": messages,
+            "pendingMessageCount": steering.len() + follow_up.len(),
+            "autoCompactionEnabled": s.auto_compact,
+            "steering": steering,
+            "followUp": follow_up,
+        })
+    }
+
+    /// The messages of the active branch in the wire shape: the session's
+    /// history when idle, the log's projection while a run appends to it.
+    pub(super) fn messages(&self) -> Result<Value, String> {
+        let wire = |messages: &[etch_model::Message]| -> Vec<WireMessage> {
+            messages.iter().filter_map(wire_message).collect()
+        };
+        let messages = if let Some(session) = &self.session {
+            wire(session.history())
+        } else {
+            let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
+            wire(&project_messages(&loaded).messages)
+        };
+        Ok(json!({ "messages": messages }))
+    }
+
+    /// Writes the transcript to `output_path`, or beside the session file.
+    pub(super) fn export(&self, output_path: Option<&str>) -> Result<Option<Value>, String> {
+        let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
+        let text = crate::transcript::render(&loaded);
+        let path = match output_path {
+            Some(path) => PathBuf::from(path),
+            None => self.snapshot.path.with_extension("txt"),
+        };
+        std::fs::write(&path, text).map_err(|e| {
+            format!(
+                "cannot write the transcript to {}: {e}; pass another outputPath",
+                path.display()
+            )
+        })?;
+        Ok(Some(json!({ "path": path })))
+    }
+
+    /// The session's counters, read from its log.
+    pub(super) fn stats(&self) -> Answer {
+        let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
+        serde_json::to_value(etch_session::session_stats(&loaded))
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Commands that need the session itself (so only when idle). Returns
+    /// the session to keep (another one after fork, new_session and
+    /// switch_session) with the answer.
+    pub(super) async fn idle_command(
+        &mut self,
+        mut session: Session,
+        id: Option<String>,
+        body: CommandBody,
+    ) -> (Session, Result<Option<Value>, String>) {
+        let answer = match body {
+            CommandBody::SetModel { provider, model_id } => {
+                let mut flags = session.settings().provider.clone();
+                if flags.provider.as_deref() != Some(provider.as_str())
+                    && session.selection().client.provider() != provider
+                {
+                    // Another provider: the endpoint, key and API shape
+                    // given for the old one do not carry over.
+                    flags.base_url = None;
+                    flags.api_key = None;
+                    flags.openai_api = None;
+                    flags.openai_transport = None;
+                }
+                flags.provider = Some(provider);
+                flags.model = Some(model_id);
+                self.reconfigure(&mut session, id.clone(), flags).await
+            }
+            CommandBody::SetThinkingLevel { level } => {
+                let mut flags = session.settings().provider.clone();
+                flags.reasoning_effort = Some(level_name(level).to_owned());
+                self.reconfigure(&mut session, id.clone(), flags).await
+            }
+            CommandBody::Fork { entry_id } => match session.fork(&entry_id) {
+                Ok((forked, _)) => {
+                    let text = fork_text(&session, &entry_id);
+                    session = forked;
+                    Ok(Some(json!({
+                        "sessionId": session.id(),
+                        "sessionFile": session.path(),
+                        "text": text,
+                    })))
+                }
+                Err(err) => Err(err.to_string()),
+            },
+            CommandBody::NewSession { parent_session } => {
+                let title = parent_session.map_or_else(
+                    || "new session".to_owned(),
+                    |parent| format!("new session after {parent}"),
+                );
+                match session.fresh(title) {
+                    Ok((fresh, _)) => {
+                        session = fresh;
+                        Ok(Some(
+                            json!({ "sessionId": session.id(), "sessionFile": session.path() }),
+                        ))
+                    }
+                    Err(err) => Err(err.to_string()),
+                }
+            }
+            CommandBody::SwitchSession { session_path } => {
+                let path = PathBuf::from(&session_path);
+                if same_file(&path, session.path()) {
+                    Ok(Some(
+                        json!({ "sessionId": session.id(), "sessionFile": session.path() }),
+                    ))
+                } else {
+                    match self.switch(&session, id.clone(), &path).await {
+                        Ok(other) => {
+                            session = other;
+                            Ok(Some(
+                                json!({ "sessionId": session.id(), "sessionFile": session.path() }),
+                            ))
+                        }
+                        Err(err) => Err(err),
+                    }
+                }
+            }
+            other => Err(format!(
+                "{} is answered elsewhere; this is a bug in etch",
+                other.name()
+            )),
+        };
+        let switched = session.id() != self.snapshot.id;
+        self.snapshot = Snapshot::of(&session);
+        if switched {
+            self.emit(id, self.session_info());
+        }
+        (session, answer)
+    }
+
+    /// Opens the session file at `path` with the current session's
+    /// settings; the current session stays open when that fails.
+    async fn switch(
+        &self,
+        current: &Session,
+        id: Option<String>,
+        path: &std::path::Path,
+    ) -> Result<Session, String> {
+        if !path.is_file() {
+            return Err(format!(
+                "no session file at {}; pass the sessionFile of a session (see etch sessions)",
+                path.display()
+            ));
+        }
+        let mut notices = Vec::new();
+        let opened = Session::open(
+            current.place().clone(),
+            current.settings().clone(),
+            current.context().clone(),
+            Target::Path(path),
+            &mut |notice| notices.push(notice),
+            &mut NoopObserver,
+        )
+        .await;
+        for notice in &notices {
+            self.notice(id.clone(), notice);
+        }
+        opened.map_err(|e| e.to_string())
+    }
+
+    /// Switches the client (model or reasoning effort), announcing it.
+    async fn reconfigure(
+        &self,
+        session: &mut Session,
+        id: Option<String>,
+        flags: crate::provider::ProviderFlags,
+    ) -> Result<Option<Value>, String> {
+        let mut notices = Vec::new();
+        let result = session
+            .reconfigure(flags, &mut |n| notices.push(n), &mut NoopObserver)
+            .await;
+        for notice in &notices {
+            self.notice(id.clone(), notice);
+        }
+        result.map_err(|e| e.to_string())?;
+        let client = &session.selection().client;
+        self.emit(
+            id.clone(),
+            EventBody::ModelChanged {
+                provider: client.provider().to_owned(),
+                model: client.model().to_owned(),
+            },
+        );
+        let level = session.settings().provider.reasoning_effort.clone();
+        if let Some(level) = level.as_deref().and_then(level_from_name) {
+            self.emit(id, EventBody::ThinkingLevelChanged { level });
+        }
+        Ok(Some(json!({
+            "provider": client.provider(),
+            "model": client.model(),
+            "thinkingLevel": level,
+        })))
+    }
+}
+
+/// The wire name of a queue mode.
+fn mode_name(mode: QueueMode) -> &'static str {
+    match mode {
+        QueueMode::All => "all",
+        QueueMode::OneAtATime => "one-at-a-time",
+    }
+}
+
+/// The reasoning effort name of a thinking level.
+fn level_name(level: ThinkingLevel) -> &'static str {
+    match level {
+        ThinkingLevel::Off => "off",
+        ThinkingLevel::None => "none",
+        ThinkingLevel::Minimal => "minimal",
+        ThinkingLevel::Low => "low",
+        ThinkingLevel::Medium => "medium",
+        ThinkingLevel::High => "high",
+        ThinkingLevel::Xhigh => "xhigh",
+    }
+}
+
+/// The thinking level of a reasoning effort name, if it is one.
+fn level_from_name(name: &str) -> Option<ThinkingLevel> {
+    serde_json::from_value(Value::String(name.to_owned())).ok()
+}
+
+/// The text of the user message `entry_id` names, so a client can put it
+/// back into the editor after forking before it (Pi's fork).
+fn fork_text(session: &Session, entry_id: &str) -> Option<String> {
+    let loaded = session.load().ok()?;
+    let event = loaded.events.iter().find(|e| e.id == entry_id)?;
+    let data = event.parse_data::<etch_session::UserData>().ok()?;
+    let text: String = data
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            etch_model::ContentPart::Text { text } => Some(text.as_str()),
+            etch_model::ContentPart::ToolCall(_) => None,
+        })
+        .collect();
+    Some(text)
+}
+
+/// Whether `a` and `b` name the same file, however they are written.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}

@@ -1,0 +1,140 @@
+//! The commands that can take long (a shell command, a compaction, a
+//! navigation that summarizes the branch it leaves): they run on a task of
+//! their own, like a prompt, so the host keeps answering and `abort`
+//! cancels them. Their response is sent when the task ends.
+
+use std::sync::Arc;
+
+use etch_protocol::{CommandBody, CompactionOutcome, Event, EventBody};
+use serde_json::json;
+
+use super::{Answer, Finished, Host, Job, Output, Sink, Snapshot};
+use crate::session::{CompactFailure, Session};
+
+/// Whether `body` is a command that runs on a task of its own.
+pub(super) fn is_long(body: &CommandBody) -> bool {
+    matches!(
+        body,
+        CommandBody::Bash { .. } | CommandBody::Compact { .. } | CommandBody::Navigate { .. }
+    )
+}
+
+impl Host {
+    /// Starts the long command `body` (see [`is_long`]) on a task.
+    pub(super) fn launch_long(
+        &mut self,
+        mut session: Session,
+        id: Option<String>,
+        body: CommandBody,
+    ) {
+        let name = body.name();
+        self.snapshot = Snapshot::of(&session);
+        match body {
+            CommandBody::Bash { command } => {
+                self.launch(id, Job::Command(name), move |token| async move {
+                    let answer = session
+                        .bash(&command, &token)
+                        .await
+                        .map(|(output, failed)| {
+                            Some(json!({
+                                "output": output,
+                                "isError": failed,
+                                "cancelled": token.is_cancelled(),
+                            }))
+                        })
+                        .map_err(|e| e.to_string());
+                    (session, Finished::Command(answer))
+                });
+            }
+            CommandBody::Compact {
+                custom_instructions,
+            } => {
+                let sink = Arc::clone(&self.sink);
+                self.launch(id.clone(), Job::Command(name), move |token| async move {
+                    let answer =
+                        compact(&mut session, &sink, id, custom_instructions, &token).await;
+                    (session, Finished::Command(answer))
+                });
+            }
+            CommandBody::Navigate {
+                entry_id,
+                summarize,
+            } => {
+                self.launch(id, Job::Command(name), move |token| async move {
+                    let answer = session
+                        .navigate(&entry_id, summarize, &token)
+                        .await
+                        .map(|done| {
+                            Some(json!({
+                                "entryId": entry_id,
+                                "navigateEventId": done.event_id,
+                                "summary": done.summary,
+                            }))
+                        })
+                        .map_err(|e| e.to_string());
+                    (session, Finished::Command(answer))
+                });
+            }
+            other => {
+                self.session = Some(session);
+                let bug = format!("{} is not a long command; this is a bug in etch", other.name());
+                self.respond(id, other.name(), Err(bug));
+            }
+        }
+    }
+}
+
+/// Manual compaction with its start and end events.
+async fn compact(
+    session: &mut Session,
+    sink: &Sink,
+    id: Option<String>,
+    focus: Option<String>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Answer {
+    let emit = |body| {
+        sink(Output::Event(Event {
+            id: id.clone(),
+            body,
+        }));
+    };
+    let reason = "manual".to_owned();
+    emit(EventBody::CompactionStart {
+        reason: reason.clone(),
+    });
+    let result = session.compact(focus.as_deref(), cancel).await;
+    let (outcome, answer) = match result {
+        Ok(etch_compact::Outcome::Compacted { data, event_id, .. }) => (
+            CompactionOutcome::Compacted {
+                tokens_before: data.tokens_before,
+                tokens_after: data.tokens_after,
+            },
+            Ok(Some(json!({
+                "summary": data.summary,
+                "tokensBefore": data.tokens_before,
+                "tokensAfter": data.tokens_after,
+                "summaryEventId": event_id,
+            }))),
+        ),
+        Ok(etch_compact::Outcome::Skipped(skip)) => (
+            CompactionOutcome::Skipped {
+                reason: skip.to_string(),
+            },
+            Ok(Some(json!({ "skipped": skip.to_string() }))),
+        ),
+        Err(err) => {
+            let why = match &err {
+                CompactFailure::Compact(e) => format!("{e}; the log was not changed"),
+                CompactFailure::Session(e) => e.to_string(),
+            };
+            (
+                CompactionOutcome::Failed {
+                    reason: why.clone(),
+                },
+                Err(why),
+            )
+        }
+    };
+    emit(EventBody::CompactionEnd { reason, outcome });
+    answer
+}

@@ -1,0 +1,506 @@
+//! The host of a long-lived session: it accepts protocol [`Command`]s at
+//! any time, runs prompts (and the commands that can take long: `bash`,
+//! `compact`, `navigate` with a summary) on a task of their own so that
+//! commands keep being answered and `abort` reaches them, and reports
+//! every response and event to one sink, tagged with the id of the
+//! command that caused it. A command's events come before its response,
+//! except that a prompt is acknowledged before its run's first event.
+//!
+//! While a task holds the [`Session`] the host answers from what it knows
+//! without it (the queues, a snapshot of the model, the log on disk) and
+//! refuses what would change the session under the task (switching,
+//! forking, compacting) with an error saying to wait or abort. Text that
+//! arrives during a run is queued (steering or follow-up); what is still
+//! queued when a run ends starts the next run, drained per the queue's
+//! mode; an abort hands everything queued back to the client instead
+//! (in the abort's response), so nothing is ever silently dropped or
+//! carried into another session. This module must not know how commands
+//! arrive or where output goes (`etch rpc` reads stdin and writes stdout;
+//! the chat will draw).
+
+mod idle;
+mod jobs;
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use etch_core::{RunError, RunOutcome};
+use etch_protocol::{Command, CommandBody, Event, EventBody, Response, StreamingBehavior};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Notice;
+use crate::events::EventBridge;
+use crate::queue::{QueuedRun, Queues};
+use crate::session::Session;
+
+/// One line of output: a response or an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// The answer to a command.
+    Response(Response),
+    /// Something that happened.
+    Event(Event),
+}
+
+impl Output {
+    /// The JSON line for this output (no newline).
+    pub fn to_line(&self) -> String {
+        let encoded = match self {
+            Self::Response(response) => serde_json::to_string(response),
+            Self::Event(event) => serde_json::to_string(event),
+        };
+        // Both are plain data (strings, numbers, JSON values): encoding
+        // cannot fail, but a line must come out whatever happens.
+        encoded.unwrap_or_else(|e| {
+            json!({"type": "notice", "level": "warning", "message": format!("could not encode an output line: {e}")})
+                .to_string()
+        })
+    }
+}
+
+/// Where outputs go; called from the host and from its tasks.
+pub type Sink = Arc<dyn Fn(Output) + Send + Sync>;
+
+/// A command's answer: data, or an error saying what to do.
+type Answer = Result<Option<Value>, String>;
+
+/// What a task reports when it has finished.
+enum Finished {
+    /// A run of the loop.
+    Run(Result<RunOutcome, RunError>),
+    /// A long command (`bash`, `compact`, `navigate`) and its answer.
+    Command(Answer),
+}
+
+/// What the active task is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// A run of the loop.
+    Run,
+    /// The long command of this name.
+    Command(&'static str),
+}
+
+/// A task in progress.
+struct Running {
+    /// The id of the command that started it.
+    command_id: Option<String>,
+    /// What it does.
+    job: Job,
+    /// Cancels it.
+    cancel: CancellationToken,
+    /// The task; it hands the session back with what it did.
+    task: JoinHandle<(Session, Finished)>,
+    /// Ids of `abort` commands to answer once it has ended.
+    aborts: Vec<Option<String>>,
+}
+
+/// Notifies the host when a task ends, also when it panics (dropped
+/// during unwinding), so the host never waits for a task that is gone.
+struct EndSignal(Arc<Notify>);
+
+impl Drop for EndSignal {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// What the host knows about the session while a task holds it.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    /// Session id.
+    id: String,
+    /// Session file.
+    path: PathBuf,
+    /// Provider name.
+    provider: String,
+    /// Model name.
+    model: String,
+    /// Reasoning effort asked for, if any.
+    thinking: Option<String>,
+    /// Messages in the history when the task started.
+    messages: usize,
+    /// Whether threshold compaction is on.
+    auto_compact: bool,
+}
+
+impl Snapshot {
+    /// The snapshot of `session` now.
+    fn of(session: &Session) -> Self {
+        let client = &session.selection().client;
+        Self {
+            id: session.id().to_owned(),
+            path: session.path().to_path_buf(),
+            provider: client.provider().to_owned(),
+            model: client.model().to_owned(),
+            thinking: session.settings().provider.reasoning_effort.clone(),
+            messages: session.history().len(),
+            auto_compact: session.place().config.context.auto_compact,
+        }
+    }
+}
+
+/// A session accepting commands.
+pub struct Host {
+    /// The session, when no task holds it.
+    session: Option<Session>,
+    /// The active task, if any.
+    running: Option<Running>,
+    /// What is known about the session while a task holds it.
+    snapshot: Snapshot,
+    /// Pending steering and follow-up texts.
+    queues: Arc<Mutex<Queues>>,
+    /// Where outputs go.
+    sink: Sink,
+    /// Signalled when a task has finished (see [`Host::task_ended`]).
+    ended: Arc<Notify>,
+    /// Why the host cannot go on (a task panicked and took the session
+    /// with it); every later command is refused with this.
+    broken: Option<String>,
+}
+
+impl Host {
+    /// A host for `session`, reporting to `sink`. It announces the session
+    /// with a `session_info` event.
+    pub fn new(session: Session, sink: Sink) -> Self {
+        let host = Self {
+            snapshot: Snapshot::of(&session),
+            session: Some(session),
+            running: None,
+            queues: Arc::default(),
+            sink,
+            ended: Arc::new(Notify::new()),
+            broken: None,
+        };
+        host.emit(None, host.session_info());
+        host
+    }
+
+    /// Notified when the active task has finished, so a front end can wait
+    /// for it beside its input without borrowing the host, then call
+    /// [`Host::settle`].
+    pub fn task_ended(&self) -> Arc<Notify> {
+        Arc::clone(&self.ended)
+    }
+
+    /// Whether a run or a long command is active.
+    pub fn is_busy(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Why the host cannot go on, when a task failed beyond repair; the
+    /// front end should stop and say so.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// The session file (the current one, also while a task holds it).
+    pub fn session_path(&self) -> &std::path::Path {
+        &self.snapshot.path
+    }
+
+    /// Handles one command: answers it at once, or (a long command, an
+    /// abort) once its task has ended.
+    pub async fn handle(&mut self, command: Command) {
+        let Command { id, body } = command;
+        let name = body.name();
+        let answer = match body {
+            CommandBody::Prompt {
+                message,
+                streaming_behavior,
+            } => return self.prompt(id, name, message, streaming_behavior),
+            CommandBody::Steer { message } => {
+                return self.prompt(id, name, message, Some(StreamingBehavior::Steer));
+            }
+            CommandBody::FollowUp { message } => {
+                return self.prompt(id, name, message, Some(StreamingBehavior::FollowUp));
+            }
+            CommandBody::Abort => match &mut self.running {
+                Some(running) => {
+                    running.cancel.cancel();
+                    running.aborts.push(id);
+                    return;
+                }
+                None => Err("nothing is running; there is nothing to abort".to_owned()),
+            },
+            CommandBody::SetSteeringMode { mode } => {
+                self.with_queues(|q| q.set_steering_mode(mode));
+                Ok(Some(json!({ "mode": mode })))
+            }
+            CommandBody::SetFollowUpMode { mode } => {
+                self.with_queues(|q| q.set_follow_up_mode(mode));
+                Ok(Some(json!({ "mode": mode })))
+            }
+            CommandBody::GetState => Ok(Some(self.state())),
+            CommandBody::GetMessages => self.messages().map(Some),
+            CommandBody::GetSessionStats => self.stats(),
+            CommandBody::Export { output_path } => self.export(output_path.as_deref()),
+            body => match self.take_session() {
+                Err(why) => Err(why),
+                Ok(session) if jobs::is_long(&body) => {
+                    // Answered when its task ends.
+                    return self.launch_long(session, id, body);
+                }
+                Ok(session) => {
+                    let (session, answer) = self.idle_command(session, id.clone(), body).await;
+                    self.snapshot = Snapshot::of(&session);
+                    self.session = Some(session);
+                    answer
+                }
+            },
+        };
+        self.respond(id, name, answer);
+    }
+
+    /// The session, when no task holds it; else why not.
+    fn take_session(&mut self) -> Result<Session, String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
+        self.session.take().ok_or_else(|| self.busy())
+    }
+
+    /// The error for commands that need the session while a task has it.
+    fn busy(&self) -> String {
+        match self.running.as_ref().map(|r| r.job) {
+            Some(Job::Command(name)) => {
+                format!("the {name} command is still running; wait for its response or send abort")
+            }
+            _ => "a run is active; wait for agent_end or send abort first".to_owned(),
+        }
+    }
+
+    /// Sends the response to a command.
+    fn respond(&self, id: Option<String>, name: &str, answer: Answer) {
+        let response = match answer {
+            Ok(data) => Response::ok(id, name, data),
+            Err(error) => Response::err(id, name, error),
+        };
+        (self.sink)(Output::Response(response));
+    }
+
+    /// Sends an event tagged with `id`.
+    fn emit(&self, id: Option<String>, body: EventBody) {
+        (self.sink)(Output::Event(Event { id, body }));
+    }
+
+    /// Sends a notice event.
+    fn notice(&self, id: Option<String>, notice: &Notice) {
+        self.emit(
+            id,
+            EventBody::Notice {
+                level: notice.level,
+                message: notice.message.clone(),
+            },
+        );
+    }
+
+    /// Changes the queues and returns the `queue_update` describing them.
+    fn with_queues(&self, change: impl FnOnce(&mut Queues)) -> EventBody {
+        let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        change(&mut queues);
+        queues.update_event()
+    }
+
+    /// A prompt, steering or follow-up text (the command `name`): queued
+    /// while a task is active (per `behavior`; a plain prompt is refused
+    /// then), else acknowledged and run.
+    fn prompt(
+        &mut self,
+        id: Option<String>,
+        name: &str,
+        message: String,
+        behavior: Option<StreamingBehavior>,
+    ) {
+        if message.trim().is_empty() {
+            let error = "the text is empty; send some text in \"message\"".to_owned();
+            return self.respond(id, name, Err(error));
+        }
+        if self.running.is_none() {
+            return match self.take_session() {
+                Err(why) => self.respond(id, name, Err(why)),
+                Ok(session) => {
+                    // Answer before the run's first event, so a client sees
+                    // the acknowledgement first.
+                    self.respond(id.clone(), name, Ok(None));
+                    self.start(session, id, message);
+                }
+            };
+        }
+        let (update, queued) = match behavior {
+            Some(StreamingBehavior::Steer) => (self.with_queues(|q| q.steer(message)), "steer"),
+            Some(StreamingBehavior::FollowUp) => {
+                (self.with_queues(|q| q.follow_up(message)), "followUp")
+            }
+            None => {
+                let error = format!(
+                    "{}, or send the prompt with \"streamingBehavior\": \"steer\" (admitted after the current tool batch) or \"followUp\" (run when this run ends)",
+                    self.busy()
+                );
+                return self.respond(id, name, Err(error));
+            }
+        };
+        self.respond(id.clone(), name, Ok(Some(json!({ "queued": queued }))));
+        self.emit(id, update);
+    }
+
+    /// Starts a run of `prompt` on its own task.
+    fn start(&mut self, mut session: Session, id: Option<String>, prompt: String) {
+        let sink = Arc::clone(&self.sink);
+        let bridge = EventBridge::new(
+            id.clone(),
+            Box::new(move |event| sink(Output::Event(event))),
+        );
+        let mut observer = QueuedRun::new(bridge, Arc::clone(&self.queues));
+        self.snapshot = Snapshot::of(&session);
+        self.launch(id, Job::Run, move |token| async move {
+            let result = session.run(prompt, &mut observer, &token).await;
+            (session, Finished::Run(result))
+        });
+    }
+
+    /// Spawns `work` (given the task's cancellation token) as the active
+    /// task.
+    fn launch<F, Fut>(&mut self, id: Option<String>, job: Job, work: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = (Session, Finished)> + Send + 'static,
+    {
+        let cancel = CancellationToken::new();
+        let signal = EndSignal(Arc::clone(&self.ended));
+        let future = work(cancel.clone());
+        let task = tokio::spawn(async move {
+            let _signal = signal;
+            future.await
+        });
+        self.running = Some(Running {
+            command_id: id,
+            job,
+            cancel,
+            task,
+            aborts: Vec::new(),
+        });
+    }
+
+    /// Takes the session back when the active task has finished: its
+    /// outcome is answered (a failed run gets a second response to its
+    /// prompt, a long command its response), aborts are answered, and text
+    /// still queued starts the next run, unless the task was aborted (then
+    /// the text goes back to the client in the abort's response). Returns
+    /// at once while the task is still going.
+    pub async fn settle(&mut self) {
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|running| running.task.is_finished())
+        {
+            self.finish().await;
+        }
+    }
+
+    /// Cancels the active task, if any, waits for it, and returns the
+    /// texts that were queued and will not run (a front end that is
+    /// closing says so).
+    pub async fn abort_and_settle(&mut self) -> Vec<String> {
+        let mut unsent = Vec::new();
+        while let Some(running) = &self.running {
+            running.cancel.cancel();
+            unsent.extend(self.finish().await);
+        }
+        unsent
+    }
+
+    /// Waits for the active task and takes the session back; returns the
+    /// queued texts an abort handed back.
+    async fn finish(&mut self) -> Vec<String> {
+        let Some(mut running) = self.running.take() else {
+            return Vec::new();
+        };
+        let joined = (&mut running.task).await;
+        let aborted = running.cancel.is_cancelled();
+        let (session, finished) = match joined {
+            Ok(done) => done,
+            Err(err) => {
+                // The task panicked and the session went with it; the log
+                // holds everything appended.
+                let why = format!(
+                    "the {} stopped unexpectedly ({err}); the session log is intact: {}; start etch again with --session {} to go on",
+                    match running.job {
+                        Job::Run => "run",
+                        Job::Command(name) => name,
+                    },
+                    self.snapshot.path.display(),
+                    self.snapshot.id,
+                );
+                let name = match running.job {
+                    Job::Run => "prompt",
+                    Job::Command(name) => name,
+                };
+                self.respond(running.command_id, name, Err(why.clone()));
+                for abort in running.aborts {
+                    self.respond(abort, "abort", Err(why.clone()));
+                }
+                self.broken = Some(why);
+                return Vec::new();
+            }
+        };
+        if let Some(notice) = session.tidy() {
+            self.notice(None, &notice);
+        }
+        self.snapshot = Snapshot::of(&session);
+        self.session = Some(session);
+        match finished {
+            Finished::Run(Err(RunError::Cancelled) | Ok(_)) => {}
+            Finished::Run(Err(err)) => {
+                self.respond(running.command_id.clone(), "prompt", Err(err.to_string()));
+            }
+            Finished::Command(answer) => {
+                if let Job::Command(name) = running.job {
+                    self.respond(running.command_id.clone(), name, answer);
+                }
+            }
+        }
+        if aborted {
+            let mut unsent = Vec::new();
+            let update = self.with_queues(|q| unsent = q.take_all());
+            if !unsent.is_empty() {
+                self.emit(running.command_id.clone(), update);
+            }
+            for abort in running.aborts {
+                self.respond(abort, "abort", Ok(Some(json!({ "unsent": unsent }))));
+            }
+            return unsent;
+        }
+        // Text queued after the run's last look at the queues runs next,
+        // drained per the queue's mode (steering first).
+        let mut texts = Vec::new();
+        let update = self.with_queues(|q| {
+            texts = q.drain_steering();
+            if texts.is_empty() {
+                texts = q.drain_follow_up();
+            }
+        });
+        if !texts.is_empty()
+            && let Some(session) = self.session.take()
+        {
+            self.emit(running.command_id.clone(), update);
+            self.start(session, running.command_id, texts.join("\n\n"));
+        }
+        Vec::new()
+    }
+
+    /// The `session_info` event for the current session.
+    fn session_info(&self) -> EventBody {
+        EventBody::SessionInfo {
+            session_id: self.snapshot.id.clone(),
+            session_file: self.snapshot.path.to_string_lossy().into_owned(),
+            name: None,
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The host on real sessions (the echo model, a log on disk), with its
+//! own end-of-task signal as the barrier.
+
+use super::*;
+
+/// A command line.
+fn command(id: &str, body: serde_json::Value) -> Command {
+    let mut value = body;
+    value["id"] = json!(id);
+    serde_json::from_value(value).unwrap()
+}
+
+/// A sink collecting outputs.
+fn collector() -> (Sink, Arc<Mutex<Vec<Output>>>) {
+    let seen: Arc<Mutex<Vec<Output>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    (Arc::new(move |o| sink.lock().unwrap().push(o)), seen)
+}
+
+/// Text queued after the run took its last look at the queues (the
+/// run's task has finished, the host has not taken the session back)
+/// is not lost: settling starts the next run with it, tagged with the
+/// first prompt's id. The barrier is the host's own end-of-run signal.
+#[test]
+fn text_queued_after_the_last_look_runs_next() {
+    crate::testkit::block(async {
+        let dir = tempfile::tempdir().unwrap();
+        let session = crate::testkit::echo_session(dir.path()).await;
+        let (sink, seen) = collector();
+        let mut host = Host::new(session, sink);
+        let ended = host.task_ended();
+        host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
+            .await;
+        ended.notified().await;
+        assert!(host.is_busy());
+        host.handle(command(
+            "f1",
+            json!({"type": "follow_up", "message": "second"}),
+        ))
+        .await;
+        host.settle().await;
+        assert!(host.is_busy(), "the queued text started a run");
+        ended.notified().await;
+        host.settle().await;
+        assert!(!host.is_busy());
+        let outputs = seen.lock().unwrap();
+        let ends: Vec<&Event> = outputs
+            .iter()
+            .filter_map(|o| match o {
+                Output::Event(e) if matches!(e.body, EventBody::AgentEnd { .. }) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends.len(), 2);
+        assert!(ends.iter().all(|e| e.id.as_deref() == Some("p1")));
+        let texts: Vec<String> = host
+            .session
+            .as_ref()
+            .unwrap()
+            .history()
+            .iter()
+            .map(|m| match m {
+                etch_model::Message::User { content }
+                | etch_model::Message::Assistant { content } => {
+                    etch_model::content::joined_text(content)
+                }
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(texts, ["first", "first", "second", "second"]);
+    });
+}
+
+/// An abort is answered only once the run has ended (after its
+/// agent_end), handing the queued text back instead of running it.
+#[test]
+fn abort_is_answered_after_the_run_ends() {
+    crate::testkit::block(async {
+        let dir = tempfile::tempdir().unwrap();
+        let session = crate::testkit::echo_session(dir.path()).await;
+        let (sink, seen) = collector();
+        let mut host = Host::new(session, sink);
+        host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
+            .await;
+        host.handle(command(
+            "f1",
+            json!({"type": "prompt", "message": "later", "streamingBehavior": "followUp"}),
+        ))
+        .await;
+        host.handle(command("a1", json!({"type": "abort"}))).await;
+        let answered = |id: &str| {
+            seen.lock()
+                .unwrap()
+                .iter()
+                .any(|o| matches!(o, Output::Response(r) if r.id.as_deref() == Some(id)))
+        };
+        assert!(!answered("a1"));
+        host.abort_and_settle().await;
+        assert!(answered("a1"));
+        let outputs = seen.lock().unwrap();
+        let end = outputs
+            .iter()
+            .position(|o| {
+                matches!(
+                    o,
+                    Output::Event(Event {
+                        body: EventBody::AgentEnd { .. },
+                        ..
+                    })
+                )
+            })
+            .unwrap();
+        let abort = outputs
+            .iter()
+            .position(|o| matches!(o, Output::Response(r) if r.command == "abort"))
+            .unwrap();
+        assert!(end < abort);
+        assert!(!host.is_busy());
+        assert_eq!(host.state()["followUp"], json!([]));
+        let answer = outputs
+            .iter()
+            .find_map(|o| match o {
+                Output::Response(r) if r.command == "abort" => r.data.clone(),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(answer, json!({"unsent": ["later"]}));
+    });
+}
+
+/// Leftover follow-ups drain per their mode: with one-at-a-time, the
+/// next run gets only the oldest text, and the rest follow one per run
+/// end, never joined into one prompt.
+#[test]
+fn leftovers_drain_one_at_a_time() {
+    crate::testkit::block(async {
+        let dir = tempfile::tempdir().unwrap();
+        let session = crate::testkit::echo_session(dir.path()).await;
+        let (sink, _seen) = collector();
+        let mut host = Host::new(session, sink);
+        let ended = host.task_ended();
+        host.handle(command(
+            "m",
+            json!({"type": "set_follow_up_mode", "mode": "one-at-a-time"}),
+        ))
+        .await;
+        host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
+            .await;
+        ended.notified().await;
+        for (id, text) in [("f1", "second"), ("f2", "third")] {
+            host.handle(command(id, json!({"type": "follow_up", "message": text})))
+                .await;
+        }
+        while host.is_busy() {
+            host.settle().await;
+            if host.is_busy() {
+                ended.notified().await;
+            }
+        }
+        let texts: Vec<String> = host
+            .session
+            .as_ref()
+            .unwrap()
+            .history()
+            .iter()
+            .filter_map(|m| match m {
+                etch_model::Message::User { content } => {
+                    Some(etch_model::content::joined_text(content))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["first", "second", "third"]);
+    });
+}
