@@ -15,18 +15,7 @@ runs="${1:-20}"
 if [ ! -x /usr/bin/time ]; then
   apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 fi
-cargo build --release --locked -q -p etch
-etch="$PWD/target/release/etch"
-work="$(mktemp -d)"
-trap 'kill "$server_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-python3 bench/server.py > "$work/port" &
-server_pid=$!
-for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
-port="$(cat "$work/port")"
-mkdir -p "$work/ws"
-cd "$work/ws"
-export HOME="$work" NO_PROXY=127.0.0.1
-unset OPENAI_API_KEY OPENROUTER_API_KEY CODEX_ACCESS_TOKEN ANTHROPIC_API_KEY HTTP_PROXY HTTPS_PROXY http_proxy https_proxy
+. bench/lib.sh
 python3 - "$etch" "$port" "$runs" <<'PY'
 import statistics, subprocess, sys, time
 etch, port, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -64,13 +64,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     }
     let session = open(place, prefix, args).await?;
     let path = session.path().to_path_buf();
-    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| {
-            Failure::new(
-                exit::FAILED,
-                anyhow::anyhow!("cannot watch for Ctrl-C: {e}"),
-            )
-        })?;
+    let mut interrupts = crate::run::interrupts()?;
     let (outbox, writer) = Outbox::start();
     let mut host = Host::new(session, outbox.sink());
     let ended = host.task_ended();

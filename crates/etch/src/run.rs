@@ -145,19 +145,23 @@ async fn execute(
     report(args.json, &session, &result)
 }
 
+/// The stream of SIGINTs (Ctrl-C), from now on.
+pub fn interrupts() -> Result<tokio::signal::unix::Signal, Failure> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| {
+        Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("cannot watch for Ctrl-C: {e}"),
+        )
+    })
+}
+
 /// Cancels the run on the first SIGINT and exits on a second one.
 ///
 /// The handler is installed before this returns (not when the task first
 /// runs), so a Ctrl-C that arrives right after the prompt is appended still
 /// takes the clean path instead of killing the process mid-write.
 pub fn watch_sigint(cancel: CancellationToken) -> Result<tokio::task::JoinHandle<()>, Failure> {
-    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| {
-            Failure::new(
-                exit::FAILED,
-                anyhow::anyhow!("cannot watch for Ctrl-C: {e}"),
-            )
-        })?;
+    let mut interrupts = interrupts()?;
     Ok(tokio::spawn(async move {
         if interrupts.recv().await.is_some() {
             cancel.cancel();

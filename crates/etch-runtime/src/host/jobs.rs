@@ -77,7 +77,10 @@ impl Host {
             }
             other => {
                 self.session = Some(session);
-                let bug = format!("{} is not a long command; this is a bug in etch", other.name());
+                let bug = format!(
+                    "{} is not a long command; this is a bug in etch",
+                    other.name()
+                );
                 self.respond(id, other.name(), Err(bug));
             }
         }

@@ -10,6 +10,15 @@ fn command(id: &str, body: serde_json::Value) -> Command {
     serde_json::from_value(value).unwrap()
 }
 
+/// A host on a new echo session in a temp directory (kept alive by the
+/// returned guard) and what it has output so far.
+async fn echo_host() -> (tempfile::TempDir, Host, Arc<Mutex<Vec<Output>>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let session = crate::testkit::echo_session(dir.path()).await;
+    let (sink, seen) = collector();
+    (dir, Host::new(session, sink), seen)
+}
+
 /// A sink collecting outputs.
 fn collector() -> (Sink, Arc<Mutex<Vec<Output>>>) {
     let seen: Arc<Mutex<Vec<Output>>> = Arc::default();
@@ -24,10 +33,7 @@ fn collector() -> (Sink, Arc<Mutex<Vec<Output>>>) {
 #[test]
 fn text_queued_after_the_last_look_runs_next() {
     crate::testkit::block(async {
-        let dir = tempfile::tempdir().unwrap();
-        let session = crate::testkit::echo_session(dir.path()).await;
-        let (sink, seen) = collector();
-        let mut host = Host::new(session, sink);
+        let (_dir, mut host, seen) = echo_host().await;
         let ended = host.task_ended();
         host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
             .await;
@@ -76,10 +82,7 @@ fn text_queued_after_the_last_look_runs_next() {
 #[test]
 fn abort_is_answered_after_the_run_ends() {
     crate::testkit::block(async {
-        let dir = tempfile::tempdir().unwrap();
-        let session = crate::testkit::echo_session(dir.path()).await;
-        let (sink, seen) = collector();
-        let mut host = Host::new(session, sink);
+        let (_dir, mut host, seen) = echo_host().await;
         host.handle(command("p1", json!({"type": "prompt", "message": "first"})))
             .await;
         host.handle(command(
@@ -134,10 +137,7 @@ fn abort_is_answered_after_the_run_ends() {
 #[test]
 fn leftovers_drain_one_at_a_time() {
     crate::testkit::block(async {
-        let dir = tempfile::tempdir().unwrap();
-        let session = crate::testkit::echo_session(dir.path()).await;
-        let (sink, _seen) = collector();
-        let mut host = Host::new(session, sink);
+        let (_dir, mut host, _seen) = echo_host().await;
         let ended = host.task_ended();
         host.handle(command(
             "m",
