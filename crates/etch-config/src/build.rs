@@ -32,6 +32,9 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             dir: session.string("dir"),
             max_tool_rounds: session.u32("max_tool_rounds"),
             keep_messages: session.u32("keep_messages"),
+            max_identical_calls: session.u32("max_identical_calls"),
+            tool_error_note_after: session.u32("tool_error_note_after"),
+            max_tool_errors: session.u32("max_tool_errors"),
         },
         context: ContextConfig {
             auto_compact: context.bool("auto_compact"),

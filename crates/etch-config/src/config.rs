@@ -47,6 +47,14 @@ pub struct SessionConfig {
     pub max_tool_rounds: u32,
     /// Recent messages always kept verbatim.
     pub keep_messages: u32,
+    /// The same tool call with the same result this many times in a row
+    /// stops the run (0: never); the repeats before get a note.
+    pub max_identical_calls: u32,
+    /// Failed tool results in a row after which the model gets a note
+    /// (0: never).
+    pub tool_error_note_after: u32,
+    /// Failed tool results in a row that stop the run (0: never).
+    pub max_tool_errors: u32,
 }
 
 /// `[context]` (E-CFG-08).

@@ -19,6 +19,9 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "session.dir" => text(&config.session.dir),
         "session.max_tool_rounds" => int(config.session.max_tool_rounds.into()),
         "session.keep_messages" => int(config.session.keep_messages.into()),
+        "session.max_identical_calls" => int(config.session.max_identical_calls.into()),
+        "session.tool_error_note_after" => int(config.session.tool_error_note_after.into()),
+        "session.max_tool_errors" => int(config.session.max_tool_errors.into()),
         "context.auto_compact" => flag(config.context.auto_compact),
         "context.auto_compact_threshold_tokens" => {
             int(config.context.auto_compact_threshold_tokens)

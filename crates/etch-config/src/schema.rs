@@ -289,6 +289,27 @@ const SESSION: &[KeySpec] = &[
         "Recent messages always kept verbatim in the model context.",
     )
     .default(Literal::Int(12)),
+    KeySpec::integer(
+        "max_identical_calls",
+        0,
+        U32_MAX,
+        "The same tool call with the same result this many times in a row stops the run; the repeats before it get a note (0: off).",
+    )
+    .default(Literal::Int(5)),
+    KeySpec::integer(
+        "tool_error_note_after",
+        0,
+        U32_MAX,
+        "Failed tool results in a row after which the model is told to change approach (0: off).",
+    )
+    .default(Literal::Int(5)),
+    KeySpec::integer(
+        "max_tool_errors",
+        0,
+        U32_MAX,
+        "Failed tool results in a row that stop the run (0: off).",
+    )
+    .default(Literal::Int(10)),
 ];
 
 /// `[context]` keys (E-CFG-08).

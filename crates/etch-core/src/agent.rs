@@ -9,15 +9,18 @@ use etch_model::{
     ContentPart, ErrorKind, Message, ModelClient, ModelRequest, RequestOptions, StopReason,
     SystemLayer, ToolCall,
 };
-use etch_session::event::{AssistantData, ReasoningData, ResponseData, ToolData, UserData};
+use etch_session::event::{
+    AssistantData, GuardData, ReasoningData, ResponseData, ToolData, UserData,
+};
 use etch_session::{LoadedSession, SessionWriter, dangling_tool_calls, types};
 use etch_tool::{CallOrigin, ToolRegistry};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::compaction::{CompactionPolicy, Estimate};
-use crate::error::{RunError, ToolRoundLimitError};
+use crate::error::{GuardStopError, RunError, ToolRoundLimitError};
 use crate::exec::{ABORTED, BatchEnv, CallResult, run_batch};
+use crate::guard::{Finding, FindingKind, Guard, GuardSettings};
 use crate::observer::{AgentEvent, Observer};
 use crate::pass::{Pass, collect};
 
@@ -37,6 +40,8 @@ pub struct AgentConfig {
     /// Threshold compaction and overflow recovery; `None` turns both off
     /// (tests, and callers that cannot summarize).
     pub compaction: Option<CompactionPolicy>,
+    /// Limits of the guard against runs going in circles.
+    pub guard: GuardSettings,
 }
 
 /// A model client, the active tools and the run settings.
@@ -95,6 +100,24 @@ impl RunState<'_> {
         self.observer
             .agent_event(&AgentEvent::MessageEnd { message: &message });
         self.history.push(message);
+        Ok(())
+    }
+
+    /// Appends the `loop.guard` record of what the guard found in the
+    /// result of `call`.
+    fn guard_record(&mut self, call: &ToolCall, finding: &Finding) -> Result<(), RunError> {
+        let repeat = finding.kind == FindingKind::Repeat;
+        self.append(
+            types::LOOP_GUARD,
+            &GuardData {
+                kind: finding.kind.as_str().to_owned(),
+                action: if finding.stop { "stop" } else { "note" }.to_owned(),
+                count: finding.count,
+                tool: repeat.then(|| call.name.clone()),
+                arguments: repeat.then(|| call.arguments.to_string()),
+                tool_call_id: call.id.clone(),
+            },
+        )?;
         Ok(())
     }
 
@@ -172,6 +195,7 @@ impl Agent {
     ) -> Result<RunOutcome, RunError> {
         let mut round = 0;
         let mut pending_prompts = vec![prompt];
+        let mut guard = Guard::new(self.config.guard);
         let mut overflow_recovered = false;
         loop {
             round += 1;
@@ -209,6 +233,7 @@ impl Agent {
                 .collect();
             let final_text = etch_model::content::joined_text(&pass.content);
             let mut tool_results = 0;
+            let mut stop = None;
             if !calls.is_empty() {
                 let origin = CallOrigin {
                     session_id: state.writer.session_id().to_owned(),
@@ -225,8 +250,15 @@ impl Agent {
                 let (results, cancelled) =
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
                 tool_results = results.len();
-                for (call, result) in calls.iter().zip(results) {
+                for (call, mut result) in calls.iter().zip(results) {
+                    let findings = guard.check(call, &mut result);
                     state.tool_result(call, result)?;
+                    for finding in findings {
+                        state.guard_record(call, &finding)?;
+                        if finding.stop && stop.is_none() {
+                            stop = Some(stop_reason(call, &finding));
+                        }
+                    }
                 }
                 if cancelled {
                     return Err(RunError::Cancelled);
@@ -237,6 +269,14 @@ impl Agent {
                 elapsed: started.elapsed(),
                 tool_results,
             });
+            if let Some(what) = stop {
+                return Err(GuardStopError {
+                    what,
+                    session_id: state.writer.session_id().to_string(),
+                    session_path: state.writer.path().to_path_buf(),
+                }
+                .into());
+            }
             pending_prompts = state.observer.drain_steering();
             // After a tool batch each steering prompt is its own message, in
             // typed order; what is left when the model had finished becomes
@@ -367,6 +407,29 @@ impl Agent {
                 source,
             }),
         }
+    }
+}
+
+/// What the guard's stop says about the call that tipped it.
+fn stop_reason(call: &ToolCall, finding: &Finding) -> String {
+    let mut arguments = call.arguments.to_string();
+    if arguments.len() > 200 {
+        let mut end = 200;
+        while !arguments.is_char_boundary(end) {
+            end -= 1;
+        }
+        arguments.truncate(end);
+        arguments.push('…');
+    }
+    match finding.kind {
+        FindingKind::Repeat => format!(
+            "the model made the same call {} times in a row with the same result ({} {arguments}); it was going in circles",
+            finding.count, call.name
+        ),
+        FindingKind::Errors => format!(
+            "{} tool calls in a row failed (the last: {} {arguments})",
+            finding.count, call.name
+        ),
     }
 }
 

@@ -22,12 +22,32 @@ pub struct ToolRoundLimitError {
     pub session_path: PathBuf,
 }
 
+/// The loop's guard stopped a run going in circles: the same call with
+/// the same result, or failed tool results, too many times in a row. Every
+/// call and result stays in the log, with a `loop.guard` record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "stopped: {what}; every call is kept in {}; continue with a hint, e.g.: etch resume {session_id} -p \"that did not work; try another way\"",
+    session_path.display()
+)]
+pub struct GuardStopError {
+    /// What went in circles, naming the call.
+    pub what: String,
+    /// Durable session id.
+    pub session_id: String,
+    /// Durable session file.
+    pub session_path: PathBuf,
+}
+
 /// A run that did not end with a final answer.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The round bound was hit.
     #[error(transparent)]
     ToolRoundLimit(#[from] ToolRoundLimitError),
+    /// The guard stopped a run going in circles.
+    #[error(transparent)]
+    Guard(#[from] GuardStopError),
     /// The model pass failed (after the provider's own retries).
     #[error("model error from {provider}: {source}")]
     Model {

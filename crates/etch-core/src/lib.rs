@@ -20,12 +20,14 @@ pub mod agent;
 pub mod compaction;
 pub mod error;
 pub mod exec;
+pub mod guard;
 pub mod observer;
 pub mod pass;
 
 pub use agent::{Agent, AgentConfig, RunOutcome, close_dangling_calls};
 pub use compaction::CompactionPolicy;
-pub use error::{RunError, ToolRoundLimitError};
+pub use error::{GuardStopError, RunError, ToolRoundLimitError};
+pub use guard::GuardSettings;
 pub use observer::{AgentEvent, CompactionResult, Delta, NoopObserver, Observer};
 
 /// Default bound on model/tool rounds per user turn (E-LOOP-02).

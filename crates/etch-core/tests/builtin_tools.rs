@@ -114,6 +114,7 @@ async fn two_edits_of_one_file_never_lose_an_update() {
             temp_dir: dir.path().join("tmp"),
             options: RequestOptions::default(),
             compaction: None,
+            guard: etch_core::GuardSettings::default(),
         },
     );
     agent

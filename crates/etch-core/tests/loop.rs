@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etch_core::{
-    Agent, AgentConfig, AgentEvent, CompactionPolicy, CompactionResult, Observer, RunError,
-    RunOutcome,
+    Agent, AgentConfig, AgentEvent, CompactionPolicy, CompactionResult, GuardSettings, Observer,
+    RunError, RunOutcome,
 };
 use etch_model::{
     ErrorKind, Message, ModelClient, ModelError, ModelRequest, ModelStream, RequestOptions,
@@ -293,6 +293,7 @@ fn fixture_with(
             temp_dir: dir.path().join("tmp"),
             options: RequestOptions::default(),
             compaction,
+            guard: GuardSettings::default(),
         },
     );
     Fixture {
@@ -573,7 +574,9 @@ async fn round_limit_is_typed_and_keeps_the_log() {
             "message.assistant",
             "message.tool",
             "message.assistant",
-            "message.tool"
+            "message.tool",
+            // The same call and result again: the guard noted it.
+            "loop.guard"
         ]
     );
     assert_eq!(rec.events.last().unwrap(), "agent_end");
@@ -784,6 +787,7 @@ fn auto_agent(model: Arc<Scripted>) -> Agent {
             temp_dir: std::env::temp_dir(),
             options: RequestOptions::default(),
             compaction: Some(policy(true)),
+            guard: GuardSettings::default(),
         },
     )
 }
@@ -1226,4 +1230,100 @@ async fn follow_ups_run_after_the_answer() {
         *requests[2].messages.last().unwrap(),
         Message::user_text("then b")
     );
+}
+
+/// The repetition guard: the same call with the same result gets a note
+/// on each repeat the model sees in its next request, and the fifth
+/// identical call in a row stops the run with a typed error naming the
+/// call; the log keeps every call, the notes and a `loop.guard` record
+/// per finding, and a later run on the session goes on.
+#[tokio::test]
+async fn repeated_calls_are_noted_then_stopped() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let pass = |ws: &str| {
+        call_pass(&[(
+            "c",
+            "reader",
+            &format!(r#"{{"ms":{ws}0, "text": "No matches found"}}"#),
+        )])
+    };
+    // Whitespace inside the JSON differs between passes: the same call.
+    let passes = vec![pass(""), pass(" "), pass("  "), pass(""), pass(" ")];
+    let client = Scripted::new([passes, vec![text_pass("done")]].concat());
+    let mut f = fixture(client.clone(), vec![Sleeper::new("reader", false, log)], 32);
+    let mut rec = Recorder::default();
+    let err = f
+        .run("count the lines", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let RunError::Guard(stop) = &err else {
+        panic!("expected a guard stop, got {err}");
+    };
+    assert!(stop.what.contains("same call 5 times"), "{err}");
+    assert!(stop.what.contains("reader"), "{err}");
+    assert!(err.to_string().contains("etch resume"), "{err}");
+    let requests = client.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 5);
+    let last_tool = |r: &ModelRequest| match r.messages.last().unwrap() {
+        Message::Tool { content, .. } => etch_model::content::joined_text(content),
+        other => panic!("expected a tool result, got {other:?}"),
+    };
+    assert_eq!(last_tool(&requests[1]), "No matches found");
+    assert!(last_tool(&requests[2]).contains("made 2 times"));
+    assert!(last_tool(&requests[4]).contains("made 4 times"));
+    let guards: Vec<Value> = load_session(f.writer.path())
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| e.kind == types::LOOP_GUARD)
+        .map(|e| serde_json::from_str(e.data.get()).unwrap())
+        .collect();
+    let actions: Vec<&str> = guards
+        .iter()
+        .map(|g| g["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["note", "note", "note", "stop"]);
+    assert_eq!(guards[3]["tool"], "reader");
+    assert_eq!(guards[3]["count"], 5);
+    // The session goes on: the next run answers.
+    let outcome = f
+        .run(
+            "try another way",
+            &mut Recorder::default(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "done");
+}
+
+/// Failed results in a row: a note with the fifth, a stop at the tenth
+/// (different calls each time, so this is not repetition).
+#[tokio::test]
+async fn failures_in_a_row_are_noted_then_stopped() {
+    let passes: Vec<Vec<StreamEvent>> = (0..10)
+        .map(|i| call_pass(&[("c", &format!("missing_{i}"), "{}")]))
+        .collect();
+    let client = Scripted::new(passes);
+    let mut f = fixture(client.clone(), vec![], 32);
+    let err = f
+        .run("go", &mut Recorder::default(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::Guard(_)), "{err}");
+    assert!(
+        err.to_string().contains("10 tool calls in a row failed"),
+        "{err}"
+    );
+    let requests = client.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 10);
+    let note = match requests[5].messages.last().unwrap() {
+        Message::Tool { content, .. } => etch_model::content::joined_text(content),
+        other => panic!("expected a tool result, got {other:?}"),
+    };
+    assert!(
+        note.starts_with("tool error: Tool missing_4 not found"),
+        "{note}"
+    );
+    assert!(note.contains("last 5 tool calls failed"), "{note}");
 }

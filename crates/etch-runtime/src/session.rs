@@ -15,7 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use etch_core::{Agent, AgentConfig, Observer, RunError, RunOutcome, close_dangling_calls};
+use etch_core::{
+    Agent, AgentConfig, GuardSettings, Observer, RunError, RunOutcome, close_dangling_calls,
+};
 use etch_model::{Message, RequestOptions};
 use etch_session::store::NewSession;
 use etch_session::writer::Appended;
@@ -171,6 +173,11 @@ impl Session {
                     ..RequestOptions::default()
                 },
                 compaction: Some(self.context.compaction_policy(config)),
+                guard: GuardSettings {
+                    max_identical_calls: config.session.max_identical_calls,
+                    tool_error_note_after: config.session.tool_error_note_after,
+                    max_tool_errors: config.session.max_tool_errors,
+                },
             },
         )
     }

@@ -32,6 +32,7 @@ pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
             temp_dir: dir.join("tmp"),
             options: etch_model::RequestOptions::default(),
             compaction: None,
+            guard: etch_core::GuardSettings::default(),
         },
     );
     (writer, agent)

@@ -68,6 +68,24 @@ fn render_event(event: &Event, out: &mut String) {
                 block(out, "summary of the branch left", &d.summary);
             }
         }
+        types::LOOP_GUARD => {
+            if let Ok(d) = event.parse_data::<etch_session::GuardData>() {
+                let what = match d.kind.as_str() {
+                    "repeat" => format!(
+                        "the same {} call {} times in a row",
+                        d.tool.as_deref().unwrap_or("tool"),
+                        d.count
+                    ),
+                    _ => format!("{} failed tool calls in a row", d.count),
+                };
+                let did = if d.action == "stop" {
+                    "stopped the run"
+                } else {
+                    "told the model"
+                };
+                let _ = writeln!(out, "\n(etch {did}: {what})");
+            }
+        }
         types::MODEL_USAGE => {
             if let Ok(u) = event.parse_data::<etch_model::Usage>() {
                 let _ = writeln!(

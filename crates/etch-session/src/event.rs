@@ -34,6 +34,9 @@ pub mod types {
     /// A summary of a branch the conversation came back from (P-TREE-05),
     /// a child of the `session.navigate` that left it.
     pub const CONTEXT_BRANCH_SUMMARY: &str = "context.branch_summary";
+    /// The loop's guard noted or stopped a run going in circles (the same
+    /// call and result again, failed tool results in a row).
+    pub const LOOP_GUARD: &str = "loop.guard";
     /// A user's label on an event of the tree.
     pub const SESSION_LABEL: &str = "session.label";
     /// The active leaf moved to an earlier event (this event's parent).
@@ -219,6 +222,28 @@ pub struct NavigateData {
     pub target_id: String,
     /// The leaf that was left, so the abandoned branch can be found again.
     pub from_id: Option<String>,
+}
+
+/// `loop.guard` data: what the loop's guard saw and did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardData {
+    /// `repeat` (the same call with the same result) or `errors` (failed
+    /// tool results in a row).
+    pub kind: String,
+    /// `note` (the model was told) or `stop` (the run ended).
+    pub action: String,
+    /// Identical calls, or failed results, in a row so far.
+    pub count: u32,
+    /// The repeated call's tool, for `repeat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The repeated call's arguments as JSON, for `repeat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// The id of the call whose result carried the note, or that tipped
+    /// the stop.
+    pub tool_call_id: String,
 }
 
 /// `context.branch_summary` data: what happened on the branch a navigation
