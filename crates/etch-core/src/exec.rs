@@ -101,7 +101,17 @@ fn preflight(
     cwd: &Path,
 ) -> Result<Ready, CallResult> {
     let Some(tool) = registry.get(&call.name) else {
-        return Err(CallResult::error(&format!("Tool {} not found", call.name)));
+        // P-TEXEC-02's exact text first, then what the model can call.
+        let available: Vec<String> = registry.specs().into_iter().map(|s| s.name).collect();
+        let listed = if available.is_empty() {
+            "none".to_owned()
+        } else {
+            available.join(", ")
+        };
+        return Err(CallResult::error(&format!(
+            "Tool {} not found\nAvailable tools: {listed}",
+            call.name
+        )));
     };
     if !tool.available() {
         return Err(CallResult::error(&format!(

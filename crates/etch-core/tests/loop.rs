@@ -515,7 +515,7 @@ async fn bad_calls_become_tool_errors() {
     let results = tool_results(&f.writer);
     assert_eq!(
         results[0]["content"][0]["text"],
-        "tool error: Tool nope not found"
+        "tool error: Tool nope not found\nAvailable tools: reader"
     );
     assert_eq!(results[0]["isError"], true);
     assert_eq!(results[0]["toolName"], "nope");

@@ -29,6 +29,7 @@
 //! found matching pattern", and the skipped-directories notice still
 //! follows, so that an empty answer never hides where etch did not look.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -361,12 +362,24 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
     compact(&mut results, args.limit);
     let skipped = pruned.take();
     let limit_hit = shared.total.load(Ordering::Relaxed) > args.limit;
-    Ok(format_output(
-        &results,
-        limit_hit,
-        args.limit,
-        &skipped_names(skipped),
-    ))
+    let mut text = format_output(&results, limit_hit, args.limit, &skipped_names(skipped));
+    if results.is_empty() {
+        // Small models use find to look for text and take the empty answer
+        // for "not there": say what was matched, and which tool looks inside
+        // files.
+        let glob = args
+            .glob
+            .as_deref()
+            .map(|g| format!(" and the glob {g:?}"))
+            .unwrap_or_default();
+        let _ = write!(
+            text,
+            "\n\n[Looked for file and directory names under {} matching {:?}{glob}. \
+             find matches names, not contents: to search inside files use grep.]",
+            args.path, args.pattern
+        );
+    }
+    Ok(text)
 }
 
 /// `find` on a root that is a file: lists it, as given, if it matches.
@@ -515,7 +528,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         put(dir.path(), "a.txt", "");
         let out = find(dir.path(), json!({"pattern": "zzz"})).unwrap();
-        assert_eq!(out, "No files found matching pattern");
+        assert_eq!(
+            out,
+            "No files found matching pattern\n\n[Looked for file and directory names under . matching \"zzz\". \
+             find matches names, not contents: to search inside files use grep.]"
+        );
     }
 
     /// G10, P-TOOL-37: past the limit the first `limit` sorted results are
@@ -660,9 +677,11 @@ mod tests {
         let out = find(dir.path(), json!({"pattern": "jwt", "path": "./src/"})).unwrap();
         assert!(out.starts_with("./src/auth/jwt.rs\n"), "{out}");
         let out = find(dir.path(), json!({"pattern": "src", "path": "src"})).unwrap();
-        assert_eq!(
-            out,
-            "No files found matching pattern\n\n[Skipped internal directories: vendor]"
+        assert!(
+            out.starts_with(
+                "No files found matching pattern\n\n[Skipped internal directories: vendor]\n\n[Looked for"
+            ),
+            "{out}"
         );
         let abs = dir.path().join("src").display().to_string();
         let out = find(dir.path(), json!({"pattern": "auth/", "path": abs})).unwrap();

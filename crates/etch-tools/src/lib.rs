@@ -22,6 +22,7 @@ pub mod grep;
 pub mod limits;
 pub mod lock;
 pub mod ls;
+pub mod nearby;
 pub mod paths;
 pub mod read;
 pub mod walk;

@@ -129,6 +129,17 @@ fn count_rest(reader: &mut impl BufRead) -> std::io::Result<usize> {
     Ok(count + usize::from(last != b'\n'))
 }
 
+/// What to say about a path that does not exist: the closest existing
+/// paths, or where to look.
+fn missing(cwd: &Path, raw: &str) -> String {
+    let near = crate::nearby::closest(cwd, raw, 3);
+    if near.is_empty() {
+        format!("{raw} does not exist; use ls or find to see which files there are")
+    } else {
+        format!("{raw} does not exist; did you mean {}?", near.join(", "))
+    }
+}
+
 /// Reads one range of one file, as the model sees it.
 pub fn read_range(
     cwd: &Path,
@@ -138,7 +149,7 @@ pub fn read_range(
 ) -> Result<String, ToolError> {
     let path = paths::resolve(cwd, raw);
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(format!("{raw} does not exist")),
+        std::io::ErrorKind::NotFound => ToolError::new(missing(cwd, raw)),
         _ => ToolError::new(format!("cannot read {raw}: {e}")),
     })?;
     if meta.is_dir() {
@@ -476,7 +487,7 @@ mod tests {
         );
         assert_eq!(
             read_range(d.path(), "nope", None, None).unwrap_err().0,
-            "nope does not exist"
+            "nope does not exist; use ls or find to see which files there are"
         );
         std::fs::write(d.path().join("bin"), b"ab\0cd").unwrap();
         assert!(
@@ -559,7 +570,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             out,
-            "==> a <==\n     2\tline 2\n\n==> missing <==\n[error: missing does not exist]"
+            "==> a <==\n     2\tline 2\n\n==> missing <==\n[error: missing does not exist; use ls or find to see which files there are]"
         );
     }
 

@@ -311,7 +311,8 @@ fn tool_paths_open_and_skips_are_named() {
     let grep = ws.run(&["tool", "grep", "needle", "."]).ok();
     assert_eq!(
         grep,
-        "No matches found\n\n[Skipped internal directories: vendor]\n"
+        "No matches found\n\n[Skipped internal directories: vendor]\n\n\
+         [Searched the contents of the files under . for the literal text \"needle\". grep looks inside files: to find a file by its name use find, to see a file use read.]\n"
     );
     let grep = ws.run(&["tool", "grep", "needle", "vendor"]).ok();
     assert_eq!(grep, "vendor/lib/needle.txt:1:needle\n");

@@ -78,7 +78,10 @@ fn tool_errors_exit_1() {
     );
     let run = ws.run(&["tool", "read", "missing.txt"]);
     assert_eq!(run.code(), 1);
-    assert_eq!(run.stdout(), "tool error: missing.txt does not exist\n");
+    assert_eq!(
+        run.stdout(),
+        "tool error: missing.txt does not exist; use ls or find to see which files there are\n"
+    );
     let run = ws.run(&["tool", "write", "--content", "x", "../outside.txt"]);
     assert_eq!(run.code(), 1);
     assert!(
@@ -126,7 +129,8 @@ fn search_and_bash_tools() {
     );
     assert_eq!(
         ws.run(&["tool", "grep", "zeta", "."]).ok(),
-        "No matches found\n"
+        "No matches found\n\n[Searched the contents of the files under . for the literal text \"zeta\". \
+         grep looks inside files: to find a file by its name use find, to see a file use read.]\n"
     );
     assert_eq!(ws.run(&["tool", "find", "LIB", "."]).ok(), "src/lib.rs\n");
     assert_eq!(

@@ -272,7 +272,8 @@ mod tests {
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
         assert_eq!(
             out,
-            "No matches found\n\n[Skipped files larger than 1 MiB: big.txt. Name one as the path to search it.]"
+            "No matches found\n\n[Skipped files larger than 1 MiB: big.txt. Name one as the path to search it.]\n\n\
+             [Searched the contents of the files under . for the literal text \"needle\". grep looks inside files: to find a file by its name use find, to see a file use read.]"
         );
         let out = grep(dir.path(), json!({"pattern": "needle", "path": "big.txt"})).unwrap();
         assert_eq!(

@@ -213,14 +213,25 @@ mod tests {
         assert_eq!(out, "a.txt:1:x\na.txt:2:x\nb.txt:1:x\nb.txt:2:x");
     }
 
-    /// P-TOOL-33: no matches is an exact text.
+    /// P-TOOL-33: no matches is an exact first line; what was searched
+    /// and where to turn follow (issue 12: small models took it for "no
+    /// such file" and asked again).
     #[test]
     fn no_matches_text() {
         let dir = tempfile::tempdir().unwrap();
         put(dir.path(), "f.txt", "abc\n");
         assert_eq!(
             grep(dir.path(), json!({"pattern": "zzz"})).unwrap(),
-            "No matches found"
+            "No matches found\n\n[Searched the contents of the files under . for the literal text \"zzz\". grep looks inside files: to find a file by its name use find, to see a file use read.]"
+        );
+        let out = grep(
+            dir.path(),
+            json!({"pattern": "q+", "regex": true, "ignoreCase": true, "paths": [".", "f.txt"]}),
+        )
+        .unwrap();
+        assert!(
+            out.contains("under ., f.txt for the regular expression \"q+\", ignoring case."),
+            "{out}"
         );
     }
 

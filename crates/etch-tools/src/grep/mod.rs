@@ -215,7 +215,7 @@ fn search_roots(args: &GrepArgs, cwd: &Path) -> Result<Vec<Root>, ToolError> {
 /// Compiles the pattern: escaped literal by default, a regex when `regex` is
 /// true or `literal` is false. A bad regex error carries the regex hint.
 fn build_matcher(args: &GrepArgs) -> Result<RegexMatcher, ToolError> {
-    let regex = args.regex || args.literal == Some(false);
+    let regex = is_regex(args);
     RegexMatcherBuilder::new()
         .case_insensitive(args.ignore_case)
         .fixed_strings(!regex)
@@ -260,8 +260,44 @@ fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
             text,
             "\n\n[No file matched the glob {glob:?}, so nothing was searched. Search again without the glob or with another one.]"
         );
+    } else if text.starts_with(format::NO_MATCHES) && found.skipped_roots.is_empty() {
+        // Small models take "No matches found" for "no such file" and ask
+        // again: say what was searched, and which tool answers the other
+        // questions.
+        let _ = write!(text, "\n\n{}", searched(args));
     }
     Ok(text)
+}
+
+/// What an empty search looked at, and where to turn instead.
+fn searched(args: &GrepArgs) -> String {
+    let roots = raw_roots(args).join(", ");
+    let kind = if is_regex(args) {
+        "regular expression"
+    } else {
+        "literal text"
+    };
+    let case = if args.ignore_case {
+        ", ignoring case"
+    } else {
+        ""
+    };
+    let glob = args
+        .glob
+        .as_deref()
+        .map(|g| format!(", in files matching {g:?}"))
+        .unwrap_or_default();
+    format!(
+        "[Searched the contents of the files under {roots} for the {kind} {:?}{case}{glob}. \
+         grep looks inside files: to find a file by its name use find, to see a file use read.]",
+        args.pattern
+    )
+}
+
+/// Whether the pattern is a regular expression (`regex: true` or Pi's
+/// `literal: false`).
+fn is_regex(args: &GrepArgs) -> bool {
+    args.regex || args.literal == Some(false)
 }
 
 #[cfg(test)]
@@ -330,7 +366,8 @@ mod tests {
         let out = grep(dir.path(), json!({"pattern": "^a.b$", "literal": false})).unwrap();
         assert_eq!(out, "f.txt:1:axb");
         let out = grep(dir.path(), json!({"pattern": "a.b", "literal": true})).unwrap();
-        assert_eq!(out, "No matches found");
+        assert!(out.starts_with("No matches found\n\n[Searched"), "{out}");
+        assert!(out.contains("the literal text \"a.b\""), "{out}");
     }
 
     /// C13: `ignoreCase` matches regardless of case; the default does not.

@@ -477,6 +477,9 @@ mod tests {
             "No matches found\n\n[No file matched the glob \"src/**/*.ts\", so nothing was searched. Search again without the glob or with another one.]"
         );
         let out = grep(dir.path(), json!({"pattern": "absent", "glob": "*.rs"})).unwrap();
-        assert_eq!(out, "No matches found");
+        assert_eq!(
+            out,
+            "No matches found\n\n[Searched the contents of the files under . for the literal text \"absent\", in files matching \"*.rs\". grep looks inside files: to find a file by its name use find, to see a file use read.]"
+        );
     }
 }
