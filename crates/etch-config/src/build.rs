@@ -61,6 +61,10 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             text: get("prompt").set_string("text"),
         },
         tools: ToolsConfig {
+            active: get("tools")
+                .set("active")
+                .and_then(Value::as_strings)
+                .map(<[String]>::to_vec),
             bash_inherit_credentials: get("tools.bash").bool("inherit_credentials"),
         },
         subagents: SubagentsConfig {

@@ -116,6 +116,9 @@ pub struct PromptConfig {
 /// `[tools.*]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolsConfig {
+    /// `[tools] active`: the built-in tools offered, as `--tools` names
+    /// them; `None` offers all seven.
+    pub active: Option<Vec<String>>,
     /// `[tools.bash] inherit_credentials` (E-CFG-22).
     pub bash_inherit_credentials: bool,
 }

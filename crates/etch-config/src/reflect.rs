@@ -40,6 +40,7 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "openai.transport" => text(&config.openai.transport),
         "openai.auth" => text(&config.openai.auth),
         "prompt.text" => optional(&config.prompt.text),
+        "tools.active" => config.tools.active.clone().map(Value::StringArray),
         "tools.bash.inherit_credentials" => flag(config.tools.bash_inherit_credentials),
         "subagents.enabled" => flag(config.subagents.enabled),
         "subagents.max_per_turn" => int(config.subagents.max_per_turn.into()),

@@ -417,6 +417,13 @@ const PROMPT: &[KeySpec] = &[KeySpec::string(
     "Operator or project prompt text, pinned after the base system prompt.",
 )];
 
+/// `[tools]` keys.
+const TOOLS: &[KeySpec] = &[KeySpec::string_array(
+    "active",
+    "Built-in tools offered to the model, as --tools names them (default: all seven). \
+     A small local model often does better with fewer, e.g. [\"read\", \"bash\", \"edit\", \"write\"].",
+)];
+
 /// `[tools.bash]` keys (E-CFG-22).
 const TOOLS_BASH: &[KeySpec] = &[KeySpec::boolean(
     "inherit_credentials",
@@ -572,6 +579,13 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Extra system prompt text.",
         keys: PROMPT,
+    },
+    TableSpec {
+        name: "tools",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Which built-in tools are offered.",
+        keys: TOOLS,
     },
     TableSpec {
         name: "tools.bash",

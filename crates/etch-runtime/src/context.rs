@@ -109,17 +109,21 @@ pub fn compact_settings(config: &Config) -> etch_compact::Settings {
     }
 }
 
-/// The tool names `settings` ask for: `tools`, the read-only set, or all
-/// seven built-ins (C1).
-pub fn tool_names(settings: &RunSettings) -> Vec<&str> {
-    match (&settings.tools, settings.read_only) {
-        (Some(list), _) => list
-            .iter()
+/// The tool names to offer: `--tools`, else the read-only set for
+/// `--read-only`, else `[tools] active`, else all seven built-ins (C1).
+pub fn tool_names<'a>(settings: &'a RunSettings, config: &'a Config) -> Vec<&'a str> {
+    let listed = |list: &'a [String]| -> Vec<&'a str> {
+        list.iter()
             .map(|s| s.trim())
             .filter(|s| !s.is_empty())
-            .collect(),
-        (None, true) => builtin::READ_ONLY.to_vec(),
-        (None, false) => builtin::ALL.to_vec(),
+            .collect()
+    };
+    if settings.read_only && settings.tools.is_none() {
+        return builtin::READ_ONLY.to_vec();
+    }
+    match settings.tools.as_ref().or(config.tools.active.as_ref()) {
+        Some(list) => listed(list),
+        None => builtin::ALL.to_vec(),
     }
 }
 
@@ -130,5 +134,12 @@ pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegis
     let options = BuiltinOptions {
         inherit_credentials: config.tools.bash_inherit_credentials,
     };
-    builtin::registry(&tool_names(settings), &options).map_err(|e| OpenError::Usage(e.to_string()))
+    builtin::registry(&tool_names(settings, config), &options).map_err(|e| {
+        let from_config = settings.tools.is_none() && !settings.read_only;
+        if from_config && config.tools.active.is_some() {
+            OpenError::Usage(format!("[tools] active in the configuration: {e}"))
+        } else {
+            OpenError::Usage(e.to_string())
+        }
+    })
 }

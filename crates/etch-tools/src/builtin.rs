@@ -68,6 +68,27 @@ pub fn registry(names: &[&str], options: &BuiltinOptions) -> Result<ToolRegistry
 mod tests {
     use super::*;
 
+    /// What the seven tool specs cost in every request, as sent (compact
+    /// JSON). Small local models pay for each byte in prompt time and
+    /// attention: a change that grows the schemas past this budget must
+    /// cut elsewhere or raise it on purpose (issue 12 cut 7114 bytes to
+    /// the figure below).
+    #[test]
+    fn schemas_stay_within_their_budget() {
+        const BUDGET: usize = 6000;
+        let r = registry(&ALL, &BuiltinOptions::default()).unwrap();
+        let sizes: Vec<(String, usize)> = r
+            .specs()
+            .into_iter()
+            .map(|s| (s.name.clone(), serde_json::to_string(&s).unwrap().len()))
+            .collect();
+        let total: usize = sizes.iter().map(|(_, n)| n).sum();
+        assert!(
+            total <= BUDGET,
+            "tool schemas take {total} bytes > {BUDGET}: {sizes:?}"
+        );
+    }
+
     /// C1: all seven register with valid specs; unknown names are refused.
     #[test]
     fn all_builtins_register() {

@@ -86,7 +86,7 @@ impl EditTool {
                 json!({
                     "type": "object",
                     "properties": {
-                        "path": {"type": "string", "description": "File to edit (relative to the working directory)"},
+                        "path": {"type": "string", "description": "File to edit"},
                         "edits": {"anyOf": [{"type": "array", "items": pair}, {"type": "string"}], "description": "Replacements, applied to the original file"},
                         "oldText": {"type": "string", "description": "Legacy single-edit form"},
                         "newText": {"type": "string", "description": "Legacy single-edit form"},

@@ -72,20 +72,17 @@ impl FindTool {
         Self {
             spec: args::spec(
                 "find",
-                "Find files and directories by path. `pattern` is matched case-insensitively as a \
-                 substring of each path relative to the search directory; a pattern containing \
-                 *, ? or [ is a glob instead (matched against the file name, or the relative path \
-                 when it contains /, with ** support). Directories end with /. Hidden files are \
-                 included, .gitignore and .ignore are respected, and .git, .etch, node_modules, \
-                 vendor and bin directories are skipped. Results are sorted; at most `limit` \
-                 (default 1000) or 50 KB are returned.",
+                "Find files and directories by name. `pattern` is a case-insensitive substring \
+                 of the path, or a glob when it contains *, ? or [ (with ** support). \
+                 Directories end with /. .gitignore is respected; .git, node_modules, vendor and \
+                 bin are skipped. To search inside files use grep.",
                 json!({
                     "type": "object",
                     "properties": {
                         "pattern": {
                             "type": "string",
                             "minLength": 1,
-                            "description": "Case-insensitive substring of the relative path, or a glob if it contains *, ? or [ (e.g. 'config', '*.rs', 'src/**/*.ts')"
+                            "description": "Substring of the path, or a glob (e.g. 'config', '*.rs', 'src/**/*.ts')"
                         },
                         "path": {
                             "type": "string",
@@ -93,12 +90,12 @@ impl FindTool {
                         },
                         "glob": {
                             "type": "string",
-                            "description": "Only list entries matching this glob: the file name when it has no /, else the relative path (e.g. '*.rs', '**/tests/*.rs')"
+                            "description": "Only list entries matching this glob (the file name, or the path when it has /)"
                         },
                         "limit": {
                             "type": "integer",
                             "minimum": 1,
-                            "description": "Maximum number of results (default: 1000)"
+                            "description": "Most results (default: 1000)"
                         }
                     },
                     "required": ["pattern"],

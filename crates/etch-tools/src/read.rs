@@ -73,9 +73,9 @@ impl ReadTool {
     /// Builds the tool.
     pub fn new() -> Self {
         let range = json!({
-            "path": {"type": "string", "description": "File to read (relative to the working directory or absolute)"},
-            "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-indexed"},
-            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines"}
+            "path": {"type": "string", "description": "File to read"},
+            "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-indexed"},
+            "limit": {"type": "integer", "minimum": 1, "description": "Most lines"}
         });
         let mut props = range.as_object().cloned().unwrap_or_default();
         props.insert(
@@ -83,7 +83,7 @@ impl ReadTool {
             json!({
                 "type": "array",
                 "maxItems": MAX_BATCH,
-                "description": "Several independent ranges to read at once; wins over path when non-empty",
+                "description": "Several ranges at once; wins over path",
                 "items": {"type": "object", "properties": range, "required": ["path"], "additionalProperties": false}
             }),
         );

@@ -107,6 +107,8 @@ pub fn run(
     // the runtime builds for `etch -p`.
     let Context { tools, assembled } =
         Context::build(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
+    // Measured as sent (compact JSON); the dump shows them readable.
+    let sent = serde_json::to_string(&tools.specs()).unwrap_or_default();
     let schemas = serde_json::to_string_pretty(&tools.specs()).unwrap_or_default();
     let projection = session.as_ref().map(project_messages).unwrap_or_default();
     let (messages, summary) = (projection.messages, projection.summary);
@@ -127,7 +129,7 @@ pub fn run(
                 assembled,
                 summary,
                 &messages,
-                &schemas,
+                &sent,
             );
             if json {
                 let text = serde_json::to_string(&report).map_err(|e| {

@@ -266,3 +266,60 @@ fn config_check_reports_invalid_skills() {
     assert!(stderr.contains("4 problems"), "{stderr}");
     assert!(!stderr.contains("good/SKILL.md"), "{stderr}");
 }
+
+/// `[tools] active` picks the tools offered (as `--tools` does, which wins
+/// over it); an unknown name is a usage error naming the key.
+#[test]
+fn tools_active_picks_the_offered_tools() {
+    let ws = Workspace::new();
+    project_config(&ws, "[tools]\nactive = [\"read\", \"bash\"]\n");
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("one")),
+        Reply::sse(chat_text("two")),
+    ])
+    .unwrap();
+    let base = format!("{}/v1", server.url());
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        v.extend(extra.iter().map(ToString::to_string));
+        v
+    };
+    let run = |extra: &[&'static str]| {
+        let a = args(extra);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        ws.run(&refs)
+    };
+    run(&["-p", "hi"]).ok();
+    run(&["--tools", "ls", "-p", "hi"]).ok();
+    let names = |i: usize| -> Vec<String> {
+        server.requests()[i].json()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(0), ["bash", "read"]);
+    assert_eq!(names(1), ["ls"]);
+    project_config(&ws, "[tools]\nactive = [\"read\", \"cat\"]\n");
+    let out = run(&["-p", "hi"]);
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+    assert!(
+        out.stderr()
+            .contains("[tools] active in the configuration: unknown tool \"cat\""),
+        "{}",
+        out.stderr()
+    );
+}

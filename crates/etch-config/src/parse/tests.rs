@@ -88,8 +88,8 @@ fn unknown_table_lists_valid_tables() {
     assert_eq!(
         only_finding("[tools.bsh]\nx = 1\n"),
         format!(
-            "warning: {PATH}:1: tools.bsh: unknown table `tools.bsh`; did you mean `tools.bash`?; \
-             valid tables: tools.bash"
+            "warning: {PATH}:1: tools.bsh: unknown key `bsh` in [tools]; did you mean `bash`?; \
+             valid keys: active, bash"
         )
     );
 }

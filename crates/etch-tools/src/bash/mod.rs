@@ -32,14 +32,11 @@ use crate::args;
 use crate::limits::{BASH_DEFAULT_TIMEOUT_SECS, BASH_MAX_TIMEOUT_SECS};
 
 /// Description shown to the model.
-const DESCRIPTION: &str = "Run a shell command with `bash -lc` in the working directory and \
-return its output. stdout comes first, then stderr after a `--- stderr ---` line, then \
-`Command exited with code N` when the exit code is not 0. stdin is closed, so interactive \
-commands fail; pass non-interactive flags. Each stream keeps its last 65536 bytes; when a \
-stream is longer, the result says where its full output was saved. The default timeout is 30 \
-seconds and the maximum 120; on timeout the whole process tree is killed. Background processes \
-(`cmd &`) are killed when the command returns, so do not start long-running servers here. \
-Prefer the read, grep, find and ls tools for looking at files.";
+const DESCRIPTION: &str = "Run a shell command (`bash -lc`) in the working directory. The result \
+is stdout, then stderr after a `--- stderr ---` line, then `Command exited with code N` when it \
+is not 0. stdin is closed: pass non-interactive flags. Timeout 30 seconds by default, at most \
+120. Background processes are killed when the command returns. To look at files prefer read, \
+grep, find and ls.";
 
 /// The `bash` tool.
 #[derive(Debug, Clone)]

@@ -48,20 +48,17 @@ impl GrepTool {
         Self {
             spec: args::spec(
                 "grep",
-                "Search file contents. The pattern is a literal string unless `regex` is true. \
-                 Prints `path:line:text` for matches (and `path-line-text` for context lines), \
-                 sorted by path. Hidden files are searched, .gitignore and .ignore are \
-                 respected, binary files and files over 1 MB are skipped, and .git, .etch, \
-                 node_modules, vendor and bin directories are skipped. At most 20 matches are \
-                 shown per file and `limit` (default 100) in total; lines are cut at 2000 \
-                 characters and output at 50 KB.",
+                "Search inside files for `pattern`, literal text unless `regex` is true. Prints \
+                 `path:line:text` per match. .gitignore is respected; binary files, files over \
+                 1 MB and .git, node_modules, vendor and bin are skipped. At most 20 matches per \
+                 file and `limit` (default 100) in all. To find files by name use find.",
                 json!({
                     "type": "object",
                     "properties": {
                         "pattern": {
                             "type": "string",
                             "minLength": 1,
-                            "description": "Text to search for (literal unless regex is true)"
+                            "description": "Text to search for"
                         },
                         "path": {
                             "type": "string",
@@ -70,11 +67,11 @@ impl GrepTool {
                         "paths": {
                             "type": "array",
                             "items": { "type": "string" },
-                            "description": "Several directories or files to search; when non-empty it replaces path"
+                            "description": "Several directories or files; replaces path"
                         },
                         "glob": {
                             "type": "string",
-                            "description": "Optional. Only search files matching this glob: a file-name pattern when it has no /, else a path pattern relative to the search directory or the working directory. Leave it out to search every file."
+                            "description": "Only search files matching this glob: a file name pattern, or a path pattern when it contains /. Leave it out to search every file."
                         },
                         "ignoreCase": {
                             "type": "boolean",
@@ -82,21 +79,21 @@ impl GrepTool {
                         },
                         "regex": {
                             "type": "boolean",
-                            "description": "Treat the pattern as a regular expression (default: false, literal)"
+                            "description": "Pattern is a regular expression (default: false)"
                         },
                         "literal": {
                             "type": "boolean",
-                            "description": "Treat the pattern as a literal string (default: true); false means regex"
+                            "description": "false means regex (Pi compatibility)"
                         },
                         "context": {
                             "type": "integer",
                             "minimum": 0,
-                            "description": "Lines of context before and after each match (default: 0)"
+                            "description": "Lines around each match (default: 0)"
                         },
                         "limit": {
                             "type": "integer",
                             "minimum": 1,
-                            "description": "Maximum number of matches shown in total (default: 100)"
+                            "description": "Most matches shown (default: 100)"
                         }
                     },
                     "required": ["pattern"],
