@@ -385,8 +385,10 @@ fn edit_file(cwd: &Path, a: &EditArgs) -> Result<ToolOutput, ToolError> {
     let shown = &a.path;
     let target = paths::mutation_target(cwd, shown)?;
     let bytes = std::fs::read(&target).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(format!(
-            "{shown} does not exist; use write to create a file"
+        std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
+            cwd,
+            shown,
+            "use write to create a file",
         )),
         std::io::ErrorKind::IsADirectory => ToolError::new(format!("{shown} is a directory")),
         _ => ToolError::new(format!("cannot read {shown}: {e}")),

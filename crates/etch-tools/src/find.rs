@@ -641,7 +641,10 @@ mod tests {
     fn missing_path_error() {
         let dir = tempfile::tempdir().unwrap();
         let err = find(dir.path(), json!({"pattern": "a", "path": "nope/x"})).unwrap_err();
-        assert_eq!(err, "nope/x does not exist");
+        assert_eq!(
+            err,
+            "nope/x does not exist; use ls or find to see what there is"
+        );
     }
 
     /// E-TOOL-16: a symlink loop is listed as an entry, not followed, and

@@ -75,7 +75,11 @@ impl LsTool {
 fn list(cwd: &Path, raw: &str, limit: usize) -> Result<String, ToolError> {
     let dir = paths::resolve(cwd, raw);
     let meta = std::fs::metadata(&dir).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(format!("{raw} does not exist")),
+        std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
+            cwd,
+            raw,
+            "use ls on its parent or find to see what there is",
+        )),
         _ => ToolError::new(format!("cannot read {raw}: {e}")),
     })?;
     if !meta.is_dir() {
@@ -183,7 +187,7 @@ mod tests {
         std::fs::write(dir.path().join("f"), "").unwrap();
         assert_eq!(
             list(dir.path(), "nope", 5).unwrap_err().0,
-            "nope does not exist"
+            "nope does not exist; use ls on its parent or find to see what there is"
         );
         assert!(
             list(dir.path(), "f", 5)

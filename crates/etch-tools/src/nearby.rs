@@ -18,6 +18,17 @@ const WALK_BUDGET: usize = 20_000;
 /// Entries of one directory compared by name.
 const DIR_BUDGET: usize = 2_000;
 
+/// The error text for a path `raw` that does not exist: the closest
+/// existing paths when there are any, else `otherwise` (what to do).
+pub fn missing(cwd: &Path, raw: &str, otherwise: &str) -> String {
+    let near = closest(cwd, raw, 3);
+    if near.is_empty() {
+        format!("{raw} does not exist; {otherwise}")
+    } else {
+        format!("{raw} does not exist; did you mean {}?", near.join(", "))
+    }
+}
+
 /// Up to `n` existing paths close to `raw` (as the model wrote it,
 /// resolved against `cwd`), written relative to `cwd` when under it.
 pub fn closest(cwd: &Path, raw: &str, n: usize) -> Vec<String> {

@@ -99,6 +99,9 @@ impl ReadTool {
     }
 }
 
+/// Whole files at least this long end with their line count.
+const WHOLE_FILE_NOTE_LINES: usize = 20;
+
 /// Formats a byte size like Pi: `512B`, `50.0KB`, `3.2MB`.
 #[allow(clippy::cast_precision_loss)]
 fn format_size(bytes: usize) -> String {
@@ -129,17 +132,6 @@ fn count_rest(reader: &mut impl BufRead) -> std::io::Result<usize> {
     Ok(count + usize::from(last != b'\n'))
 }
 
-/// What to say about a path that does not exist: the closest existing
-/// paths, or where to look.
-fn missing(cwd: &Path, raw: &str) -> String {
-    let near = crate::nearby::closest(cwd, raw, 3);
-    if near.is_empty() {
-        format!("{raw} does not exist; use ls or find to see which files there are")
-    } else {
-        format!("{raw} does not exist; did you mean {}?", near.join(", "))
-    }
-}
-
 /// Reads one range of one file, as the model sees it.
 pub fn read_range(
     cwd: &Path,
@@ -149,7 +141,11 @@ pub fn read_range(
 ) -> Result<String, ToolError> {
     let path = paths::resolve(cwd, raw);
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(missing(cwd, raw)),
+        std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
+            cwd,
+            raw,
+            "use ls or find to see which files there are",
+        )),
         _ => ToolError::new(format!("cannot read {raw}: {e}")),
     })?;
     if meta.is_dir() {
@@ -257,7 +253,14 @@ pub fn read_range(
     let last = start + shown - 1;
     let has_more = unshown > 0 || !reader.fill_buf().map_err(io)?.is_empty();
     if !has_more {
-        return Ok(out.trim_end_matches('\n').to_string());
+        let mut text = out.trim_end_matches('\n').to_string();
+        // A whole file of some length says how long it is: small models
+        // asked "how many lines" read it again and again instead of looking
+        // at the last line number.
+        if start == 1 && last >= WHOLE_FILE_NOTE_LINES {
+            let _ = write!(text, "\n\n[End of file: {last} lines.]");
+        }
+        return Ok(text);
     }
     let total = if meta.len() <= COUNT_LIMIT_BYTES {
         Some(last + unshown + count_rest(&mut reader).map_err(io)?)
@@ -390,6 +393,27 @@ mod tests {
     }
 
     /// C15: cat -n numbering, offset/limit, and the early-limit hint.
+    /// A whole file of 20 lines or more ends with its line count; a
+    /// shorter one, or a read from an offset, does not.
+    #[test]
+    fn whole_files_say_how_long_they_are() {
+        let d = tempfile::tempdir().unwrap();
+        let lines: String = (1..=42).map(|n| format!("row {n}\n")).collect();
+        std::fs::write(d.path().join("data.csv"), lines).unwrap();
+        let out = read_range(d.path(), "data.csv", None, None).unwrap();
+        assert!(
+            out.ends_with("    42\trow 42\n\n[End of file: 42 lines.]"),
+            "{out}"
+        );
+        let out = read_range(d.path(), "data.csv", Some(40), None).unwrap();
+        assert!(out.ends_with("    42\trow 42"), "{out}");
+        std::fs::write(d.path().join("short"), "a\nb\n").unwrap();
+        assert_eq!(
+            read_range(d.path(), "short", None, None).unwrap(),
+            "     1\ta\n     2\tb"
+        );
+    }
+
     #[test]
     fn numbering_offset_and_limit_hint() {
         let d = tempfile::tempdir().unwrap();

@@ -89,9 +89,9 @@ pub(crate) fn existing_root(cwd: &Path, raw: &str) -> Result<Root, ToolError> {
             path,
             is_dir: meta.is_dir(),
         }),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            Err(ToolError::new(format!("{raw} does not exist")))
-        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolError::new(
+            crate::nearby::missing(cwd, raw, "use ls or find to see what there is"),
+        )),
         Err(err) => Err(ToolError::new(format!("cannot access {raw}: {err}"))),
     }
 }

@@ -24,6 +24,9 @@
 
 mod support;
 
+#[path = "real_model/lost.rs"]
+mod lost;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
@@ -175,6 +178,11 @@ fn healthy(port: u16) -> bool {
 /// round bound suited to these small tasks: a run where the model keeps
 /// repeating a call fails in minutes, not after the default 32 rounds.
 fn provider_args(url: &str) -> Vec<String> {
+    provider_args_with(url, 8)
+}
+
+/// [`provider_args`] with another round bound.
+fn provider_args_with(url: &str, rounds: u32) -> Vec<String> {
     [
         "--provider",
         "openai",
@@ -183,10 +191,11 @@ fn provider_args(url: &str) -> Vec<String> {
         "--model",
         "qwen2.5-coder-1.5b-instruct",
         "--max-tool-rounds",
-        "8",
     ]
     .map(str::to_owned)
-    .to_vec()
+    .into_iter()
+    .chain([rounds.to_string()])
+    .collect()
 }
 
 /// One run's outcome.
@@ -204,7 +213,17 @@ struct Outcome {
 /// Runs etch once in `ws` with `args` after the provider flags; returns the
 /// output and the requests its newest session made.
 fn etch(ws: &Workspace, server: &Server, args: &[&str]) -> (support::Run, usize, Duration) {
-    let mut all = provider_args(&server.base_url());
+    etch_with(ws, server, 8, args)
+}
+
+/// [`etch`] with another round bound.
+fn etch_with(
+    ws: &Workspace,
+    server: &Server,
+    rounds: u32,
+    args: &[&str],
+) -> (support::Run, usize, Duration) {
+    let mut all = provider_args_with(&server.base_url(), rounds);
     all.extend(args.iter().map(|a| (*a).to_owned()));
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();
     let started = Instant::now();
@@ -221,12 +240,23 @@ fn etch(ws: &Workspace, server: &Server, args: &[&str]) -> (support::Run, usize,
 
 /// Runs `task` [`RUNS`] times, prints its pass rate, requests and time per
 /// run, and returns a failure line if fewer than [`REQUIRED`] passed.
-fn measure(name: &str, mut task: impl FnMut(usize) -> Outcome) -> Option<String> {
+fn measure(name: &str, task: impl FnMut(usize) -> Outcome) -> Option<String> {
+    measure_runs(name, RUNS, REQUIRED, task)
+}
+
+/// Runs `task` `runs` times, prints its pass rate, requests and time per
+/// run, and returns a failure line if fewer than `required` passed.
+fn measure_runs(
+    name: &str,
+    runs: usize,
+    required: usize,
+    mut task: impl FnMut(usize) -> Outcome,
+) -> Option<String> {
     let mut passed = 0;
     let mut requests = 0;
     let mut elapsed = Duration::ZERO;
     let mut details = Vec::new();
-    for run in 0..RUNS {
+    for run in 0..runs {
         let outcome = task(run);
         requests += outcome.requests;
         elapsed += outcome.elapsed;
@@ -237,17 +267,17 @@ fn measure(name: &str, mut task: impl FnMut(usize) -> Outcome) -> Option<String>
         }
     }
     #[allow(clippy::cast_precision_loss)]
-    let per_run = |n: usize| n as f64 / RUNS as f64;
+    let per_run = |n: usize| n as f64 / runs as f64;
     let line = format!(
-        "real-model task {name}: {passed}/{RUNS} passed, {:.1} model requests and {:.1} s per run",
+        "real-model task {name}: {passed}/{runs} passed, {:.1} model requests and {:.1} s per run",
         per_run(requests),
-        elapsed.as_secs_f64() / f64::from(u32::try_from(RUNS).unwrap_or(1))
+        elapsed.as_secs_f64() / f64::from(u32::try_from(runs).unwrap_or(1))
     );
     report(&line);
     for detail in &details {
         report(&format!("  {detail}"));
     }
-    (passed < REQUIRED).then(|| format!("{line}; failures: {}", details.join(" | ")))
+    (passed < required).then(|| format!("{line}; failures: {}", details.join(" | ")))
 }
 
 /// Prints a report line on the process's stderr, past the test harness's

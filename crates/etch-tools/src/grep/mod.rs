@@ -400,7 +400,10 @@ mod tests {
             json!({"pattern": "needle", "paths": ["src", "nope"]}),
         )
         .unwrap_err();
-        assert_eq!(out, "nope does not exist");
+        assert_eq!(
+            out,
+            "nope does not exist; use ls or find to see what there is"
+        );
     }
 
     /// E-TOOL-18: a missing `path` whose whitespace-separated parts all
@@ -417,7 +420,10 @@ mod tests {
         .unwrap();
         assert_eq!(out, "src/a.rs:1:needle\ntests/b.rs:1:needle");
         let err = grep(dir.path(), json!({"pattern": "needle", "path": "src nope"})).unwrap_err();
-        assert_eq!(err, "src nope does not exist");
+        assert_eq!(
+            err,
+            "src nope does not exist; use ls or find to see what there is"
+        );
     }
 
     /// C13: an invalid regex is an error quoting the compiler and hinting
@@ -462,7 +468,10 @@ mod tests {
     fn missing_path_error() {
         let dir = tempfile::tempdir().unwrap();
         let err = grep(dir.path(), json!({"pattern": "a", "path": "missing"})).unwrap_err();
-        assert_eq!(err, "missing does not exist");
+        assert_eq!(
+            err,
+            "missing does not exist; use ls or find to see what there is"
+        );
     }
 
     /// C19: access is a read of every resolved root, including the

@@ -45,9 +45,14 @@ impl Workspace {
         self.dir.path()
     }
 
-    /// A command running etch in the workspace.
+    /// A command running etch in the workspace: this build's binary, or
+    /// the one `ETCH_TEST_BINARY` names (to measure another build with the
+    /// same tests, as the real-model tasks do before and after a change).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_etch"));
+        let binary = std::env::var_os("ETCH_TEST_BINARY")
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_etch").into());
+        let mut cmd = Command::new(binary);
         cmd.args(args)
             .current_dir(self.dir.path())
             .env("HOME", self.home.path())
