@@ -12,7 +12,7 @@
 //! module never prints and must not know which front end drives it; the
 //! queues and command handling of a long-lived session are in `host`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use etch_core::{
@@ -295,19 +295,27 @@ impl Session {
 
     /// A new session holding this one's branch before the event `before`
     /// (its `session.started` names this file and the event), with the
-    /// same client, tools and prompt. This session is not changed.
-    pub fn fork(&self, before: &str) -> Result<(Self, Appended), OpenError> {
+    /// same client, tools and prompt. This session is not changed. Also
+    /// returns the text of `before` when it is a user message, so a client
+    /// can put it back into its editor (Pi's fork).
+    pub fn fork(&self, before: &str) -> Result<(Self, Option<String>), OpenError> {
         let loaded = self.load()?;
         let title = first_user_text(&loaded).unwrap_or_else(|| "fork".to_owned());
         let store = SessionStore::new(&self.place.session_dir);
-        let (writer, first) = store.fork(
+        let (writer, _) = store.fork(
             &loaded,
             before,
             &new_session(&self.place, &self.selection, title),
         )?;
+        let text = loaded
+            .events
+            .iter()
+            .find(|e| e.id == before && e.kind == types::MESSAGE_USER)
+            .and_then(|e| e.parse_data::<etch_session::UserData>().ok())
+            .map(|data| etch_model::content::joined_text(&data.content));
         let mut forked = self.sibling(writer);
         forked.reproject()?;
-        Ok((forked, first))
+        Ok((forked, text))
     }
 
     /// A new empty session with this one's client, tools and prompt.
@@ -465,11 +473,6 @@ impl Session {
     pub fn context(&self) -> &Context {
         &self.context
     }
-
-    /// The working directory.
-    pub fn cwd(&self) -> &PathBuf {
-        &self.place.cwd
-    }
 }
 
 /// What a navigation did.
@@ -565,12 +568,9 @@ fn record_changes(
 fn first_user_text(loaded: &LoadedSession) -> Option<String> {
     project_messages(loaded)
         .messages
-        .into_iter()
+        .iter()
         .find_map(|m| match m {
-            Message::User { content } => content.into_iter().find_map(|p| match p {
-                etch_model::ContentPart::Text { text } => Some(text),
-                etch_model::ContentPart::ToolCall(_) => None,
-            }),
+            Message::User { content } => Some(etch_model::content::joined_text(content)),
             _ => None,
         })
 }

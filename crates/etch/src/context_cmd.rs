@@ -108,8 +108,9 @@ pub fn run(
     let Context { tools, assembled } =
         Context::build(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
     // Measured as sent (compact JSON); the dump shows them readable.
-    let sent = serde_json::to_string(&tools.specs()).unwrap_or_default();
-    let schemas = serde_json::to_string_pretty(&tools.specs()).unwrap_or_default();
+    let specs = tools.specs();
+    let sent = serde_json::to_string(&specs).unwrap_or_default();
+    let schemas = serde_json::to_string_pretty(&specs).unwrap_or_default();
     let projection = session.as_ref().map(project_messages).unwrap_or_default();
     let (messages, summary) = (projection.messages, projection.summary);
     match action {

@@ -722,6 +722,31 @@ fn switching_provider_and_default_export() {
     assert!(status.success(), "{stderr}");
 }
 
+/// set_steering_mode and set_follow_up_mode answer with the mode and show
+/// in get_state; a mode that does not exist is refused with the id.
+#[test]
+fn queue_modes() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    rpc.next();
+    let steering =
+        rpc.call(&json!({"id": "s", "type": "set_steering_mode", "mode": "one-at-a-time"}));
+    assert_eq!(steering["data"]["mode"], "one-at-a-time", "{steering}");
+    let follow = rpc.call(&json!({"id": "f", "type": "set_follow_up_mode", "mode": "all"}));
+    assert_eq!(follow["data"]["mode"], "all", "{follow}");
+    let state = rpc.call(&json!({"id": "g", "type": "get_state"}));
+    assert_eq!(state["data"]["steeringMode"], "one-at-a-time");
+    assert_eq!(state["data"]["followUpMode"], "all");
+    let bad = rpc.call(&json!({"id": "b", "type": "set_follow_up_mode", "mode": "sometimes"}));
+    assert_eq!(bad["success"], false);
+    assert!(
+        bad["error"].as_str().unwrap().contains("sometimes"),
+        "{bad}"
+    );
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
 /// `etch rpc --session PREFIX` continues a session; -p, --json and --skill
 /// are usage errors; an unknown prefix is a usage error.
 #[test]

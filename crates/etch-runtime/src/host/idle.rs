@@ -123,8 +123,7 @@ impl Host {
                 self.reconfigure(&mut session, id.clone(), flags).await
             }
             CommandBody::Fork { entry_id } => match session.fork(&entry_id) {
-                Ok((forked, _)) => {
-                    let text = fork_text(&session, &entry_id);
+                Ok((forked, text)) => {
                     session = forked;
                     Ok(Some(json!({
                         "sessionId": session.id(),
@@ -269,23 +268,6 @@ fn level_name(level: ThinkingLevel) -> &'static str {
 /// The thinking level of a reasoning effort name, if it is one.
 fn level_from_name(name: &str) -> Option<ThinkingLevel> {
     serde_json::from_value(Value::String(name.to_owned())).ok()
-}
-
-/// The text of the user message `entry_id` names, so a client can put it
-/// back into the editor after forking before it (Pi's fork).
-fn fork_text(session: &Session, entry_id: &str) -> Option<String> {
-    let loaded = session.load().ok()?;
-    let event = loaded.events.iter().find(|e| e.id == entry_id)?;
-    let data = event.parse_data::<etch_session::UserData>().ok()?;
-    let text: String = data
-        .content
-        .iter()
-        .filter_map(|part| match part {
-            etch_model::ContentPart::Text { text } => Some(text.as_str()),
-            etch_model::ContentPart::ToolCall(_) => None,
-        })
-        .collect();
-    Some(text)
 }
 
 /// Whether `a` and `b` name the same file, however they are written.

@@ -200,11 +200,6 @@ impl Host {
         self.broken.as_deref()
     }
 
-    /// The session file (the current one, also while a task holds it).
-    pub fn session_path(&self) -> &std::path::Path {
-        &self.snapshot.path
-    }
-
     /// Handles one command: answers it at once, or (a long command, an
     /// abort) once its task has ended.
     pub async fn handle(&mut self, command: Command) {
@@ -429,19 +424,15 @@ impl Host {
             Err(err) => {
                 // The task panicked and the session went with it; the log
                 // holds everything appended.
+                let (what, name) = match running.job {
+                    Job::Run => ("run", "prompt"),
+                    Job::Command(name) => (name, name),
+                };
                 let why = format!(
-                    "the {} stopped unexpectedly ({err}); the session log is intact: {}; start etch again with --session {} to go on",
-                    match running.job {
-                        Job::Run => "run",
-                        Job::Command(name) => name,
-                    },
+                    "the {what} stopped unexpectedly ({err}); the session log is intact: {}; start etch again with --session {} to go on",
                     self.snapshot.path.display(),
                     self.snapshot.id,
                 );
-                let name = match running.job {
-                    Job::Run => "prompt",
-                    Job::Command(name) => name,
-                };
                 self.respond(running.command_id, name, Err(why.clone()));
                 for abort in running.aborts {
                     self.respond(abort, "abort", Err(why.clone()));

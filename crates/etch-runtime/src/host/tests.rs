@@ -19,6 +19,26 @@ async fn echo_host() -> (tempfile::TempDir, Host, Arc<Mutex<Vec<Output>>>) {
     (dir, Host::new(session, sink), seen)
 }
 
+/// The texts of the idle host's history: user and assistant messages,
+/// or only the user's.
+fn history_texts(host: &Host, users_only: bool) -> Vec<String> {
+    host.session
+        .as_ref()
+        .unwrap()
+        .history()
+        .iter()
+        .filter_map(|m| match m {
+            etch_model::Message::User { content } => {
+                Some(etch_model::content::joined_text(content))
+            }
+            etch_model::Message::Assistant { content } if !users_only => {
+                Some(etch_model::content::joined_text(content))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A sink collecting outputs.
 fn collector() -> (Sink, Arc<Mutex<Vec<Output>>>) {
     let seen: Arc<Mutex<Vec<Output>>> = Arc::default();
@@ -59,21 +79,10 @@ fn text_queued_after_the_last_look_runs_next() {
             .collect();
         assert_eq!(ends.len(), 2);
         assert!(ends.iter().all(|e| e.id.as_deref() == Some("p1")));
-        let texts: Vec<String> = host
-            .session
-            .as_ref()
-            .unwrap()
-            .history()
-            .iter()
-            .map(|m| match m {
-                etch_model::Message::User { content }
-                | etch_model::Message::Assistant { content } => {
-                    etch_model::content::joined_text(content)
-                }
-                _ => String::new(),
-            })
-            .collect();
-        assert_eq!(texts, ["first", "first", "second", "second"]);
+        assert_eq!(
+            history_texts(&host, false),
+            ["first", "first", "second", "second"]
+        );
     });
 }
 
@@ -157,19 +166,6 @@ fn leftovers_drain_one_at_a_time() {
                 ended.notified().await;
             }
         }
-        let texts: Vec<String> = host
-            .session
-            .as_ref()
-            .unwrap()
-            .history()
-            .iter()
-            .filter_map(|m| match m {
-                etch_model::Message::User { content } => {
-                    Some(etch_model::content::joined_text(content))
-                }
-                _ => None,
-            })
-            .collect();
-        assert_eq!(texts, ["first", "second", "third"]);
+        assert_eq!(history_texts(&host, true), ["first", "second", "third"]);
     });
 }
