@@ -102,10 +102,14 @@ pub enum CommandBody {
         session_path: String,
     },
     /// Run a shell command outside a tool call; its output goes to the
-    /// model with the next prompt.
+    /// model with the next prompt, unless `excludeFromContext` (the
+    /// chat's `!!command`).
     Bash {
         /// The command line.
         command: String,
+        /// Leave the output out of the model's context.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        exclude_from_context: bool,
     },
     /// The session's state: model, thinking level, streaming, queues.
     GetState,

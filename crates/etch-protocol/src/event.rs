@@ -166,6 +166,18 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
     },
+    /// A model pass reported its token usage (`model.usage` in the log,
+    /// camelCase fields as there), so a front end keeps live counters.
+    ModelUsage {
+        /// The usage record.
+        usage: serde_json::Value,
+    },
+    /// A model pass's transport metrics (`model.metrics` in the log):
+    /// requests and bytes up and down.
+    ModelMetrics {
+        /// The metrics record.
+        metrics: serde_json::Value,
+    },
     /// Something the user should know that is not an error of a command
     /// (a skipped instruction file, a switched endpoint).
     Notice {

@@ -43,6 +43,30 @@ impl Observer for EventBridge {
             self.emit_body(body);
         }
     }
+
+    /// Usage and metrics exist only as log lines; they become events so a
+    /// front end's counters move as requests finish (E-CHAT-16).
+    fn durable_line(&mut self, line: &str) {
+        if let Some(body) = counters(line) {
+            self.emit_body(body);
+        }
+    }
+}
+
+/// The `model_usage` or `model_metrics` event for a log line of that
+/// type; `None` for every other line (cheaply: the type is looked for
+/// before anything is parsed).
+pub fn counters(line: &str) -> Option<EventBody> {
+    if !line.contains("\"type\":\"model.usage\"") && !line.contains("\"type\":\"model.metrics\"") {
+        return None;
+    }
+    let mut value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let data = value.get_mut("data").map(serde_json::Value::take)?;
+    match value.get("type").and_then(serde_json::Value::as_str)? {
+        "model.usage" => Some(EventBody::ModelUsage { usage: data }),
+        "model.metrics" => Some(EventBody::ModelMetrics { metrics: data }),
+        _ => None,
+    }
 }
 
 /// The protocol event for a loop event; `None` for loop events the
@@ -250,10 +274,13 @@ mod tests {
                 "message_start",
                 "message_update",
                 "message_end",
+                "model_metrics",
                 "turn_end",
                 "agent_end"
             ]
         );
+        let metrics = serde_json::to_value(&events[7]).unwrap();
+        assert_eq!(metrics["metrics"]["transport"], "echo");
         let user = serde_json::to_value(&events[3]).unwrap();
         assert_eq!(user["message"]["role"], "user");
         assert_eq!(user["message"]["content"][0]["text"], "hello there");
@@ -261,7 +288,7 @@ mod tests {
         assert_eq!(delta["delta"]["type"], "text_delta");
         assert_eq!(delta["delta"]["delta"], "hello there");
         assert!(
-            serde_json::to_value(&events[8])
+            serde_json::to_value(&events[9])
                 .unwrap()
                 .get("error")
                 .is_none()

@@ -6,7 +6,8 @@
 //! the binary) and returns notices as values: it never prints. The parts:
 //! where a session lives (`paths`, `settings`), what a run offers the model
 //! (`context`), the provider factory (`provider`), the session handle
-//! (`session`), its transcript (`transcript`), its queues (`queue`), the bridge from the loop's events to
+//! (`session`), its transcript (`transcript`) and status report
+//! (`report`), its queues (`queue`), the bridge from the loop's events to
 //! the protocol's owned events (`events`), and the host that accepts
 //! protocol commands while a run is active (`host`). It must not know how
 //! anything is drawn or which front end asked.
@@ -18,6 +19,7 @@ pub mod host;
 pub mod paths;
 pub mod provider;
 pub mod queue;
+pub mod report;
 pub mod session;
 pub mod settings;
 pub mod transcript;

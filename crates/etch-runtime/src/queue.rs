@@ -136,6 +136,10 @@ impl Observer for QueuedRun {
         self.bridge.agent_event(event);
     }
 
+    fn durable_line(&mut self, line: &str) {
+        self.bridge.durable_line(line);
+    }
+
     fn drain_steering(&mut self) -> Vec<String> {
         self.take(Queues::drain_steering)
     }

@@ -386,10 +386,12 @@ impl Session {
     /// calls), and appends the result as a user message the model sees
     /// with the next prompt (P-BASH-03: `` Ran `{command}` `` and the
     /// output fenced, or `(no output)`). Returns the output and whether
-    /// the command failed.
+    /// the command failed. With `record` false (the chat's `!!command`)
+    /// nothing is appended: the output is the user's alone.
     pub async fn bash(
         &mut self,
         command: &str,
+        record: bool,
         cancel: &CancellationToken,
     ) -> Result<(String, bool), SessionError> {
         let options = etch_tools::builtin::BuiltinOptions {
@@ -414,6 +416,9 @@ impl Session {
             }
             None => ("the bash tool is not built in".to_owned(), true),
         };
+        if !record {
+            return Ok((output, failed));
+        }
         let body = if output.trim().is_empty() {
             "(no output)".to_owned()
         } else {

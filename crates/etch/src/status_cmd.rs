@@ -2,12 +2,13 @@
 //! counters (the seed's `/status`): age, events, turns, model calls, tool
 //! calls and batches, compactions, message bytes, approximate model and
 //! tool time, provider usage and transport metrics. Counting lives in
-//! `etch_session::stats`; this module only prints.
+//! `etch_session::stats` and the text in `etch_runtime::report` (the
+//! chat's `/status` shows the same); this module only prints.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-use etch_session::{SessionStats, load_session, session_stats};
+use etch_runtime::report::status_text as render;
+use etch_session::{load_session, session_stats};
 
 use crate::exit::{self, Failure};
 use crate::output::print_line;
@@ -33,150 +34,4 @@ pub fn status(session_dir: &Path, prefix: Option<&str>, json: bool) -> Result<()
         crate::output::print_text(&render(&stats, &path));
     }
     Ok(())
-}
-
-/// A duration in milliseconds as `1h 2m`, `3m 4s` or `5.6s`.
-fn duration(ms: u64) -> String {
-    let secs = ms / 1000;
-    if secs >= 3600 {
-        format!("{}h {}m", secs / 3600, secs % 3600 / 60)
-    } else if secs >= 60 {
-        format!("{}m {}s", secs / 60, secs % 60)
-    } else {
-        format!("{}.{}s", secs, ms % 1000 / 100)
-    }
-}
-
-/// A byte count with a binary unit.
-fn bytes(n: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
-    let f = n as f64;
-    if n >= 1 << 20 {
-        format!("{:.1} MiB", f / f64::from(1 << 20))
-    } else if n >= 1 << 10 {
-        format!("{:.1} KiB", f / 1024.0)
-    } else {
-        format!("{n} B")
-    }
-}
-
-/// `n` with the singular or plural noun.
-fn count(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
-}
-
-/// The plain-text status block.
-pub fn render(s: &SessionStats, path: &Path) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "session      {}", s.session_id);
-    let _ = writeln!(out, "file         {}", path.display());
-    let _ = writeln!(
-        out,
-        "age          {} ({} to {})",
-        duration(s.age_ms),
-        s.started.as_deref().unwrap_or("?"),
-        s.last_event.as_deref().unwrap_or("?")
-    );
-    let _ = writeln!(
-        out,
-        "events       {} · {} of messages",
-        s.events,
-        bytes(s.message_bytes)
-    );
-    let _ = writeln!(out, "user turns   {}", s.user_turns);
-    let _ = writeln!(
-        out,
-        "model calls  {} ({}, {})",
-        s.model_calls,
-        count(
-            usize::try_from(s.model_requests).unwrap_or(usize::MAX),
-            "request",
-            "requests"
-        ),
-        count(s.model_errors, "error", "errors")
-    );
-    let _ = writeln!(
-        out,
-        "tool calls   {} in {} ({})",
-        s.tool_calls,
-        count(s.tool_batches, "batch", "batches"),
-        count(s.tool_errors, "error", "errors")
-    );
-    let compactions = if s.compactions.is_empty() {
-        "none".to_owned()
-    } else {
-        s.compactions
-            .iter()
-            .map(|(trigger, n)| format!("{trigger} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let _ = writeln!(out, "compactions  {compactions}");
-    let _ = writeln!(
-        out,
-        "time         model ~{} · tools ~{} (from gaps between events)",
-        duration(s.model_wait_ms),
-        duration(s.tool_wait_ms)
-    );
-    let u = &s.usage;
-    let _ = writeln!(
-        out,
-        "tokens       input {} (cached {}) · output {} (reasoning {}) · total {}",
-        u.input_tokens,
-        u.cached_input_tokens,
-        u.output_tokens,
-        u.reasoning_output_tokens,
-        u.total_tokens
-    );
-    let t = &s.transport;
-    if !t.passes.is_empty() {
-        let passes: Vec<String> = t
-            .passes
-            .iter()
-            .map(|(name, n)| format!("{name} ×{n}"))
-            .collect();
-        let calls = u64::try_from(s.model_calls.max(1)).unwrap_or(1);
-        let _ = writeln!(
-            out,
-            "transport    {} · sent {} · received {} · avg headers {} ms · avg first event {} ms · avg pass {} ms",
-            passes.join(", "),
-            bytes(t.request_bytes),
-            bytes(t.response_bytes),
-            t.headers_ms / calls,
-            t.first_event_ms / calls,
-            t.duration_ms / calls
-        );
-        if t.ws_opens + t.ws_reuses > 0 {
-            let _ = writeln!(
-                out,
-                "websocket    {} opened · {} reused · continuation {} attempted, {} fell back",
-                t.ws_opens, t.ws_reuses, t.continuation_attempts, t.continuation_fallbacks
-            );
-        }
-        if let Some(reason) = &t.last_fallback {
-            let _ = writeln!(out, "last fallback {reason}");
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Durations and sizes read naturally.
-    #[test]
-    fn units() {
-        assert_eq!(duration(5_600), "5.6s");
-        assert_eq!(duration(185_000), "3m 5s");
-        assert_eq!(duration(7_500_000), "2h 5m");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(2048), "2.0 KiB");
-        assert_eq!(count(1, "batch", "batches"), "1 batch");
-        assert_eq!(count(2, "batch", "batches"), "2 batches");
-    }
 }

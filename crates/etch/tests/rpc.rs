@@ -99,10 +99,12 @@ fn a_prompt_is_acknowledged_then_streams_tagged_events() {
             "message_start",
             "message_update",
             "message_end",
+            "model_metrics",
             "turn_end",
             "agent_end"
         ]
     );
+    assert_eq!(run[7]["metrics"]["transport"], "echo", "{:#?}", run[7]);
     assert_eq!(
         run[5]["delta"],
         json!({"type": "text_delta", "delta": "hello rpc"})

@@ -30,10 +30,13 @@ impl Host {
         let name = body.name();
         self.snapshot = Snapshot::of(&session);
         match body {
-            CommandBody::Bash { command } => {
+            CommandBody::Bash {
+                command,
+                exclude_from_context,
+            } => {
                 self.launch(id, Job::Command(name), move |token| async move {
                     let answer = session
-                        .bash(&command, &token)
+                        .bash(&command, !exclude_from_context, &token)
                         .await
                         .map(|(output, failed)| {
                             Some(json!({

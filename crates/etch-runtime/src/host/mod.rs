@@ -189,6 +189,12 @@ impl Host {
         Arc::clone(&self.ended)
     }
 
+    /// The session, when no task holds it (a front end reads it for its
+    /// own reports: the chat's `/context`).
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
     /// Whether a run or a long command is active.
     pub fn is_busy(&self) -> bool {
         self.running.is_some()
