@@ -337,6 +337,21 @@ pub enum Command {
         after_help = "Examples:\n  etch config check\n  etch config show --effective\n  etch config schema | jq '.tables[].name'"
     )]
     Config(ConfigAction),
+    /// Open the interactive chat (what `etch` with no prompt does on a
+    /// terminal): a new session, or the one --session names.
+    #[command(
+        after_help = "Examples:\n  etch chat\n  etch chat --session 01JX\n  etch chat --provider openai --model gpt-5.5\n\n\
+                      Enter sends; while a run is active it steers the run. Esc cancels. /help lists the\n\
+                      commands, /hotkeys the keys; Ctrl-D quits and prints how to resume."
+    )]
+    Chat {
+        /// Continue this session (id prefix) instead of starting a new one.
+        #[arg(long, value_name = "PREFIX")]
+        session: Option<String>,
+        /// Run options.
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Serve a session over JSON lines on stdin and stdout, for editors and
     /// scripts: Pi's RPC commands in, responses and events out, each tagged
     /// with the id of the command that caused it.
@@ -395,6 +410,7 @@ impl Command {
             Self::Compact { .. } => "compact",
             Self::Config(_) => "config",
             Self::Rpc { .. } => "rpc",
+            Self::Chat { .. } => "chat",
         }
     }
 }
@@ -445,6 +461,10 @@ pub fn absorb_outer(
             run: merge(run)?,
         },
         Command::Rpc { session, run } => Command::Rpc {
+            session,
+            run: merge(run)?,
+        },
+        Command::Chat { session, run } => Command::Chat {
             session,
             run: merge(run)?,
         },

@@ -7,6 +7,7 @@
 //! behaviour lives in the library crates.
 
 mod auth_cmd;
+mod chat_cmd;
 mod cli;
 mod compact_cmd;
 mod config_cmd;
@@ -118,7 +119,12 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
     }
     let runs_model = matches!(
         command,
-        None | Some(Command::Resume { .. } | Command::Compact { .. } | Command::Rpc { .. })
+        None | Some(
+            Command::Resume { .. }
+                | Command::Compact { .. }
+                | Command::Rpc { .. }
+                | Command::Chat { .. }
+        )
     );
     config_cmd::report(&config, runs_model)?;
     config_cmd::distrust_project_credentials(&mut config);
@@ -152,6 +158,9 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             run,
         }) => runtime()?.block_on(compact_cmd::run(&place, &session, focus.as_deref(), &run)),
         Some(Command::Config(_)) => Ok(()),
+        Some(Command::Chat { session, run }) => {
+            runtime()?.block_on(chat_cmd::run(&place, session.as_deref(), &run))
+        }
         Some(Command::Rpc { session, run }) => {
             runtime()?.block_on(rpc_cmd::run(&place, session.as_deref(), &run))
         }
@@ -184,14 +193,19 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
                     )
                 })?
             };
-            let prompt = prompt_input::read(
-                cli::joined_prompt(run.prompt.clone(), &words),
-                place.config.context.auto_compact_threshold_tokens,
-            )?;
+            let typed = cli::joined_prompt(run.prompt.clone(), &words);
+            if typed.is_none() && !run.json && chat_cmd::wanted() {
+                return runtime()?.block_on(chat_cmd::run(&place, Some(&prefix), &run));
+            }
+            let prompt =
+                prompt_input::read(typed, place.config.context.auto_compact_threshold_tokens)?;
             runtime()?.block_on(run::run_resume(&place, &prefix, &run, prompt))
         }
         None => {
             let text = cli::joined_prompt(outer.prompt.clone(), &positional_prompt);
+            if text.is_none() && !outer.json && outer.skill.is_none() && chat_cmd::wanted() {
+                return runtime()?.block_on(chat_cmd::run(&place, None, &outer));
+            }
             let prompt =
                 prompt_input::read(text, place.config.context.auto_compact_threshold_tokens)?;
             runtime()?.block_on(run::run_new(&place, &outer, prompt))

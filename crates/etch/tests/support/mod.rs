@@ -14,6 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use serde_json::Value;
 
 pub mod rpc;
+pub mod tmux;
 
 /// Credential variables removed from every child environment.
 const CREDENTIALS: [&str; 4] = [

@@ -1,0 +1,538 @@
+//! The host's responses and events, turned into blocks, live state and
+//! counters. Every event the chat shows something for is handled here;
+//! the rest (turn starts, tool-call argument deltas) only move the
+//! working line.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use etch_protocol::{
+    CompactionOutcome, Delta, EventBody, NoticeLevel, Response, WireMessage, WirePart,
+};
+use etch_runtime::host::Output;
+use serde_json::Value;
+
+use super::{App, Label, Purpose, Run};
+use crate::render::blocks::{Block, Level};
+use crate::render::tools::ToolView;
+
+impl App {
+    /// Takes one response or event from the host.
+    pub fn output(&mut self, output: Output, now: Instant) {
+        match output {
+            Output::Response(response) => self.response(&response),
+            Output::Event(event) => self.event(event.id, event.body, now),
+        }
+    }
+
+    /// A command's answer.
+    fn response(&mut self, response: &Response) {
+        let Some(id) = response.id.clone() else {
+            return;
+        };
+        let purpose = self.waiting.get(&id).cloned();
+        let data = response.data.clone().unwrap_or(Value::Null);
+        let failed = !response.success;
+        let error = response.error.clone().unwrap_or_default();
+        match purpose {
+            // A prompt is answered at once; a failed run answers it again,
+            // and `agent_end` has said why already.
+            Some(Purpose::Prompt) => {
+                self.waiting.remove(&id);
+                if !failed {
+                    return;
+                }
+                // Refused before it ran: the run the chat expected is not
+                // coming.
+                if self
+                    .run
+                    .as_ref()
+                    .is_some_and(|run| run.id.as_deref() == Some(&id) && !run.began)
+                {
+                    self.run = None;
+                }
+                if !error.is_empty() && !self.said(&error) {
+                    self.notice(Level::Error, error);
+                }
+            }
+            Some(Purpose::Steer) => {
+                self.waiting.remove(&id);
+                if failed {
+                    self.notice(Level::Error, error);
+                }
+            }
+            Some(Purpose::Bash(command)) => {
+                self.waiting.remove(&id);
+                if self
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.label == Label::Command("bash".into()))
+                {
+                    self.run = None;
+                }
+                if failed {
+                    self.notice(Level::Error, error);
+                    return;
+                }
+                let output = data
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let is_error = data
+                    .get("isError")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let cancelled = data
+                    .get("cancelled")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                self.push(Block::Tools(vec![ToolView {
+                    id,
+                    name: "bash".into(),
+                    args: serde_json::json!({ "command": command }),
+                    result: Some(if output.trim().is_empty() {
+                        "(no output)".into()
+                    } else {
+                        output
+                    }),
+                    is_error,
+                    duration_ms: 0,
+                    details: None,
+                }]));
+                if cancelled {
+                    self.notice(Level::Info, "cancelled");
+                }
+            }
+            Some(Purpose::Compact) => {
+                self.waiting.remove(&id);
+                if self
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.label == Label::Command("compact".into()))
+                {
+                    self.run = None;
+                }
+                if failed {
+                    self.notice(Level::Error, format!("compaction failed: {error}"));
+                }
+            }
+            Some(Purpose::Other(what)) => {
+                self.waiting.remove(&id);
+                if failed {
+                    self.notice(Level::Error, error);
+                } else if !what.is_empty() {
+                    let path = data.get("path").and_then(Value::as_str);
+                    let text = match path {
+                        Some(path) => format!("{what} {path}"),
+                        None => what,
+                    };
+                    self.notice(Level::Info, text);
+                }
+            }
+            None => {
+                if failed {
+                    self.notice(Level::Error, error);
+                }
+            }
+        }
+        if response.command == "abort" {
+            self.aborting = false;
+        }
+    }
+
+    /// Whether the last pending notice already says `text`.
+    fn said(&self, text: &str) -> bool {
+        self.pending
+            .iter()
+            .rev()
+            .take(3)
+            .any(|b| matches!(b, Block::Notice(_, t) if t.contains(text)))
+    }
+
+    /// One event.
+    fn event(&mut self, id: Option<String>, body: EventBody, now: Instant) {
+        match body {
+            EventBody::AgentStart => {
+                if let Some(run) = &mut self.run
+                    && run.id == id
+                {
+                    run.began = true;
+                    return;
+                }
+                self.run = Some(Run {
+                    started: now,
+                    label: Label::Working,
+                    text: String::new(),
+                    reasoning: String::new(),
+                    tools: Vec::new(),
+                    counters: self.footer.counters.clone(),
+                    id,
+                    began: true,
+                });
+            }
+            EventBody::TurnStart { .. } => self.label(Label::Working),
+            EventBody::MessageStart { message } => match message {
+                Some(WireMessage::User { content }) => {
+                    let text = texts(&content);
+                    self.editor.remember(&text);
+                    self.push(Block::User(text));
+                }
+                None => {
+                    if let Some(run) = &mut self.run {
+                        run.text.clear();
+                        run.reasoning.clear();
+                    }
+                }
+                Some(_) => {}
+            },
+            EventBody::MessageUpdate { delta } => {
+                let Some(run) = &mut self.run else {
+                    return;
+                };
+                match delta {
+                    Delta::TextDelta { delta } => {
+                        run.text.push_str(&delta);
+                        run.label = Label::Responding;
+                    }
+                    Delta::ThinkingDelta { delta } => {
+                        run.reasoning.push_str(&delta);
+                        run.label = Label::Thinking(summary_title(&run.reasoning));
+                    }
+                    Delta::ToolcallStart { .. } | Delta::ToolcallDelta { .. } => {
+                        run.label = Label::Working;
+                    }
+                }
+            }
+            EventBody::MessageEnd { message } => self.message_end(message),
+            EventBody::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+            } => {
+                let Some(run) = &mut self.run else {
+                    return;
+                };
+                run.label = Label::RunningTools;
+                if let Some(entry) = run.tools.iter_mut().find(|(t, _, _)| t.id == tool_call_id) {
+                    entry.1 = Some(now);
+                } else {
+                    run.tools.push((
+                        view(tool_call_id, tool_name, args),
+                        Some(now),
+                        String::new(),
+                    ));
+                }
+            }
+            EventBody::ToolExecutionUpdate {
+                tool_call_id,
+                partial_result,
+            } => {
+                if let Some(run) = &mut self.run
+                    && let Some(entry) = run.tools.iter_mut().find(|(t, _, _)| t.id == tool_call_id)
+                {
+                    partial_result
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .clone_into(&mut entry.2);
+                }
+            }
+            EventBody::ToolExecutionEnd {
+                tool_call_id,
+                result,
+                is_error,
+                duration_ms,
+                details,
+            } => {
+                if let Some(run) = &mut self.run
+                    && let Some(entry) = run.tools.iter_mut().find(|(t, _, _)| t.id == tool_call_id)
+                {
+                    entry.0.result = Some(result);
+                    entry.0.is_error = is_error;
+                    entry.0.duration_ms = duration_ms;
+                    entry.0.details = details;
+                }
+                if self
+                    .run
+                    .as_ref()
+                    .is_some_and(|run| run.tools.iter().all(|(t, _, _)| t.result.is_some()))
+                {
+                    self.flush_batch();
+                }
+            }
+            EventBody::TurnEnd { .. } => self.flush_batch(),
+            EventBody::AgentEnd { error } => self.agent_end(error, now),
+            EventBody::QueueUpdate {
+                steering,
+                follow_up,
+            } => {
+                self.queued = steering.into_iter().chain(follow_up).collect();
+            }
+            EventBody::CompactionStart { reason } => {
+                if let Some(run) = &mut self.run {
+                    run.label = Label::Command(format!("compacting ({reason})"));
+                }
+            }
+            EventBody::CompactionEnd { reason, outcome } => {
+                match outcome {
+                    CompactionOutcome::Compacted {
+                        tokens_before,
+                        tokens_after,
+                    } => self.notice(
+                        Level::Info,
+                        format!("compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
+                    ),
+                    CompactionOutcome::Skipped { reason: why } => {
+                        self.notice(Level::Info, format!("nothing to compact: {why}"));
+                    }
+                    CompactionOutcome::Failed { reason: why } => {
+                        self.notice(Level::Warning, format!("compaction failed: {why}"));
+                    }
+                }
+                if let Some(run) = &mut self.run {
+                    run.label = Label::Working;
+                }
+            }
+            EventBody::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => self.notice(
+                Level::Info,
+                format!(
+                    "retrying ({attempt}/{max_attempts}) in {}: {error_message}",
+                    crate::render::wrap::seconds(delay_ms)
+                ),
+            ),
+            EventBody::AutoRetryEnd { .. } => {}
+            EventBody::ModelChanged { provider, model } => {
+                self.footer.provider.clone_from(&provider);
+                self.footer.model.clone_from(&model);
+                self.notice(Level::Info, format!("model: {provider} {model}"));
+            }
+            EventBody::ThinkingLevelChanged { level } => {
+                let level = serde_json::to_value(level)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                self.notice(Level::Info, format!("thinking: {level}"));
+            }
+            EventBody::SessionInfo {
+                session_id,
+                session_file,
+                ..
+            } => {
+                self.session = Some(session_id);
+                self.session_file = Some(session_file.into());
+            }
+            EventBody::Notice { level, message } => {
+                let level = match level {
+                    NoticeLevel::Info => Level::Info,
+                    NoticeLevel::Warning => Level::Warning,
+                };
+                self.notice(level, message);
+            }
+            EventBody::ModelUsage { usage } => self.footer.counters.usage(&usage),
+            EventBody::ModelMetrics { metrics } => self.footer.counters.metrics(&metrics),
+        }
+    }
+
+    /// Sets the working line's label.
+    fn label(&mut self, label: Label) {
+        if let Some(run) = &mut self.run {
+            run.label = label;
+        }
+    }
+
+    /// A finished message: the assistant's reasoning and answer go into
+    /// the history; its tool calls become the batch in progress.
+    fn message_end(&mut self, message: WireMessage) {
+        let WireMessage::Assistant { content, .. } = message else {
+            return;
+        };
+        let reasoning = self
+            .run
+            .as_mut()
+            .map(|run| std::mem::take(&mut run.reasoning))
+            .unwrap_or_default();
+        if !reasoning.trim().is_empty() {
+            self.push(Block::Reasoning(reasoning));
+        }
+        let text = texts(&content);
+        if !text.trim().is_empty() {
+            self.last_answer = Some(text.clone());
+            self.push(Block::Assistant(text));
+        }
+        let calls: Vec<ToolView> = content
+            .into_iter()
+            .filter_map(|part| match part {
+                WirePart::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some(view(id, name, arguments)),
+                WirePart::Text { .. } | WirePart::Thinking { .. } => None,
+            })
+            .collect();
+        if let Some(run) = &mut self.run {
+            run.text.clear();
+            run.tools = calls
+                .into_iter()
+                .map(|t| (t, None, String::new()))
+                .collect();
+        }
+    }
+
+    /// Writes the batch in progress into the history; calls without a
+    /// result (an abort) say so.
+    fn flush_batch(&mut self) {
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        if run.tools.is_empty() {
+            return;
+        }
+        let batch: Vec<ToolView> = run
+            .tools
+            .drain(..)
+            .map(|(mut view, _, _)| {
+                if view.result.is_none() {
+                    view.result = Some("Operation aborted".into());
+                    view.is_error = true;
+                }
+                view
+            })
+            .collect();
+        self.last_batch = Some(batch.clone());
+        self.push(Block::Tools(batch));
+    }
+
+    /// The run ended: what is left of it goes into the history, then the
+    /// turn's footer; an error or a cancellation is a notice, and the
+    /// chat takes the next prompt (E-CHAT-13: a round limit is a notice).
+    fn agent_end(&mut self, error: Option<String>, now: Instant) {
+        self.flush_batch();
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        if let Some(error) = error {
+            if self.aborting || error.contains("cancelled") || error.contains("aborted") {
+                self.notice(Level::Info, "cancelled");
+            } else if error.contains("round") {
+                self.notice(
+                    Level::Warning,
+                    format!(
+                        "{error}\nThe session is kept; send another prompt to go on from here."
+                    ),
+                );
+            } else {
+                self.notice(Level::Error, error);
+            }
+        }
+        self.aborting = false;
+        let c = &self.footer.counters;
+        let elapsed = u64::try_from(now.saturating_duration_since(run.started).as_millis())
+            .unwrap_or(u64::MAX);
+        let requests = c.requests - run.counters.requests;
+        let mut text = crate::render::wrap::seconds(elapsed);
+        if requests > 0 {
+            let _ = write!(
+                text,
+                " · {requests} request{} · {} in · {} out",
+                if requests == 1 { "" } else { "s" },
+                super::footer::short(c.input - run.counters.input),
+                super::footer::short(c.output - run.counters.output),
+            );
+        }
+        self.push(Block::TurnEnd(text));
+    }
+
+    /// Marks a long command (bash, compact) as running, for the working
+    /// line.
+    pub(crate) fn command_running(&mut self, name: &str, now: Instant) {
+        if self.run.is_none() {
+            self.run = Some(Run {
+                started: now,
+                label: Label::Command(name.to_owned()),
+                text: String::new(),
+                reasoning: String::new(),
+                tools: Vec::new(),
+                counters: self.footer.counters.clone(),
+                id: None,
+                began: true,
+            });
+        }
+    }
+
+    /// Asks the host to abort, once.
+    pub(crate) fn abort(&mut self) -> Option<super::Effect> {
+        if self.aborting {
+            return None;
+        }
+        self.aborting = true;
+        Some(self.command(
+            etch_protocol::CommandBody::Abort,
+            Purpose::Other(String::new()),
+        ))
+    }
+
+    /// Starts `!command`: its output is added to the context unless
+    /// `exclude`.
+    pub(crate) fn bash(&mut self, command: String, exclude: bool, now: Instant) -> super::Effect {
+        self.command_running("bash", now);
+        self.command(
+            etch_protocol::CommandBody::Bash {
+                command: command.clone(),
+                exclude_from_context: exclude,
+            },
+            Purpose::Bash(command),
+        )
+    }
+
+    /// Starts `/compact`.
+    pub fn compact(&mut self, focus: Option<String>, now: Instant) -> super::Effect {
+        self.command_running("compact", now);
+        self.command(
+            etch_protocol::CommandBody::Compact {
+                custom_instructions: focus,
+            },
+            Purpose::Compact,
+        )
+    }
+}
+
+/// The text parts of a message, joined.
+fn texts(content: &[WirePart]) -> String {
+    content
+        .iter()
+        .filter_map(|part| match part {
+            WirePart::Text { text } => Some(text.as_str()),
+            WirePart::ToolCall { .. } | WirePart::Thinking { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A call not yet run.
+fn view(id: String, name: String, args: Value) -> ToolView {
+    ToolView {
+        id,
+        name,
+        args,
+        result: None,
+        is_error: false,
+        duration_ms: 0,
+        details: None,
+    }
+}
+
+/// The title of a reasoning summary (`**Title**` at its start), which
+/// OpenAI's summaries carry and the working line shows (E-TERM-09).
+fn summary_title(reasoning: &str) -> Option<String> {
+    let rest = reasoning.trim_start().strip_prefix("**")?;
+    let end = rest.find("**")?;
+    let title = rest[..end].trim();
+    (!title.is_empty() && title.len() <= 80).then(|| title.to_owned())
+}

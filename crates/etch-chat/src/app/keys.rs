@@ -1,0 +1,353 @@
+//! The chat's keymap: what each key does to the editor, the completion
+//! popup and the run (hotkeys listed in `slash::HOTKEYS`). Enter sends;
+//! while a run is active it steers; a slash command runs at once or is
+//! refused (never queued); ESC or Ctrl-C cancels the run; Ctrl-C clears
+//! a draft and, twice on an empty one, quits; Ctrl-D on an empty draft
+//! quits (G25 in docs/requirements.md).
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::{App, Effect};
+use crate::complete;
+use crate::render::blocks::{Block, Level};
+use crate::slash::{self, Slash};
+
+/// A key press as the terminal reports it.
+pub type Key = KeyEvent;
+
+/// What a completion popup completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A slash command or skill.
+    Command,
+    /// A path at the caret.
+    Path,
+    /// A project file after `@`.
+    File,
+}
+
+/// Completion choices under the editor.
+#[derive(Debug, Clone)]
+pub(crate) struct Popup {
+    /// What it completes.
+    pub kind: Kind,
+    /// The choices.
+    pub items: Vec<String>,
+    /// The one Enter or Tab takes.
+    pub selected: usize,
+    /// Where the completed word starts on the caret line.
+    pub start: usize,
+}
+
+/// Commands that change the session, refused while a run holds it.
+fn needs_idle(command: &Slash) -> bool {
+    !matches!(
+        command,
+        Slash::Help
+            | Slash::Hotkeys
+            | Slash::Quit
+            | Slash::Status
+            | Slash::Copy
+            | Slash::Export { .. }
+            | Slash::Unknown(_)
+            | Slash::Usage(_)
+    )
+}
+
+impl App {
+    /// Handles one key.
+    pub fn key(&mut self, key: Key, now: Instant) -> Vec<Effect> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.armed = false;
+        }
+        if self.popup.is_some()
+            && let Some(effects) = self.popup_key(key)
+        {
+            return effects;
+        }
+        match key.code {
+            KeyCode::Enter if alt || key.modifiers.contains(KeyModifiers::SHIFT) => {
+                self.editor.newline();
+            }
+            KeyCode::Char('j') if ctrl => self.editor.newline(),
+            KeyCode::Enter => return self.submit(now),
+            KeyCode::Esc if self.is_busy() => return self.abort().into_iter().collect(),
+            KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    return vec![Effect::Quit];
+                }
+                self.editor.delete();
+            }
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char('u') if ctrl => self.editor.kill_before(),
+            KeyCode::Char('k') if ctrl => self.editor.kill_after(),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
+            KeyCode::Char('b') if alt => self.editor.word_left(),
+            KeyCode::Char('f') if alt => self.editor.word_right(),
+            KeyCode::Backspace if alt || ctrl => self.editor.delete_word(),
+            KeyCode::Char(_) if ctrl || alt => {}
+            KeyCode::Char(c) => {
+                self.editor.insert(c.encode_utf8(&mut [0; 4]));
+                if c == '@' {
+                    self.open_files();
+                }
+            }
+            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::Up => self.editor.up(),
+            KeyCode::Down => self.editor.down(),
+            KeyCode::Tab => self.tab(),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// A bracketed paste.
+    pub fn paste(&mut self, text: &str) {
+        self.armed = false;
+        self.editor.paste(text);
+    }
+
+    /// Enter: a slash command, `!command`, or a prompt (steering while a
+    /// run is active).
+    fn submit(&mut self, now: Instant) -> Vec<Effect> {
+        let text = self.editor.text();
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        if let Some(command) = slash::parse(&text) {
+            self.editor.clear();
+            return self.slash(command, now);
+        }
+        if let Some(command) = text.strip_prefix('!') {
+            let (command, exclude) = match command.strip_prefix('!') {
+                Some(rest) => (rest.trim(), true),
+                None => (command.trim(), false),
+            };
+            if command.is_empty() {
+                self.hint(
+                    "type a command after ! (or !! to keep its output out of the context)",
+                    now,
+                );
+                return Vec::new();
+            }
+            if self.is_busy() {
+                self.hint(
+                    "a run is active: wait for it, or press Esc, before running a command",
+                    now,
+                );
+                return Vec::new();
+            }
+            self.editor.remember(&text);
+            self.editor.clear();
+            return vec![self.bash(command.to_owned(), exclude, now)];
+        }
+        self.editor.clear();
+        vec![self.send_prompt(text, now)]
+    }
+
+    /// A slash command: the ones the app can answer alone, else an effect
+    /// for the runner. Never queued behind a run (E-CHAT-05).
+    fn slash(&mut self, command: Slash, now: Instant) -> Vec<Effect> {
+        match command {
+            Slash::Help => self.push(Block::Output(slash::help())),
+            Slash::Hotkeys => self.push(Block::Output(slash::hotkeys())),
+            Slash::Quit => return vec![Effect::Quit],
+            Slash::Unknown(name) => {
+                self.notice(Level::Warning, format!("unknown command: /{name}"));
+            }
+            Slash::Usage(text) => self.notice(Level::Warning, text),
+            command if needs_idle(&command) && self.is_busy() => {
+                self.hint(
+                    "a run is active: wait for it or press Esc, then run the command again",
+                    now,
+                );
+            }
+            Slash::Compact(focus) => return vec![self.compact(focus, now)],
+            command => return vec![Effect::Slash(command)],
+        }
+        Vec::new()
+    }
+
+    /// Ctrl-C: cancel the run, else clear the draft, else (twice) quit.
+    fn ctrl_c(&mut self, now: Instant) -> Vec<Effect> {
+        if self.is_busy() {
+            return self.abort().into_iter().collect();
+        }
+        if !self.editor.is_empty() {
+            self.editor.clear();
+            self.popup = None;
+            return Vec::new();
+        }
+        if self.armed {
+            return vec![Effect::Quit];
+        }
+        self.armed = true;
+        self.hint("press Ctrl-C again to quit (or Ctrl-D)", now);
+        Vec::new()
+    }
+
+    /// Tab: complete the command, skill or path at the caret.
+    fn tab(&mut self) {
+        let (start, word) = self.editor.word_at_caret();
+        let (kind, items) = if self.editor.on_first_line() && start == 0 && word.starts_with('/') {
+            (Kind::Command, complete::commands(&word, &self.skills))
+        } else if let Some(query) = word.strip_prefix('@') {
+            let files = self
+                .files
+                .get_or_insert_with(|| complete::project_files(&self.cwd));
+            (
+                Kind::File,
+                complete::fuzzy(files, query)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        } else {
+            (Kind::Path, complete::paths(&self.cwd, &word))
+        };
+        match items.len() {
+            0 => {}
+            1 => self.accept(kind, start, &items[0]),
+            _ => {
+                let common = common_prefix(&items);
+                if kind != Kind::File && common.chars().count() > word.chars().count() {
+                    self.editor.replace_before_caret(start, &common);
+                }
+                self.popup = Some(Popup {
+                    kind,
+                    items,
+                    selected: 0,
+                    start,
+                });
+            }
+        }
+    }
+
+    /// Opens the `@` file search.
+    fn open_files(&mut self) {
+        let (start, _) = self.editor.word_at_caret();
+        let files = self
+            .files
+            .get_or_insert_with(|| complete::project_files(&self.cwd));
+        let items: Vec<String> = files.iter().take(complete::MAX_CHOICES).cloned().collect();
+        self.popup = Some(Popup {
+            kind: Kind::File,
+            items,
+            selected: 0,
+            start,
+        });
+    }
+
+    /// Puts a chosen completion in place of the word.
+    fn accept(&mut self, kind: Kind, start: usize, item: &str) {
+        let text = match kind {
+            Kind::Command | Kind::File => format!("{item} "),
+            Kind::Path => item.to_owned(),
+        };
+        self.editor.replace_before_caret(start, &text);
+        self.popup = None;
+    }
+
+    /// A key while the popup is open; `None` passes it on to the editor
+    /// (the popup then follows what is typed).
+    fn popup_key(&mut self, key: Key) -> Option<Vec<Effect>> {
+        let popup = self.popup.as_mut()?;
+        match key.code {
+            KeyCode::Esc => self.popup = None,
+            KeyCode::Up => {
+                popup.selected = popup
+                    .selected
+                    .checked_sub(1)
+                    .unwrap_or(popup.items.len().saturating_sub(1));
+            }
+            KeyCode::Down => popup.selected = (popup.selected + 1) % popup.items.len().max(1),
+            KeyCode::Tab | KeyCode::Enter if !popup.items.is_empty() => {
+                let (kind, start, item) =
+                    (popup.kind, popup.start, popup.items[popup.selected].clone());
+                self.accept(kind, start, &item);
+            }
+            _ => {
+                // Typing goes to the editor; the popup is then refreshed
+                // (or closed when the word no longer fits it).
+                let _ = popup;
+                self.popup = None;
+                let effects = self.key_without_popup(key);
+                self.refresh_popup();
+                return Some(effects);
+            }
+        }
+        Some(Vec::new())
+    }
+
+    /// Handles `key` as if no popup were open.
+    fn key_without_popup(&mut self, key: Key) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Char(c)
+                if !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+            {
+                self.editor.insert(c.encode_utf8(&mut [0; 4]));
+                Vec::new()
+            }
+            KeyCode::Backspace => {
+                self.editor.backspace();
+                Vec::new()
+            }
+            _ => self.key(key, Instant::now()),
+        }
+    }
+
+    /// After typing with the popup open: `@` search follows the query,
+    /// other completions close.
+    fn refresh_popup(&mut self) {
+        let (start, word) = self.editor.word_at_caret();
+        if let Some(query) = word.strip_prefix('@') {
+            let files = self
+                .files
+                .get_or_insert_with(|| complete::project_files(&self.cwd));
+            let items: Vec<String> = complete::fuzzy(files, query)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            self.popup = Some(Popup {
+                kind: Kind::File,
+                items,
+                selected: 0,
+                start,
+            });
+        }
+    }
+}
+
+/// The longest prefix all `items` share.
+fn common_prefix(items: &[String]) -> String {
+    let Some(first) = items.first() else {
+        return String::new();
+    };
+    let mut len = first.len();
+    for item in &items[1..] {
+        len = first
+            .char_indices()
+            .zip(item.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8())
+            .min(len);
+    }
+    first[..len].to_owned()
+}

@@ -1,0 +1,162 @@
+//! The live area under the history, rebuilt every frame: a preview of
+//! the answer streaming in, the tools running, the working line with its
+//! label and elapsed time (E-TERM-03, E-TERM-09 in docs/requirements.md),
+//! prompts queued for the run, completion choices, the editor, a passing
+//! hint and the footer. Its cost is bounded by the screen, never by the
+//! session: the preview wraps only the tail of the streaming text.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use ratatui_core::text::{Line, Span};
+
+use super::{App, Label};
+use crate::render::theme;
+use crate::render::tools::summary;
+use crate::render::wrap::{paragraphs, prefixed, truncate};
+use crate::term::sanitize;
+
+/// Bytes of streaming text wrapped for the preview.
+const PREVIEW_TAIL: usize = 4096;
+
+/// Spinner frames of the working line.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+impl App {
+    /// The live area at `width` x `height`, for the moment `now`.
+    pub fn live(&mut self, width: usize, height: usize, now: Instant) -> Vec<Line<'static>> {
+        let width = width.max(1);
+        let height = height.max(1);
+        if self.hint.as_ref().is_some_and(|(_, until)| *until <= now) {
+            self.hint = None;
+        }
+        let mut bottom: Vec<Line<'static>> = Vec::new();
+        // From the bottom up, most important first.
+        bottom.push(self.footer.render(width));
+        if let Some((hint, _)) = &self.hint {
+            bottom.push(Line::from(Span::styled(
+                truncate(hint, width),
+                theme::warning(),
+            )));
+        }
+        let editor_rows = (height / 2).max(1);
+        let mut editor = self.editor.render(width, editor_rows, true);
+        editor.reverse();
+        bottom.extend(editor);
+        if height >= 6 {
+            bottom.push(Line::from(Span::styled("─".repeat(width), theme::muted())));
+        }
+        if let Some(popup) = &self.popup {
+            let mut rows: Vec<Line<'static>> = popup
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let style = if i == popup.selected {
+                        theme::caret()
+                    } else {
+                        theme::muted()
+                    };
+                    Line::from(Span::styled(truncate(&format!("  {item}"), width), style))
+                })
+                .collect();
+            if rows.is_empty() {
+                rows.push(Line::from(Span::styled("  (no match)", theme::muted())));
+            }
+            rows.reverse();
+            bottom.extend(rows);
+        }
+        for text in self.queued.iter().rev().take(3) {
+            let line = format!("↳ queued: {}", text.replace('\n', " "));
+            bottom.push(Line::from(Span::styled(
+                truncate(&sanitize(&line), width),
+                theme::muted(),
+            )));
+        }
+        if let Some(run) = &self.run {
+            let elapsed = now.saturating_duration_since(run.started);
+            let frame = SPINNER[(elapsed.as_millis() / 80) as usize % SPINNER.len()];
+            let label = match &run.label {
+                Label::Working => "Working".to_owned(),
+                Label::Thinking(Some(title)) => title.clone(),
+                Label::Thinking(None) => "Thinking".to_owned(),
+                Label::Responding => "Responding".to_owned(),
+                Label::RunningTools => "Running tools".to_owned(),
+                Label::Command(name) => format!("Running {name}"),
+            };
+            let text = format!(
+                "{frame} {label} · {}s · esc to interrupt",
+                elapsed.as_secs()
+            );
+            bottom.push(Line::from(Span::styled(
+                truncate(&text, width),
+                theme::strong(),
+            )));
+            let mut tools: Vec<Line<'static>> = Vec::new();
+            for (view, started, partial) in run.tools.iter().take(6) {
+                let (mark, style) = match (&view.result, started) {
+                    (Some(_), _) if view.is_error => ("✗ ", theme::error()),
+                    (Some(_), _) => ("✓ ", theme::ok()),
+                    (None, Some(_)) => ("⋯ ", theme::warning()),
+                    (None, None) => ("· ", theme::muted()),
+                };
+                let mut row = summary(&view.name, &view.args);
+                if let (None, Some(started)) = (&view.result, started) {
+                    let _ = write!(
+                        row,
+                        " ({}s)",
+                        now.saturating_duration_since(*started).as_secs()
+                    );
+                }
+                if !partial.is_empty() && view.result.is_none() {
+                    row.push_str(" — ");
+                    row.push_str(&sanitize(partial));
+                }
+                tools.push(Line::from(vec![
+                    Span::styled(format!("  {mark}"), style),
+                    Span::raw(truncate(&row, width.saturating_sub(4))),
+                ]));
+            }
+            tools.reverse();
+            bottom.extend(tools);
+            let room = height.saturating_sub(bottom.len()).min(height / 3);
+            if room > 0 {
+                let (text, style) = if run.text.trim().is_empty() {
+                    (&run.reasoning, theme::reasoning())
+                } else {
+                    (&run.text, ratatui_core::style::Style::new())
+                };
+                if !text.trim().is_empty() {
+                    let tail = tail(text, PREVIEW_TAIL);
+                    let rows = prefixed(
+                        &paragraphs(sanitize(tail.trim_end()).as_ref(), style),
+                        &Span::styled("• ", theme::muted()),
+                        &Span::raw("  "),
+                        width,
+                    );
+                    let skip = rows.len().saturating_sub(room);
+                    let mut rows: Vec<Line<'static>> = rows.into_iter().skip(skip).collect();
+                    rows.reverse();
+                    bottom.extend(rows);
+                }
+            }
+        }
+        bottom.truncate(height);
+        bottom.reverse();
+        bottom
+    }
+}
+
+/// The last `max` bytes of `text`, starting at a line (or at least a
+/// character) boundary.
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = &text[start..];
+    cut.find('\n').map_or(cut, |i| &cut[i + 1..])
+}

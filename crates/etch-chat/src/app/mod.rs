@@ -1,0 +1,305 @@
+//! The chat's state machine: keys and the host's output come in; blocks
+//! for the history, the live area and effects (commands for the host,
+//! slash commands for the runner, quitting) go out. It holds no agent
+//! logic: what a command means is the host's business, and everything it
+//! shows comes from the host's events. Pure and synchronous, so every
+//! behaviour is testable without a terminal.
+//!
+//! The assistant's prose is drawn from the finished message, never from
+//! the stream (E-TERM-04, C43 in docs/requirements.md): deltas only feed
+//! the live preview and the working line's label (E-TERM-09: `Working`,
+//! `Thinking`, `Responding`, `Running tools`, or the title of a reasoning
+//! summary). A batch of tool calls goes into the history once all of its
+//! calls have ended, grouped, in the model's order.
+
+mod events;
+pub mod footer;
+mod keys;
+mod live;
+mod session;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use etch_protocol::{Command, CommandBody};
+use ratatui_core::text::Line;
+
+use crate::editor::Editor;
+use crate::render::blocks::{self, Block, Level};
+use crate::render::tools::ToolView;
+use crate::slash::Slash;
+
+pub use footer::{Counters, Footer};
+pub use keys::Key;
+
+/// What the app asks its runner to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send this command to the host (for a prompt with no session yet,
+    /// the runner opens one first).
+    Host(Command),
+    /// Carry out a slash command that needs the session or the host.
+    Slash(Slash),
+    /// Leave the chat.
+    Quit,
+}
+
+/// Why a command was sent, to know what to do with its response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Purpose {
+    /// A prompt that starts a run.
+    Prompt,
+    /// Steering for the active run.
+    Steer,
+    /// `!command` or `!!command`.
+    Bash(String),
+    /// `/compact`.
+    Compact,
+    /// Any other command: its errors are shown, its success said.
+    Other(String),
+}
+
+/// What the working line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Label {
+    /// Waiting for the model.
+    Working,
+    /// Reasoning is streaming (or a summary's title).
+    Thinking(Option<String>),
+    /// Answer text is streaming.
+    Responding,
+    /// Tools are running.
+    RunningTools,
+    /// A long command (`compact`, `bash`, …).
+    Command(String),
+}
+
+/// A run in progress, as the live area shows it.
+#[derive(Debug)]
+struct Run {
+    /// When it started.
+    started: Instant,
+    /// The working line's label.
+    label: Label,
+    /// Answer text of the pass in progress (preview only).
+    text: String,
+    /// Reasoning text of the pass in progress.
+    reasoning: String,
+    /// Calls of the batch in progress; when each started.
+    tools: Vec<(ToolView, Option<Instant>, String)>,
+    /// Counters when it started, for the turn footer.
+    counters: Counters,
+    /// Command id of the run.
+    id: Option<String>,
+    /// Whether its `agent_start` came (a refused prompt never has one).
+    began: bool,
+}
+
+/// Start-up facts the app shows.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// Header rows.
+    pub header: Vec<String>,
+    /// The footer (counters seeded on resume).
+    pub footer: Footer,
+    /// Earlier prompts, oldest first (E-CHAT-07).
+    pub history: Vec<String>,
+    /// Blocks of the recent transcript, drawn again on resume.
+    pub replay: Vec<Block>,
+    /// The session, when one is open.
+    pub session: Option<String>,
+    /// Its file.
+    pub session_file: Option<std::path::PathBuf>,
+    /// Skill names, for Tab completion of `/skill:`.
+    pub skills: Vec<String>,
+    /// The project directory, for `@` and path completion.
+    pub cwd: std::path::PathBuf,
+}
+
+/// The chat's state.
+pub struct App {
+    /// The prompt editor.
+    pub(crate) editor: Editor,
+    /// Blocks waiting to go into the history.
+    pending: Vec<Block>,
+    /// Whether anything has been written to the history.
+    wrote: bool,
+    /// The active run.
+    run: Option<Run>,
+    /// Long commands in flight (id → purpose).
+    waiting: HashMap<String, Purpose>,
+    /// Steering and follow-up texts not yet admitted.
+    queued: Vec<String>,
+    /// The footer.
+    pub(crate) footer: Footer,
+    /// A short-lived hint under the editor, and when it goes.
+    hint: Option<(String, Instant)>,
+    /// Ctrl-C was pressed once on an empty draft.
+    armed: bool,
+    /// The last tool batch (for Ctrl-O).
+    last_batch: Option<Vec<ToolView>>,
+    /// The last answer (for `/copy`).
+    last_answer: Option<String>,
+    /// The session id, once there is a session.
+    session: Option<String>,
+    /// The session file, once there is a session.
+    session_file: Option<std::path::PathBuf>,
+    /// An abort was asked for and not yet answered.
+    aborting: bool,
+    /// Next command id.
+    next_id: u64,
+    /// Completion choices shown, and the selected one.
+    pub(crate) popup: Option<keys::Popup>,
+    /// The project's files for `@` search, once listed.
+    pub(crate) files: Option<Vec<String>>,
+    /// Skill names.
+    pub(crate) skills: Vec<String>,
+    /// Bytes for the terminal outside frames (OSC 52).
+    raw_out: Vec<String>,
+    /// The project directory.
+    pub(crate) cwd: std::path::PathBuf,
+}
+
+impl App {
+    /// The app as it starts.
+    pub fn new(start: Start) -> Self {
+        let mut pending = vec![Block::Header { rows: start.header }];
+        pending.extend(start.replay);
+        Self {
+            editor: Editor::new(start.history),
+            pending,
+            wrote: false,
+            run: None,
+            waiting: HashMap::new(),
+            queued: Vec::new(),
+            footer: start.footer,
+            hint: None,
+            armed: false,
+            last_batch: None,
+            last_answer: None,
+            session: start.session,
+            session_file: start.session_file,
+            aborting: false,
+            next_id: 0,
+            popup: None,
+            files: None,
+            skills: start.skills,
+            raw_out: Vec::new(),
+            cwd: start.cwd,
+        }
+    }
+
+    /// Whether a run or a long command is active.
+    pub fn is_busy(&self) -> bool {
+        self.run.is_some() || !self.waiting.is_empty()
+    }
+
+    /// The session id, once there is one.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The session file, once there is one.
+    pub fn session_file(&self) -> Option<&std::path::Path> {
+        self.session_file.as_deref()
+    }
+
+    /// The last answer's text.
+    pub fn last_answer(&self) -> Option<&str> {
+        self.last_answer.as_deref()
+    }
+
+    /// Adds a block to the history.
+    pub fn push(&mut self, block: Block) {
+        self.pending.push(block);
+    }
+
+    /// Adds a notice.
+    pub fn notice(&mut self, level: Level, text: impl Into<String>) {
+        self.pending.push(Block::Notice(level, text.into()));
+    }
+
+    /// Shows a hint under the editor for a few seconds.
+    pub fn hint(&mut self, text: impl Into<String>, now: Instant) {
+        self.hint = Some((text.into(), now + Duration::from_secs(4)));
+    }
+
+    /// Whether something waits to be drawn into the history.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The rows to write into the history now, at `width` columns: the
+    /// pending blocks, a blank row between blocks.
+    pub fn take_history(&mut self, width: usize) -> Vec<Line<'static>> {
+        let mut rows = Vec::new();
+        for block in self.pending.drain(..) {
+            if self.wrote && !matches!(block, Block::TurnEnd(_)) {
+                rows.push(Line::default());
+            }
+            rows.extend(blocks::render(&block, width, false));
+            self.wrote = true;
+        }
+        rows
+    }
+
+    /// Shows the last tool batch's output in full (Ctrl-O): written again
+    /// below, since the history above is never rewritten.
+    pub fn expand_last(&mut self, width: usize) -> Vec<Line<'static>> {
+        let Some(batch) = &self.last_batch else {
+            return Vec::new();
+        };
+        let mut rows = vec![Line::default()];
+        rows.extend(blocks::render(&Block::Tools(batch.clone()), width, true));
+        rows
+    }
+
+    /// Makes a host command with a fresh id, remembering why.
+    fn command(&mut self, body: CommandBody, purpose: Purpose) -> Effect {
+        self.next_id += 1;
+        let id = format!("chat-{}", self.next_id);
+        self.waiting.insert(id.clone(), purpose);
+        Effect::Host(Command { id: Some(id), body })
+    }
+
+    /// Sends a command whose only interest is its failure (a model or
+    /// thinking-level change, an export): the runner calls this for the
+    /// slash commands that map onto host commands.
+    pub fn host_command(&mut self, body: CommandBody, what: &str) -> Effect {
+        self.command(body, Purpose::Other(what.to_owned()))
+    }
+
+    /// Sends a prompt, or steering while a run is active (C21: admitted
+    /// after the current tool batch; what is left when the run ends runs
+    /// next as one combined prompt).
+    pub fn send_prompt(&mut self, text: String, now: Instant) -> Effect {
+        if self.run.is_some() {
+            return self.command(CommandBody::Steer { message: text }, Purpose::Steer);
+        }
+        let effect = self.command(
+            CommandBody::Prompt {
+                message: text,
+                streaming_behavior: None,
+            },
+            Purpose::Prompt,
+        );
+        // Busy from now on, not from the run's first event, so a quick
+        // second Enter steers instead of being refused.
+        if let Effect::Host(command) = &effect {
+            self.run = Some(Run {
+                started: now,
+                label: Label::Working,
+                text: String::new(),
+                reasoning: String::new(),
+                tools: Vec::new(),
+                counters: self.footer.counters.clone(),
+                id: command.id.clone(),
+                began: false,
+            });
+        }
+        effect
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,133 @@
+//! Session changes as the app sees them: a new session (none until the
+//! next prompt), another session resumed (its recent transcript drawn
+//! again, its prompts as history, its counters in the footer), a command
+//! that could not be sent, and `/copy`.
+
+use std::path::Path;
+
+use etch_protocol::{Command, CommandBody};
+use etch_runtime::Place;
+
+use super::{App, Counters};
+use crate::render::blocks::{Block, Level};
+use crate::replay::Replay;
+
+impl App {
+    /// `/new`: the next prompt starts a new session.
+    pub fn new_session(&mut self) {
+        self.session = None;
+        self.session_file = None;
+        self.footer.counters = Counters::default();
+        self.last_batch = None;
+        self.last_answer = None;
+        self.queued.clear();
+        self.notice(Level::Info, "new session: it starts with your next prompt");
+    }
+
+    /// Another session was opened: draw its recent transcript and take
+    /// its history and counters.
+    pub fn resumed(&mut self, id: &str, file: &Path, replay: Option<Replay>) {
+        self.session = Some(id.to_owned());
+        self.session_file = Some(file.to_path_buf());
+        self.notice(Level::Info, format!("resumed session {id}"));
+        let replay = replay.unwrap_or_default();
+        self.pending.extend(replay.blocks);
+        self.editor = crate::editor::Editor::new(replay.history);
+        self.footer.counters = replay.counters;
+        self.last_batch = None;
+    }
+
+    /// A command could not reach a session (none could be opened): the
+    /// run the app expected is not coming.
+    pub fn output_refused(&mut self, command: &Command) {
+        if let Some(id) = &command.id {
+            self.waiting.remove(id);
+            if self.run.as_ref().is_some_and(|r| r.id.as_ref() == Some(id)) {
+                self.run = None;
+            }
+        }
+        if let CommandBody::Prompt { message, .. } = &command.body {
+            // Give the text back rather than lose it.
+            if self.editor.is_empty() {
+                self.editor.set(message);
+            }
+        }
+    }
+
+    /// `/copy`: the last answer to the clipboard through OSC 52 (which
+    /// terminals and tmux with `set-clipboard` honour), and to a file, since
+    /// whether the terminal took it cannot be known.
+    pub fn copy_last(&mut self, place: &Place) {
+        let Some(answer) = self.last_answer.clone() else {
+            self.notice(Level::Info, "there is no answer to copy yet");
+            return;
+        };
+        self.raw_out
+            .push(format!("\u{1b}]52;c;{}\u{7}", base64(answer.as_bytes())));
+        let dir = etch_runtime::paths::project_root(&place.cwd)
+            .join(".etch")
+            .join("tmp");
+        let file = dir.join("last-answer.md");
+        let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &answer));
+        let _ = etch_runtime::paths::keep_state_out_of_git(&place.cwd);
+        match saved {
+            Ok(()) => self.notice(
+                Level::Info,
+                format!("copied the last answer ({} bytes) to the clipboard (OSC 52) and to {}", answer.len(), file.display()),
+            ),
+            Err(err) => self.notice(
+                Level::Warning,
+                format!("copied the last answer to the clipboard (OSC 52); could not also save it to {}: {err}", file.display()),
+            ),
+        }
+    }
+
+    /// Bytes the runner writes to the terminal as they are, between
+    /// frames (OSC 52).
+    pub fn take_raw(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.raw_out)
+    }
+
+    /// Replaces the pending history with `blocks` (tests, replays).
+    pub fn push_all(&mut self, blocks: Vec<Block>) {
+        self.pending.extend(blocks);
+    }
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(TABLE[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_the_standard() {
+        for (input, want) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(input.as_bytes()), want);
+        }
+    }
+}

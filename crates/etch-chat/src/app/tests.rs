@@ -1,0 +1,260 @@
+//! The state machine driven by keys and host output, no terminal.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use etch_protocol::{Event, EventBody, Response, WireMessage, WirePart};
+use etch_runtime::host::Output;
+use serde_json::json;
+
+use super::*;
+
+fn app() -> App {
+    App::new(Start {
+        header: vec!["etch test".into()],
+        ..Start::default()
+    })
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        app.key(key(KeyCode::Char(c)), Instant::now());
+    }
+}
+
+fn event(app: &mut App, id: &str, body: EventBody) {
+    app.output(
+        Output::Event(Event {
+            id: Some(id.into()),
+            body,
+        }),
+        Instant::now(),
+    );
+}
+
+fn history(app: &mut App) -> String {
+    app.take_history(60)
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn body(effect: &Effect) -> &CommandBody {
+    match effect {
+        Effect::Host(command) => &command.body,
+        other => panic!("not a host command: {other:?}"),
+    }
+}
+
+/// Enter sends a prompt; Enter during the run steers (C21); the
+/// assistant's answer is drawn from the finished message.
+#[test]
+fn prompt_then_steer_then_answer() {
+    let mut app = app();
+    let _ = history(&mut app);
+    type_text(&mut app, "hello");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&sent[0]), CommandBody::Prompt { message, .. } if message == "hello"));
+    assert!(app.is_busy());
+    type_text(&mut app, "also this");
+    let steer = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "also this"));
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageStart {
+            message: Some(WireMessage::User {
+                content: vec![WirePart::Text {
+                    text: "hello".into(),
+                }],
+            }),
+        },
+    );
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageStart { message: None },
+    );
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageUpdate {
+            delta: etch_protocol::Delta::TextDelta {
+                delta: "**Hi**".into(),
+            },
+        },
+    );
+    let live = app.live(60, 20, Instant::now());
+    assert!(
+        live.iter().any(|l| l.to_string().contains("Responding")),
+        "{live:?}"
+    );
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageEnd {
+            message: WireMessage::Assistant {
+                content: vec![WirePart::Text {
+                    text: "**Hi**".into(),
+                }],
+                stop_reason: None,
+                error_message: None,
+            },
+        },
+    );
+    event(&mut app, "chat-1", EventBody::AgentEnd { error: None });
+    assert!(!app.is_busy() || !app.waiting.is_empty());
+    let text = history(&mut app);
+    assert!(text.contains("• hello"), "{text}");
+    assert!(text.contains("• Hi"), "{text}");
+    assert!(text.contains("─ "), "{text}");
+}
+
+/// A batch goes into the history once all its calls have ended, in the
+/// model's order, grouped.
+#[test]
+fn tool_batches_are_grouped() {
+    let mut app = app();
+    let _ = history(&mut app);
+    event(&mut app, "r", EventBody::AgentStart);
+    event(
+        &mut app,
+        "r",
+        EventBody::MessageEnd {
+            message: WireMessage::Assistant {
+                content: vec![
+                    WirePart::ToolCall {
+                        id: "a".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "a.rs"}),
+                    },
+                    WirePart::ToolCall {
+                        id: "b".into(),
+                        name: "bash".into(),
+                        arguments: json!({"command": "ls"}),
+                    },
+                ],
+                stop_reason: None,
+                error_message: None,
+            },
+        },
+    );
+    for (id, result) in [("b", "x\ny"), ("a", "1\n2\n3")] {
+        event(
+            &mut app,
+            "r",
+            EventBody::ToolExecutionStart {
+                tool_call_id: id.into(),
+                tool_name: "t".into(),
+                args: json!({}),
+            },
+        );
+        assert_eq!(history(&mut app), "");
+        event(
+            &mut app,
+            "r",
+            EventBody::ToolExecutionEnd {
+                tool_call_id: id.into(),
+                result: result.into(),
+                is_error: false,
+                duration_ms: 5,
+                details: None,
+            },
+        );
+    }
+    let text = history(&mut app);
+    let read = text.find("read a.rs").unwrap();
+    let ls = text.find("$ ls").unwrap();
+    assert!(read < ls, "{text}");
+    assert!(!text[read..ls].contains("\n\n"), "grouped: {text}");
+}
+
+/// Slash commands never reach the model; unknown ones are named.
+#[test]
+fn unknown_commands_and_barriers() {
+    let mut app = app();
+    let _ = history(&mut app);
+    type_text(&mut app, "/nope");
+    assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
+    assert_eq!(history(&mut app), "\nunknown command: /nope");
+    // While a run is active, a command that changes the session is
+    // refused, not queued.
+    type_text(&mut app, "go");
+    app.key(key(KeyCode::Enter), Instant::now());
+    type_text(&mut app, "/new");
+    assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
+    assert!(app.editor.is_empty());
+    type_text(&mut app, "/status");
+    assert_eq!(
+        app.key(key(KeyCode::Enter), Instant::now()),
+        [Effect::Slash(Slash::Status)]
+    );
+}
+
+/// ESC aborts once; Ctrl-C clears, then quits on the second press.
+#[test]
+fn esc_and_ctrl_c() {
+    let mut app = app();
+    type_text(&mut app, "go");
+    app.key(key(KeyCode::Enter), Instant::now());
+    app.output(
+        Output::Response(Response::ok(Some("chat-1".into()), "prompt", None)),
+        Instant::now(),
+    );
+    let abort = app.key(key(KeyCode::Esc), Instant::now());
+    assert!(matches!(body(&abort[0]), CommandBody::Abort));
+    assert!(app.key(key(KeyCode::Esc), Instant::now()).is_empty());
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::AgentEnd {
+            error: Some("cancelled".into()),
+        },
+    );
+    app.output(
+        Output::Response(Response::ok(Some("chat-2".into()), "abort", None)),
+        Instant::now(),
+    );
+    assert!(history(&mut app).contains("cancelled"));
+    type_text(&mut app, "draft");
+    assert!(app.key(ctrl('c'), Instant::now()).is_empty());
+    assert!(app.editor.is_empty());
+    assert!(app.key(ctrl('c'), Instant::now()).is_empty());
+    assert_eq!(app.key(ctrl('c'), Instant::now()), [Effect::Quit]);
+    assert_eq!(app.key(ctrl('d'), Instant::now()), [Effect::Quit]);
+}
+
+/// The live area fits any size, down to one row, without panicking.
+#[test]
+fn live_area_fits_tiny_screens() {
+    let mut app = app();
+    type_text(
+        &mut app,
+        "a long draft that wraps around several rows of a narrow screen",
+    );
+    app.key(key(KeyCode::Enter), Instant::now());
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageUpdate {
+            delta: etch_protocol::Delta::TextDelta {
+                delta: "streaming ".repeat(500),
+            },
+        },
+    );
+    let later = Instant::now() + Duration::from_secs(3);
+    for (w, h) in [(1, 1), (5, 2), (20, 5), (80, 24)] {
+        let rows = app.live(w, h, later);
+        assert!(rows.len() <= h, "{w}x{h}: {}", rows.len());
+    }
+}

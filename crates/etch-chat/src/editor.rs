@@ -1,0 +1,504 @@
+//! The prompt editor: multi-line text with a caret, prompt history, and
+//! large pastes kept out of the way as one marker each.
+//!
+//! Keys are mapped to these operations in `app::keys`, not here, so the
+//! keymap stays the chat's (Enter sends, Alt+Enter or Shift+Enter a new
+//! line, Emacs-style line keys). History (E-CHAT-07 in
+//! docs/requirements.md) is the session's earlier prompts plus the ones
+//! sent since; walking it keeps the draft being typed and gives it back
+//! past the newest entry. A paste of more than [`PASTE_LINES`] lines or
+//! [`PASTE_CHARS`] characters shows as `[paste #N +L lines]` and is
+//! expanded when the prompt is sent, so a 1 MB paste costs one row to
+//! draw. This module must not know about the terminal.
+
+use ratatui_core::style::Style;
+use ratatui_core::text::{Line, Span};
+use unicode_width::UnicodeWidthChar;
+
+use crate::render::theme;
+use crate::term::sanitize;
+
+/// Pastes with more lines than this become a marker.
+pub const PASTE_LINES: usize = 5;
+/// Pastes with more characters than this become a marker.
+pub const PASTE_CHARS: usize = 1000;
+
+/// The editor's state.
+#[derive(Debug, Default, Clone)]
+pub struct Editor {
+    /// Logical lines (at least one).
+    lines: Vec<String>,
+    /// Caret line.
+    row: usize,
+    /// Caret position in characters within the line.
+    col: usize,
+    /// Earlier prompts, oldest first.
+    history: Vec<String>,
+    /// Where history navigation is, when it is.
+    at: Option<usize>,
+    /// The draft put aside while walking the history.
+    draft: Option<String>,
+    /// Texts of large pastes, by marker number (from 1).
+    pastes: Vec<String>,
+}
+
+impl Editor {
+    /// An empty editor with `history` (oldest first).
+    pub fn new(history: Vec<String>) -> Self {
+        Self {
+            lines: vec![String::new()],
+            history,
+            ..Self::default()
+        }
+    }
+
+    /// Whether nothing is typed.
+    pub fn is_empty(&self) -> bool {
+        self.lines.len() == 1 && self.lines[0].is_empty()
+    }
+
+    /// The text as typed (paste markers not expanded).
+    pub fn raw(&self) -> String {
+        self.lines.join("\n")
+    }
+
+    /// The text to send, paste markers replaced by their pastes.
+    pub fn text(&self) -> String {
+        let mut text = self.raw();
+        for (i, paste) in self.pastes.iter().enumerate().rev() {
+            let n = i + 1;
+            if let Some(start) = text.find(&format!("[paste #{n} "))
+                && let Some(len) = text[start..].find(']')
+            {
+                text.replace_range(start..=start + len, paste);
+            }
+        }
+        text
+    }
+
+    /// Empties the editor (history stays).
+    pub fn clear(&mut self) {
+        self.lines = vec![String::new()];
+        self.row = 0;
+        self.col = 0;
+        self.at = None;
+        self.draft = None;
+        self.pastes.clear();
+    }
+
+    /// Replaces the text, caret at the end.
+    pub fn set(&mut self, text: &str) {
+        self.lines = text.split('\n').map(str::to_owned).collect();
+        self.row = self.lines.len() - 1;
+        self.col = self.lines[self.row].chars().count();
+    }
+
+    /// Adds a sent prompt to the history (not twice in a row).
+    pub fn remember(&mut self, text: &str) {
+        if text.trim().is_empty() || self.history.last().is_some_and(|last| last == text) {
+            return;
+        }
+        self.history.push(text.to_owned());
+    }
+
+    /// Inserts typed text at the caret.
+    pub fn insert(&mut self, text: &str) {
+        self.at = None;
+        let mut parts = text.split('\n');
+        if let Some(first) = parts.next() {
+            let line = &mut self.lines[self.row];
+            let at = byte_at(line, self.col);
+            line.insert_str(at, first);
+            self.col += first.chars().count();
+        }
+        for part in parts {
+            self.newline();
+            let line = &mut self.lines[self.row];
+            line.insert_str(0, part);
+            self.col = part.chars().count();
+        }
+    }
+
+    /// Inserts a paste: as it is when small, else as a marker.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let lines = text.lines().count();
+        if lines > PASTE_LINES || text.chars().count() > PASTE_CHARS {
+            self.pastes.push(text.clone());
+            let n = self.pastes.len();
+            let marker = if lines > 1 {
+                format!("[paste #{n} +{lines} lines]")
+            } else {
+                format!("[paste #{n} {} chars]", text.chars().count())
+            };
+            self.insert(&marker);
+        } else {
+            self.insert(&text);
+        }
+    }
+
+    /// Splits the line at the caret.
+    pub fn newline(&mut self) {
+        let line = &mut self.lines[self.row];
+        let rest = line.split_off(byte_at(line, self.col));
+        self.row += 1;
+        self.lines.insert(self.row, rest);
+        self.col = 0;
+    }
+
+    /// Deletes the character before the caret (joining lines at a line's
+    /// start).
+    pub fn backspace(&mut self) {
+        if self.col > 0 {
+            let line = &mut self.lines[self.row];
+            let at = byte_at(line, self.col - 1);
+            line.remove(at);
+            self.col -= 1;
+        } else if self.row > 0 {
+            let line = self.lines.remove(self.row);
+            self.row -= 1;
+            self.col = self.lines[self.row].chars().count();
+            self.lines[self.row].push_str(&line);
+        }
+    }
+
+    /// Deletes the character under the caret.
+    pub fn delete(&mut self) {
+        let len = self.lines[self.row].chars().count();
+        if self.col < len {
+            let line = &mut self.lines[self.row];
+            let at = byte_at(line, self.col);
+            line.remove(at);
+        } else if self.row + 1 < self.lines.len() {
+            let next = self.lines.remove(self.row + 1);
+            self.lines[self.row].push_str(&next);
+        }
+    }
+
+    /// Deletes the word before the caret.
+    pub fn delete_word(&mut self) {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let mut start = self.col;
+        while start > 0 && chars[start - 1] == ' ' {
+            start -= 1;
+        }
+        while start > 0 && chars[start - 1] != ' ' {
+            start -= 1;
+        }
+        if start == self.col {
+            self.backspace();
+            return;
+        }
+        let line = &mut self.lines[self.row];
+        let (a, b) = (byte_at(line, start), byte_at(line, self.col));
+        line.replace_range(a..b, "");
+        self.col = start;
+    }
+
+    /// Deletes from the line's start to the caret.
+    pub fn kill_before(&mut self) {
+        let line = &mut self.lines[self.row];
+        let at = byte_at(line, self.col);
+        line.replace_range(..at, "");
+        self.col = 0;
+    }
+
+    /// Deletes from the caret to the line's end.
+    pub fn kill_after(&mut self) {
+        let line = &mut self.lines[self.row];
+        let at = byte_at(line, self.col);
+        line.truncate(at);
+    }
+
+    /// Moves the caret one character left (to the previous line's end).
+    pub fn left(&mut self) {
+        if self.col > 0 {
+            self.col -= 1;
+        } else if self.row > 0 {
+            self.row -= 1;
+            self.col = self.lines[self.row].chars().count();
+        }
+    }
+
+    /// Moves the caret one character right.
+    pub fn right(&mut self) {
+        if self.col < self.lines[self.row].chars().count() {
+            self.col += 1;
+        } else if self.row + 1 < self.lines.len() {
+            self.row += 1;
+            self.col = 0;
+        }
+    }
+
+    /// To the start of the word before the caret.
+    pub fn word_left(&mut self) {
+        if self.col == 0 {
+            self.left();
+            return;
+        }
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let mut c = self.col;
+        while c > 0 && chars[c - 1].is_whitespace() {
+            c -= 1;
+        }
+        while c > 0 && !chars[c - 1].is_whitespace() {
+            c -= 1;
+        }
+        self.col = c;
+    }
+
+    /// To the end of the word after the caret.
+    pub fn word_right(&mut self) {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        if self.col >= chars.len() {
+            self.right();
+            return;
+        }
+        let mut c = self.col;
+        while c < chars.len() && chars[c].is_whitespace() {
+            c += 1;
+        }
+        while c < chars.len() && !chars[c].is_whitespace() {
+            c += 1;
+        }
+        self.col = c;
+    }
+
+    /// To the line's start.
+    pub fn home(&mut self) {
+        self.col = 0;
+    }
+
+    /// To the line's end.
+    pub fn end(&mut self) {
+        self.col = self.lines[self.row].chars().count();
+    }
+
+    /// Up a line, or to the previous prompt of the history from the
+    /// first line.
+    pub fn up(&mut self) {
+        if self.row > 0 {
+            self.row -= 1;
+            self.col = self.col.min(self.lines[self.row].chars().count());
+            return;
+        }
+        let next = match self.at {
+            Some(0) => return,
+            Some(i) => i - 1,
+            None if self.history.is_empty() => return,
+            None => {
+                self.draft = Some(self.raw());
+                self.history.len() - 1
+            }
+        };
+        self.at = Some(next);
+        let text = self.history[next].clone();
+        self.set(&text);
+        self.at = Some(next);
+    }
+
+    /// Down a line, or to the next prompt of the history (the draft past
+    /// the newest) from the last line.
+    pub fn down(&mut self) {
+        if self.row + 1 < self.lines.len() {
+            self.row += 1;
+            self.col = self.col.min(self.lines[self.row].chars().count());
+            return;
+        }
+        let Some(i) = self.at else {
+            return;
+        };
+        if i + 1 < self.history.len() {
+            let text = self.history[i + 1].clone();
+            self.set(&text);
+            self.at = Some(i + 1);
+        } else {
+            let draft = self.draft.take().unwrap_or_default();
+            self.set(&draft);
+            self.at = None;
+        }
+    }
+
+    /// The word the caret ends (for completion): its start column and
+    /// text.
+    pub fn word_at_caret(&self) -> (usize, String) {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let mut start = self.col;
+        while start > 0 && !chars[start - 1].is_whitespace() {
+            start -= 1;
+        }
+        (start, chars[start..self.col].iter().collect())
+    }
+
+    /// Replaces the caret line's characters `start..caret` with `text`.
+    pub fn replace_before_caret(&mut self, start: usize, text: &str) {
+        let line = &mut self.lines[self.row];
+        let (a, b) = (byte_at(line, start), byte_at(line, self.col));
+        line.replace_range(a..b, text);
+        self.col = start + text.chars().count();
+    }
+
+    /// Whether the caret is on the first line.
+    pub fn on_first_line(&self) -> bool {
+        self.row == 0
+    }
+
+    /// The editor's rows at `width` columns, at most `max_rows` (the rows
+    /// around the caret), each led by `› ` or two spaces; the caret is a
+    /// reversed cell when `caret` is set.
+    pub fn render(&self, width: usize, max_rows: usize, caret: bool) -> Vec<Line<'static>> {
+        let inner = width.saturating_sub(2).max(1);
+        let mut rows: Vec<Vec<Span<'static>>> = Vec::new();
+        let mut caret_row = 0;
+        for (r, line) in self.lines.iter().enumerate() {
+            let clean = sanitize(line);
+            let chars: Vec<char> = clean.chars().collect();
+            let mut row: Vec<Span<'static>> = Vec::new();
+            let mut text = String::new();
+            let mut used = 0;
+            let caret_here = caret && r == self.row;
+            for (i, c) in chars.iter().enumerate() {
+                let w = c.width().unwrap_or(0);
+                if used + w > inner {
+                    row.push(Span::raw(std::mem::take(&mut text)));
+                    rows.push(std::mem::take(&mut row));
+                    used = 0;
+                }
+                if caret_here && i == self.col {
+                    row.push(Span::raw(std::mem::take(&mut text)));
+                    row.push(Span::styled(c.to_string(), theme::caret()));
+                    caret_row = rows.len();
+                } else {
+                    text.push(*c);
+                }
+                used += w;
+            }
+            if caret_here && self.col >= chars.len() {
+                if used + 1 > inner {
+                    row.push(Span::raw(std::mem::take(&mut text)));
+                    rows.push(std::mem::take(&mut row));
+                }
+                row.push(Span::raw(std::mem::take(&mut text)));
+                row.push(Span::styled(" ", theme::caret()));
+                caret_row = rows.len();
+            }
+            row.push(Span::raw(text));
+            rows.push(row);
+        }
+        let max_rows = max_rows.max(1);
+        let first = if rows.len() <= max_rows {
+            0
+        } else {
+            caret_row
+                .saturating_sub(max_rows - 1)
+                .min(rows.len() - max_rows)
+        };
+        rows.into_iter()
+            .enumerate()
+            .skip(first)
+            .take(max_rows)
+            .map(|(i, row)| {
+                let lead = if i == 0 { "› " } else { "  " };
+                let mut spans = vec![Span::styled(
+                    lead,
+                    Style::new().fg(ratatui_core::style::Color::Cyan),
+                )];
+                spans.extend(row.into_iter().filter(|s| !s.content.is_empty()));
+                Line::from(spans)
+            })
+            .collect()
+    }
+}
+
+/// The byte offset of character `col` in `line` (its end past the last).
+fn byte_at(line: &str, col: usize) -> usize {
+    line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(editor: &Editor, width: usize, max: usize) -> Vec<String> {
+        editor
+            .render(width, max, true)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn typing_newlines_and_deleting() {
+        let mut e = Editor::new(Vec::new());
+        e.insert("hello wörld");
+        e.newline();
+        e.insert("second");
+        assert_eq!(e.raw(), "hello wörld\nsecond");
+        e.home();
+        e.backspace();
+        assert_eq!(e.raw(), "hello wörldsecond");
+        e.delete_word();
+        assert_eq!(e.raw(), "hello second");
+        e.kill_after();
+        assert_eq!(e.raw(), "hello ");
+        e.kill_before();
+        assert!(e.is_empty());
+    }
+
+    /// E-CHAT-07: Up walks back through history, Down comes forward, and
+    /// the draft being typed comes back past the newest.
+    #[test]
+    fn history_keeps_the_draft() {
+        let mut e = Editor::new(vec!["first".into(), "second".into()]);
+        e.insert("draft");
+        e.up();
+        assert_eq!(e.raw(), "second");
+        e.up();
+        assert_eq!(e.raw(), "first");
+        e.up();
+        assert_eq!(e.raw(), "first");
+        e.down();
+        assert_eq!(e.raw(), "second");
+        e.down();
+        assert_eq!(e.raw(), "draft");
+        e.remember("third");
+        e.remember("third");
+        e.clear();
+        e.up();
+        assert_eq!(e.raw(), "third");
+        e.up();
+        assert_eq!(e.raw(), "second");
+    }
+
+    /// A 1 MB paste is one marker; the text sent is the paste.
+    #[test]
+    fn large_pastes_become_markers() {
+        let mut e = Editor::new(Vec::new());
+        e.insert("see ");
+        let big = "x".repeat(1 << 20);
+        e.paste(&big);
+        e.insert(" and ");
+        e.paste("a\r\nb\nc\nd\ne\nf\ng");
+        assert_eq!(
+            e.raw(),
+            "see [paste #1 1048576 chars] and [paste #2 +7 lines]"
+        );
+        assert_eq!(e.text(), format!("see {big} and a\nb\nc\nd\ne\nf\ng"));
+        e.paste("small\npaste");
+        assert!(e.raw().ends_with("small\npaste"));
+    }
+
+    /// Long lines wrap by characters; the window follows the caret.
+    #[test]
+    fn rendering_wraps_and_follows_the_caret() {
+        let mut e = Editor::new(Vec::new());
+        e.insert("abcdefghij");
+        assert_eq!(rows(&e, 6, 10), ["› abcd", "  efgh", "  ij "]);
+        for i in 0..5 {
+            e.newline();
+            e.insert(&format!("line {i}"));
+        }
+        let shown = rows(&e, 20, 2);
+        assert_eq!(shown, ["  line 3", "  line 4 "]);
+    }
+}

@@ -1,0 +1,279 @@
+//! The chat on a real terminal: raw mode, bracketed paste, no mouse
+//! capture, a thread reading keys, the host's output, signals and the
+//! frame clock, all feeding the [`App`]; frames drawn on the inline
+//! [`Screen`]. The terminal is restored on every way out (quit, SIGTERM,
+//! SIGHUP, a closed terminal, a panic), and an active run is aborted
+//! first so the session log stays valid.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
+use etch_runtime::host::{Output, Sink};
+use ratatui_core::text::{Line, Span};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::app::{App, Effect, Start};
+use crate::render::theme;
+use crate::slot::{Launch, Slot};
+use crate::term::Screen;
+
+/// The fastest frame rate: a frame at most every this often.
+const FRAME: Duration = Duration::from_millis(16);
+/// The working line's animation step while a run is active.
+const TICK: Duration = Duration::from_millis(80);
+
+/// Why the chat ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The user quit.
+    Quit,
+    /// A signal (`SIGTERM`, `SIGHUP`) ended it.
+    Signal(&'static str),
+    /// The terminal went away.
+    TerminalClosed,
+}
+
+/// How the chat ended, for the caller's exit code and last words.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Why.
+    pub ended: Ended,
+    /// The session, if one was started.
+    pub session: Option<String>,
+    /// Queued texts that did not run.
+    pub unsent: Vec<String>,
+}
+
+/// Errors that stop the chat before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    /// The terminal could not be set up.
+    #[error("cannot use the terminal: {0}; run etch -p \"…\" for a headless run")]
+    Terminal(std::io::Error),
+    /// Signal handlers could not be installed.
+    #[error("cannot watch for signals: {0}")]
+    Signals(std::io::Error),
+}
+
+/// What the input thread reports.
+enum Input {
+    /// A terminal event.
+    Event(TermEvent),
+    /// The terminal cannot be read any more.
+    Closed,
+}
+
+/// Restores the terminal when dropped.
+struct TerminalGuard;
+
+/// Sequences that set the terminal up: bracketed paste, hidden cursor,
+/// and the kitty keyboard protocol's first level (so Shift+Enter is told
+/// apart; terminals without it ignore the request).
+const ENTER: &str = "\u{1b}[?2004h\u{1b}[?25l\u{1b}[>1u";
+/// Sequences that undo [`ENTER`].
+const LEAVE: &str = "\u{1b}[<u\u{1b}[?25h\u{1b}[?2004l";
+
+impl TerminalGuard {
+    /// Raw mode on, terminal modes set; a panic restores the terminal
+    /// before the message is printed.
+    fn enter() -> Result<Self, ChatError> {
+        crossterm::terminal::enable_raw_mode().map_err(ChatError::Terminal)?;
+        let mut out = std::io::stdout();
+        let _ = out.write_all(ENTER.as_bytes());
+        let _ = out.flush();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        Ok(Self)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Puts the terminal back as it was (best effort: it may be gone).
+fn restore() {
+    let mut out = std::io::stdout();
+    let _ = out.write_all(LEAVE.as_bytes());
+    let _ = out.flush();
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// Reads terminal events on a thread of its own (crossterm's reader
+/// blocks); it ends with the process.
+fn spawn_input() -> mpsc::UnboundedReceiver<Input> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = std::thread::Builder::new()
+        .name("etch-input".into())
+        .spawn(move || {
+            loop {
+                let input = match crossterm::event::read() {
+                    Ok(event) => Input::Event(event),
+                    Err(_) => Input::Closed,
+                };
+                let closed = matches!(input, Input::Closed);
+                if tx.send(input).is_err() || closed {
+                    return;
+                }
+            }
+        });
+    rx
+}
+
+/// Runs the chat until the user quits, a signal arrives or the terminal
+/// closes. `color` is off for `NO_COLOR`.
+pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, ChatError> {
+    let (tx, mut outputs) = mpsc::unbounded_channel::<Output>();
+    let sink: Sink = Arc::new(move |output| {
+        let _ = tx.send(output);
+    });
+    let mut slot = Slot::new(launch, sink);
+    let mut app = App::new(start);
+    let mut sigterm = signal(SignalKind::terminate()).map_err(ChatError::Signals)?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(ChatError::Signals)?;
+    let guard = TerminalGuard::enter()?;
+    let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+    let mut screen = Screen::new(Box::new(std::io::stdout()), width, height, color);
+    let mut input = spawn_input();
+    let mut last_frame: Option<Instant> = None;
+    let mut dirty = true;
+    let ended = loop {
+        let now = Instant::now();
+        if dirty && last_frame.is_none_or(|t| now.duration_since(t) >= FRAME) {
+            draw(&mut app, &mut screen, now);
+            if last_frame.is_none() {
+                crate::render::highlight::warm();
+            }
+            last_frame = Some(now);
+            dirty = false;
+        }
+        let wake = if dirty {
+            last_frame.map_or(now, |t| t + FRAME)
+        } else if app.is_busy() {
+            now + TICK
+        } else {
+            now + Duration::from_secs(3600)
+        };
+        let task_ended = slot.host().map(|host| host.task_ended());
+        let mut effects = Vec::new();
+        tokio::select! {
+            biased;
+            _ = sigterm.recv() => break Ended::Signal("SIGTERM"),
+            _ = sighup.recv() => break Ended::Signal("SIGHUP"),
+            event = input.recv() => match event {
+                Some(Input::Event(TermEvent::Key(key))) => {
+                    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+                    match key.code {
+                        KeyCode::Char('o') if ctrl => {
+                            let rows = app.expand_last(usize::from(screen.width()));
+                            let _ = screen.frame(&rows, &app.live(usize::from(screen.width()), usize::from(screen.height()), Instant::now()));
+                        }
+                        KeyCode::Char('l') if ctrl => {}
+                        _ => effects = app.key(key, Instant::now()),
+                    }
+                }
+                Some(Input::Event(TermEvent::Paste(text))) => app.paste(&text),
+                Some(Input::Event(TermEvent::Resize(w, h))) => screen.resize(w, h),
+                Some(Input::Event(_)) => {}
+                Some(Input::Closed) | None => break Ended::TerminalClosed,
+            },
+            Some(output) = outputs.recv() => {
+                app.output(output, Instant::now());
+                // Take everything already waiting before drawing.
+                while let Ok(output) = outputs.try_recv() {
+                    app.output(output, Instant::now());
+                }
+            }
+            () = wait(task_ended) => {
+                if let Some(host) = slot.host() {
+                    host.settle().await;
+                }
+            }
+            () = tokio::time::sleep_until(wake.into()) => {}
+        }
+        dirty = true;
+        let mut quit = false;
+        for effect in effects {
+            match effect {
+                Effect::Host(command) => slot.command(&mut app, command).await,
+                Effect::Slash(command) => slot.slash(&mut app, command, Instant::now()).await,
+                Effect::Quit => quit = true,
+            }
+        }
+        for raw in app.take_raw() {
+            let mut out = std::io::stdout();
+            let _ = out.write_all(raw.as_bytes());
+            let _ = out.flush();
+        }
+        if quit {
+            break Ended::Quit;
+        }
+    };
+    let unsent = slot.close().await;
+    while let Ok(output) = outputs.try_recv() {
+        app.output(output, Instant::now());
+    }
+    let width = usize::from(screen.width());
+    let mut last = app.take_history(width);
+    if !unsent.is_empty() {
+        last.push(Line::from(Span::styled(
+            format!(
+                "{} queued prompt(s) did not run: {}",
+                unsent.len(),
+                unsent.join(" | ")
+            ),
+            theme::warning(),
+        )));
+    }
+    let session = app.session().map(str::to_owned);
+    last.push(Line::default());
+    match &session {
+        Some(id) => {
+            last.push(Line::from(format!("session {id}")));
+            last.push(Line::from(format!("continue with: etch resume {id}")));
+        }
+        None => last.push(Line::from("no session was started")),
+    }
+    // The terminal may be gone (SIGHUP, closed window): nothing to do then.
+    let _ = screen.close(&last);
+    drop(guard);
+    Ok(Outcome {
+        ended,
+        session,
+        unsent,
+    })
+}
+
+/// Draws one frame: new history rows, then the live area. The size is
+/// asked of the terminal first (one ioctl): a resize event may still be on
+/// its way, and a frame drawn for the old, taller size would scroll live
+/// rows into the scrollback.
+fn draw(app: &mut App, screen: &mut Screen, now: Instant) {
+    if let Ok((w, h)) = crossterm::terminal::size()
+        && (w, h) != (screen.width(), screen.height())
+    {
+        screen.resize(w, h);
+    }
+    let width = usize::from(screen.width());
+    let history = app.take_history(width);
+    let live = app.live(width, usize::from(screen.height()), now);
+    // A write error means the terminal is gone; the input thread reports
+    // that and the loop ends.
+    let _ = screen.frame(&history, &live);
+}
+
+/// Waits for the host's task to end, or forever when there is no host.
+async fn wait(notify: Option<Arc<tokio::sync::Notify>>) {
+    match notify {
+        Some(notify) => notify.notified().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,341 @@
+//! The chat's hold on a session: none until the first prompt (so a chat
+//! opened and closed leaves no empty session behind, and the index titles
+//! the session after what the user asked), then a [`Host`] serving it.
+//! Host commands from the app go through here, and so do the slash
+//! commands that need the session: status, context, a new or another
+//! session, model and thinking changes, export, copy, skills.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use etch_core::NoopObserver;
+use etch_protocol::{Command, CommandBody, ThinkingLevel};
+use etch_runtime::host::{Host, Sink};
+use etch_runtime::report::{self, context as context_report};
+use etch_runtime::{Context, Notice, Place, RunSettings, Session, Target};
+use etch_session::load_session;
+
+use crate::app::App;
+use crate::render::blocks::{Block, Level};
+use crate::slash::Slash;
+
+/// Everything the chat needs to open sessions.
+pub struct Launch {
+    /// Where it runs.
+    pub place: Place,
+    /// The run flags.
+    pub settings: RunSettings,
+    /// Tools and pinned prompt.
+    pub context: Context,
+    /// A session opened already (`etch resume`), if any.
+    pub session: Option<Session>,
+}
+
+/// The session the chat drives, once there is one.
+pub struct Slot {
+    /// How to open sessions.
+    launch: Launch,
+    /// The host, once a session is open.
+    host: Option<Host>,
+    /// Where the host's output goes.
+    sink: Sink,
+}
+
+impl Slot {
+    /// A slot for `launch`, reporting to `sink`; an opened session gets
+    /// its host at once.
+    pub fn new(mut launch: Launch, sink: Sink) -> Self {
+        let host = launch.session.take().map(|s| Host::new(s, sink.clone()));
+        Self { launch, host, sink }
+    }
+
+    /// The host, when a session is open.
+    pub fn host(&mut self) -> Option<&mut Host> {
+        self.host.as_mut()
+    }
+
+    /// The place the chat runs in.
+    pub fn place(&self) -> &Place {
+        &self.launch.place
+    }
+
+    /// Sends `command` to the host, opening a session first when there is
+    /// none (titled after the prompt).
+    pub async fn command(&mut self, app: &mut App, command: Command) {
+        if self.host.is_none() {
+            let title = match &command.body {
+                CommandBody::Prompt { message, .. } => message.clone(),
+                CommandBody::Bash { command, .. } => format!("!{command}"),
+                CommandBody::Abort => return,
+                _ => {
+                    app.notice(
+                        Level::Info,
+                        "there is no session yet: it starts with your first prompt",
+                    );
+                    return;
+                }
+            };
+            let mut notices = Vec::new();
+            let created = Session::create(
+                self.launch.place.clone(),
+                self.launch.settings.clone(),
+                self.launch.context.clone(),
+                title,
+                &mut |n: Notice| notices.push(n),
+            )
+            .await;
+            for notice in notices {
+                // The provider header was shown at start.
+                if notice.level == etch_protocol::NoticeLevel::Warning {
+                    app.notice(Level::Warning, notice.message);
+                }
+            }
+            match created {
+                Ok((session, _)) => self.host = Some(Host::new(session, self.sink.clone())),
+                Err(err) => {
+                    app.notice(Level::Error, format!("could not start a session: {err}"));
+                    app.output_refused(&command);
+                    return;
+                }
+            }
+        }
+        if let Some(host) = &mut self.host {
+            host.handle(command).await;
+        }
+    }
+
+    /// Carries out a slash command that needs the session.
+    pub async fn slash(&mut self, app: &mut App, command: Slash, now: Instant) {
+        match command {
+            Slash::Status => match app.session_file() {
+                Some(path) => match load_session(path) {
+                    Ok(loaded) => {
+                        let stats = etch_session::session_stats(&loaded);
+                        app.push(Block::Output(report::status_text(&stats, path).trim_end().to_owned()));
+                    }
+                    Err(err) => app.notice(Level::Error, format!("cannot read {}: {err}", path.display())),
+                },
+                None => app.notice(Level::Info, "no session yet: it starts with your first prompt"),
+            },
+            Slash::Context | Slash::ContextDump(_) => self.context_report(app, &command),
+            Slash::New => {
+                if let Some(mut host) = self.host.take() {
+                    host.abort_and_settle().await;
+                }
+                app.new_session();
+            }
+            Slash::Resume(Some(prefix)) => self.resume(app, &prefix).await,
+            Slash::Resume(None) => self.list_sessions(app),
+            Slash::Model(Some(spec)) => {
+                let (provider, model) = match spec.split_once('/') {
+                    Some((p, m)) if etch_runtime::PROVIDERS.contains(&p) => (p.to_owned(), m.to_owned()),
+                    _ => (app.footer.provider.clone(), spec.clone()),
+                };
+                self.send(app, CommandBody::SetModel { provider, model_id: model }, "").await;
+            }
+            Slash::Model(None) => app.push(Block::Output(format!(
+                "model: {} {}\nswitch with /model [PROVIDER/]MODEL (providers: {})",
+                app.footer.provider,
+                app.footer.model,
+                etch_runtime::PROVIDERS.join(", ")
+            ))),
+            Slash::Thinking(Some(level)) => {
+                match serde_json::from_value::<ThinkingLevel>(serde_json::Value::String(level.clone())) {
+                    Ok(level) => self.send(app, CommandBody::SetThinkingLevel { level }, "").await,
+                    Err(_) => app.notice(
+                        Level::Warning,
+                        format!("unknown thinking level \"{level}\": use off, none, minimal, low, medium, high or xhigh"),
+                    ),
+                }
+            }
+            Slash::Thinking(None) => {
+                let level = self.launch.settings.provider.reasoning_effort.clone().unwrap_or_else(|| "the provider's default".into());
+                app.push(Block::Output(format!(
+                    "thinking: {level}\nchange with /thinking off|none|minimal|low|medium|high|xhigh"
+                )));
+            }
+            Slash::Export { format, path } => self.export(app, &format, path.as_deref()).await,
+            Slash::Copy => app.copy_last(&self.launch.place),
+            Slash::Skill { name, text } => match self.context().expand_skill(&name, &text) {
+                Ok(expanded) => {
+                    let effect = app.send_prompt(expanded, now);
+                    if let crate::app::Effect::Host(command) = effect {
+                        Box::pin(self.command(app, command)).await;
+                    }
+                }
+                Err(err) => app.notice(Level::Warning, err.to_string()),
+            },
+            Slash::Reload => app.notice(
+                Level::Info,
+                "reload: restart etch with `etch resume` to pick up changed config, AGENTS.md or skills",
+            ),
+            Slash::Fork | Slash::Tree | Slash::Name(_) => {
+                app.notice(Level::Info, "this command is not available in this chat yet");
+            }
+            Slash::Help | Slash::Hotkeys | Slash::Quit | Slash::Compact(_) | Slash::Unknown(_) | Slash::Usage(_) => {}
+        }
+    }
+
+    /// The context tools and prompt: the open session's, else the one
+    /// built at start.
+    fn context(&self) -> &Context {
+        self.host
+            .as_ref()
+            .and_then(Host::session)
+            .map_or(&self.launch.context, Session::context)
+    }
+
+    /// Sends a host command on the app's behalf.
+    async fn send(&mut self, app: &mut App, body: CommandBody, what: &str) {
+        if let crate::app::Effect::Host(command) = app.host_command(body, what) {
+            self.command(app, command).await;
+        }
+    }
+
+    /// `/context` and `/context dump [path]`.
+    fn context_report(&self, app: &mut App, command: &Slash) {
+        let loaded = match app.session_file() {
+            Some(path) => match load_session(path) {
+                Ok(loaded) => Some(loaded),
+                Err(err) => {
+                    app.notice(
+                        Level::Error,
+                        format!("cannot read {}: {err}", path.display()),
+                    );
+                    return;
+                }
+            },
+            None => None,
+        };
+        let context = self.context();
+        let place = &self.launch.place;
+        if let Slash::ContextDump(path) = command {
+            let text = context_report::dump(loaded.as_ref(), context);
+            let target =
+                context_report::dump_path(place, app.session(), path.as_deref().map(Path::new));
+            match target.and_then(|t| {
+                std::fs::write(&t, text)
+                    .map(|()| t.clone())
+                    .map_err(|e| format!("cannot write {}: {e}", t.display()))
+            }) {
+                Ok(target) => app.notice(
+                    Level::Info,
+                    format!("wrote context dump to {}", target.display()),
+                ),
+                Err(err) => app.notice(Level::Error, err),
+            }
+        } else {
+            let report = context_report::measure(place, loaded.as_ref(), context);
+            app.push(Block::Output(
+                context_report::render(&report).trim_end().to_owned(),
+            ));
+        }
+    }
+
+    /// `/resume PREFIX`: the session it names replaces the current one.
+    async fn resume(&mut self, app: &mut App, prefix: &str) {
+        let mut notices = Vec::new();
+        let opened = Session::open(
+            self.launch.place.clone(),
+            self.launch.settings.clone(),
+            self.launch.context.clone(),
+            Target::Prefix(prefix),
+            &mut |n: Notice| notices.push(n),
+            &mut NoopObserver,
+        )
+        .await;
+        match opened {
+            Ok(session) => {
+                if let Some(mut host) = self.host.take() {
+                    host.abort_and_settle().await;
+                }
+                let replay = load_session(session.path())
+                    .map(|l| crate::replay::replay(&l))
+                    .ok();
+                app.resumed(session.id(), session.path(), replay);
+                self.host = Some(Host::new(session, self.sink.clone()));
+            }
+            Err(err) => app.notice(Level::Warning, err.to_string()),
+        }
+        for notice in notices {
+            if notice.level == etch_protocol::NoticeLevel::Warning {
+                app.notice(Level::Warning, notice.message);
+            }
+        }
+    }
+
+    /// `/resume` without a prefix: the recent sessions to pick from.
+    fn list_sessions(&self, app: &mut App) {
+        let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
+        let rows = store.list().map(|(rows, _)| rows).unwrap_or_default();
+        if rows.is_empty() {
+            app.notice(Level::Info, "no sessions yet");
+            return;
+        }
+        let mut text = String::from("recent sessions (continue one with /resume PREFIX):\n");
+        for row in rows.iter().take(15) {
+            let _ = writeln!(text, "  {}  {}  {}", &row.id, row.created_at, row.title);
+        }
+        app.push(Block::Output(text.trim_end().to_owned()));
+    }
+
+    /// `/export [html|md|jsonl] [path]`.
+    async fn export(&mut self, app: &mut App, format: &str, path: Option<&str>) {
+        let (Some(id), Some(file)) = (
+            app.session().map(str::to_owned),
+            app.session_file().map(Path::to_path_buf),
+        ) else {
+            app.notice(
+                Level::Info,
+                "no session yet: it starts with your first prompt",
+            );
+            return;
+        };
+        let target = path.map_or_else(
+            || self.launch.place.cwd.join(format!("etch-{id}.{format}")),
+            |p| self.launch.place.cwd.join(p),
+        );
+        let written = match format {
+            "jsonl" => std::fs::copy(&file, &target)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            "md" => {
+                self.send(
+                    app,
+                    CommandBody::Export {
+                        output_path: Some(target.to_string_lossy().into_owned()),
+                    },
+                    "wrote the transcript to",
+                )
+                .await;
+                return;
+            }
+            _ => match load_session(&file) {
+                Ok(loaded) => {
+                    std::fs::write(&target, crate::export::html(&loaded)).map_err(|e| e.to_string())
+                }
+                Err(err) => Err(err.to_string()),
+            },
+        };
+        match written {
+            Ok(()) => app.notice(
+                Level::Info,
+                format!("wrote the transcript to {}", target.display()),
+            ),
+            Err(err) => app.notice(
+                Level::Error,
+                format!("cannot write {}: {err}", target.display()),
+            ),
+        }
+    }
+
+    /// Stops the active run or command, if any; returns the queued texts
+    /// that will not run.
+    pub async fn close(&mut self) -> Vec<String> {
+        match &mut self.host {
+            Some(host) => host.abort_and_settle().await,
+            None => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! `etch` on a terminal with no prompt, `etch chat` and `etch resume
+//! PREFIX` without a prompt: the interactive chat (E-CHAT-01). This
+//! module opens what the chat needs (the context, the provider header, a
+//! resumed session and its replay) and maps how the chat ended to an exit
+//! code; the chat itself is `etch_chat`.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use etch_chat::app::{Footer, Start};
+use etch_chat::render::blocks::{Block, Level};
+use etch_chat::run::Ended;
+use etch_chat::slot::Launch;
+use etch_protocol::NoticeLevel;
+use etch_runtime::{Context, Notice, Session, Target};
+use etch_session::load_session;
+
+use crate::cli::RunArgs;
+use crate::exit::{self, Failure};
+use crate::run::{Place, open_failure, settings};
+
+/// Whether a run without a prompt should open the chat: stdin and stdout
+/// are terminals.
+pub fn wanted() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// Runs the chat, on the session `prefix` names or a new one.
+pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<(), Failure> {
+    /// Run options that make no sense for a chat.
+    const NOT_FOR_CHAT: [&str; 2] = ["--json", "--skill"];
+    if let Some(what) = args.given().into_iter().find(|f| NOT_FOR_CHAT.contains(f)) {
+        return Err(Failure::usage(format!(
+            "the chat does not take {what}: use -p \"…\" for a headless run (or /skill:NAME inside the chat)"
+        )));
+    }
+    if !wanted() {
+        return Err(Failure::usage(
+            "the chat needs a terminal on stdin and stdout; for a headless run give the prompt with -p \"…\" or pipe it in",
+        ));
+    }
+    let settings = settings(args);
+    let context = Context::build(place, &settings).map_err(open_failure)?;
+    let mut notices: Vec<Notice> = context
+        .assembled
+        .diagnostics
+        .iter()
+        .map(|d| Notice::warning(d.clone()))
+        .collect();
+    let (session, provider, model, header) = if let Some(prefix) = prefix {
+        let mut header = None;
+        let session = Session::open(
+            place.clone(),
+            settings.clone(),
+            context.clone(),
+            Target::Prefix(prefix),
+            &mut |n: Notice| {
+                if n.level == NoticeLevel::Info
+                    && header.is_none()
+                    && n.message.starts_with("etch: ")
+                {
+                    header = Some(n.message);
+                } else {
+                    notices.push(n);
+                }
+            },
+            &mut etch_core::NoopObserver,
+        )
+        .await
+        .map_err(open_failure)?;
+        let client = &session.selection().client;
+        let (provider, model) = (client.provider().to_owned(), client.model().to_owned());
+        (Some(session), provider, model, header)
+    } else {
+        let selection = etch_runtime::select(&settings.provider, &place.config, None)
+            .await
+            .map_err(|e| open_failure(e.into()))?;
+        notices.extend(selection.notes.iter().cloned().map(Notice::info));
+        let client = &selection.client;
+        (
+            None,
+            client.provider().to_owned(),
+            client.model().to_owned(),
+            selection.notice.clone(),
+        )
+    };
+    let header = header.map_or_else(
+        || format!("{provider} · {model}"),
+        |h| h.trim_start_matches("etch: ").to_owned(),
+    );
+    let auth = header
+        .rsplit(" · ")
+        .next()
+        .filter(|s| s.contains(':'))
+        .unwrap_or("")
+        .to_owned();
+    let cwd = home_relative(&place.cwd);
+    let mut start = Start {
+        header: vec![
+            format!("etch {} · {header}", env!("CARGO_PKG_VERSION")),
+            format!("{cwd} · /help for commands · Ctrl-D to quit"),
+        ],
+        footer: Footer {
+            provider,
+            model,
+            cwd,
+            auth,
+            budget: place.config.context.auto_compact_threshold_tokens,
+            counters: etch_chat::app::Counters::default(),
+        },
+        skills: context
+            .assembled
+            .skills
+            .iter()
+            .map(|s| s.name.clone())
+            .collect(),
+        cwd: place.cwd.clone(),
+        ..Start::default()
+    };
+    for notice in notices {
+        let level = match notice.level {
+            NoticeLevel::Warning => Level::Warning,
+            NoticeLevel::Info => Level::Info,
+        };
+        start.replay.push(Block::Notice(level, notice.message));
+    }
+    if let Some(session) = &session {
+        start.session = Some(session.id().to_owned());
+        start.session_file = Some(session.path().to_path_buf());
+        if let Ok(loaded) = load_session(session.path()) {
+            let replay = etch_chat::replay::replay(&loaded);
+            start.replay.extend(replay.blocks);
+            start.history = replay.history;
+            start.footer.counters = replay.counters;
+        }
+    }
+    let launch = Launch {
+        place: place.clone(),
+        settings,
+        context,
+        session,
+    };
+    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let outcome = etch_chat::run::run(launch, start, color)
+        .await
+        .map_err(|e| Failure::new(exit::FAILED, anyhow::anyhow!(e)))?;
+    match outcome.ended {
+        Ended::Quit => Ok(()),
+        Ended::Signal(_) | Ended::TerminalClosed => Err(Failure::silent(exit::INTERRUPTED)),
+    }
+}
+
+/// `path` with the home directory written `~`.
+fn home_relative(path: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty())
+        && let Ok(rest) = path.strip_prefix(&home)
+    {
+        return if rest.as_os_str().is_empty() {
+            "~".to_owned()
+        } else {
+            format!("~/{}", rest.display())
+        };
+    }
+    path.display().to_string()
+}

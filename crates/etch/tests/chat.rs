@@ -1,0 +1,461 @@
+//! The interactive chat through the real binary in tmux (issue 13): the
+//! start-up header and footer, a markdown reply drawn into the terminal's
+//! own scrollback, Up history, ESC during a slow stream and during a
+//! running tool (nothing partial stored, the next prompt works), steering
+//! during a tool batch and during the final pass, slash commands
+//! (`/status`, an unknown one, `/export html`), Ctrl-D with the resume
+//! line, resuming with the transcript drawn again, a large paste, hostile
+//! escape sequences, and a resize storm during streaming.
+//!
+//! Ordering uses barriers: a stalled model stream keeps a run active
+//! until the test presses ESC, and a tool waits for a file the test
+//! creates once its steering shows as queued.
+
+#![allow(clippy::panic)]
+
+mod support;
+
+use std::time::Duration;
+
+use etch_test_support::{End, FakeServer, Reply, chat_text, chat_text_chunks, chat_tool_calls};
+use serde_json::Value;
+use support::tmux::Tmux;
+use support::{Workspace, jsonl, types};
+
+/// Columns and rows of the test terminal.
+const SIZE: (u16, u16) = (100, 30);
+
+/// The provider flags for `server` (Chat Completions shape).
+fn against(server: &FakeServer) -> Vec<String> {
+    [
+        "--provider",
+        "openai",
+        "--base-url",
+        &format!("{}/v1", server.url()),
+        "--api-key",
+        "sk-test",
+        "--model",
+        "m1",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect()
+}
+
+/// Starts the chat in `ws` against `server`, with `extra` arguments.
+fn chat(ws: &Workspace, server: &FakeServer, extra: &[&str]) -> Tmux {
+    let mut args = against(server);
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let tmux = Tmux::start(ws, &args, &[], SIZE.0, SIZE.1);
+    tmux.wait_for("/help for commands");
+    tmux
+}
+
+/// A reply that starts streaming and then stays silent, so the run stays
+/// active until it is cancelled.
+fn stalled() -> Reply {
+    Reply::Sse {
+        events: chat_text("partial answer")[..1].to_vec(),
+        gap: Duration::ZERO,
+        end: End::Stall(Duration::from_secs(60)),
+    }
+}
+
+/// The text of the user messages of a request body.
+fn user_texts(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// How often `needle` occurs in `haystack`.
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+#[test]
+fn starts_with_a_header_and_a_live_footer() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(&ws, &["--provider", "echo"], &[], SIZE.0, SIZE.1);
+    let screen = tmux.wait_screen("/help for commands");
+    assert!(screen.contains("etch "), "{screen}");
+    assert!(screen.contains("Ctrl-D to quit"), "{screen}");
+    // The footer names the model and the directory; no session file yet.
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.starts_with("echo · ") && l.contains("0 req")),
+        "{screen}"
+    );
+    assert!(ws.session_files().is_empty());
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+    assert!(tmux.history().contains("no session was started"));
+    assert!(
+        ws.session_files().is_empty(),
+        "quitting at once leaves no session behind"
+    );
+}
+
+/// A markdown answer is drawn once into the scrollback, styled (no raw
+/// `**`), with its table laid out; the footer counts the request; Up
+/// brings the prompt back; Ctrl-D prints how to resume.
+#[test]
+fn a_markdown_reply_history_and_the_resume_line() {
+    let ws = Workspace::new();
+    let answer = "# Plan\n\nSome **bold** text and `code`.\n\n| file | lines |\n|---|---|\n| a.rs | 10 |\n\n```rust\nfn main() {}\n```";
+    let server = FakeServer::start(vec![Reply::sse(chat_text(answer))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("explain the plan");
+    let history = tmux.wait_for("a.rs │ 10");
+    assert!(history.contains("• explain the plan"), "{history}");
+    assert!(history.contains("# Plan"), "{history}");
+    assert!(history.contains("Some bold text and code."), "{history}");
+    assert!(history.contains("fn main() {}"), "{history}");
+    assert!(!history.contains("**"), "{history}");
+    assert_eq!(
+        count(&history, "Some bold text"),
+        1,
+        "written once: {history}"
+    );
+    tmux.wait_screen("1 req");
+    tmux.keys(&["Up"]);
+    tmux.wait_screen("› explain the plan");
+    tmux.keys(&["C-u", "C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+    let session = ws.only_session();
+    let id = session.file_stem().unwrap().to_string_lossy().into_owned();
+    let history = tmux.history();
+    assert!(
+        history.contains(&format!("continue with: etch resume {id}")),
+        "{history}"
+    );
+    let events = jsonl(&session);
+    assert_eq!(
+        types(&events)
+            .iter()
+            .filter(|t| t.starts_with("message."))
+            .count(),
+        2
+    );
+    assert_eq!(
+        events[0]["data"]["title"]
+            .as_str()
+            .unwrap_or("explain the plan"),
+        "explain the plan"
+    );
+}
+
+/// ESC during a stream that stalls: `cancelled`, nothing of the partial
+/// pass stored, and the next prompt runs (G20).
+#[test]
+fn esc_cancels_a_slow_stream_and_the_next_prompt_works() {
+    let ws = Workspace::new();
+    let server =
+        FakeServer::start(vec![stalled(), Reply::sse(chat_text("second answer"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("first");
+    tmux.wait_screen("esc to interrupt");
+    tmux.wait_screen("partial");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("cancelled");
+    tmux.line("second");
+    tmux.wait_for("second answer");
+    let events = jsonl(&ws.only_session());
+    let assistants: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .collect();
+    assert_eq!(assistants.len(), 1, "only the second answer is stored");
+    assert_eq!(assistants[0]["data"]["content"][0]["text"], "second answer");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// ESC while `sleep 30` runs: the tool is killed, its call gets
+/// `Operation aborted`, and the history stays valid for the next request.
+#[test]
+fn esc_stops_a_running_tool() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command":"sleep 30"}"#,
+        )])),
+        Reply::sse(chat_text("after the abort")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("run it");
+    tmux.wait_screen("$ sleep 30");
+    tmux.wait_screen("Running tools");
+    tmux.keys(&["Escape"]);
+    let history = tmux.wait_for("cancelled");
+    assert!(history.contains("Operation aborted"), "{history}");
+    tmux.line("go on");
+    tmux.wait_for("after the abort");
+    let events = jsonl(&ws.only_session());
+    let tool = events.iter().find(|e| e["type"] == "message.tool").unwrap();
+    assert!(
+        tool["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Operation aborted"),
+        "{tool}"
+    );
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Enter while a tool batch runs steers: the text shows as queued and is
+/// admitted after the batch, before the next request (C21).
+#[test]
+fn steering_during_a_tool_batch() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command":"while [ ! -f go ]; do sleep 0.05; done; echo done"}"#,
+        )])),
+        Reply::sse(chat_text("steered answer")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("start");
+    tmux.wait_screen("Running tools");
+    tmux.line("also check the docs");
+    tmux.wait_screen("↳ queued: also check the docs");
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    tmux.wait_for("steered answer");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        user_texts(&requests[1].json()),
+        ["start", "also check the docs"]
+    );
+    let history = tmux.history();
+    assert!(history.contains("• also check the docs"), "{history}");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Two prompts typed during the final pass run next as one combined
+/// prompt (G8: joined by a blank line).
+#[test]
+fn two_steering_prompts_during_the_final_pass_become_one_follow_up() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::Sse {
+            events: chat_text_chunks("slow final answer", 4),
+            gap: Duration::from_millis(1500),
+            end: End::Close,
+        },
+        Reply::sse(chat_text("combined answer")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("first");
+    tmux.wait_screen("Responding");
+    tmux.line("one");
+    tmux.line("two");
+    tmux.wait_screen("↳ queued: two");
+    tmux.wait_for("combined answer");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let users = user_texts(&requests[1].json());
+    assert_eq!(users.last().unwrap(), "one\n\ntwo");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Slash commands are local: `/nope` is named and sends nothing,
+/// `/status` reads the log, `/help` lists the commands.
+#[test]
+fn slash_commands_status_unknown_and_help() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("hi"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("/nope");
+    tmux.wait_for("unknown command: /nope");
+    assert!(
+        server.requests().is_empty(),
+        "an unknown command is never sent"
+    );
+    tmux.line("hello");
+    tmux.wait_for("• hi");
+    tmux.line("/status");
+    let history = tmux.wait_for("user turns");
+    assert!(history.contains("model calls  1"), "{history}");
+    tmux.line("/help");
+    tmux.wait_for("/context dump");
+    assert_eq!(server.requests().len(), 1);
+    let events = jsonl(&ws.only_session());
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.to_string().contains("/status") || e.to_string().contains("/nope")),
+        "slash commands are not history"
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// `/export html` writes a self-contained page with the blocks.
+#[test]
+fn export_html_writes_the_transcript() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text(
+        "an <b>answer</b> with **markdown**",
+    ))])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("question");
+    tmux.wait_for("with markdown");
+    tmux.line("/export html out.html");
+    tmux.wait_for("wrote the transcript to");
+    let html = std::fs::read_to_string(ws.path().join("out.html")).unwrap();
+    assert!(html.starts_with("<!doctype html>"), "{html}");
+    assert!(html.contains("question"));
+    assert!(html.contains("<strong>markdown</strong>"), "{html}");
+    assert!(
+        html.contains("&lt;b&gt;answer&lt;/b&gt;"),
+        "model HTML is text: {html}"
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// `etch resume PREFIX` on a terminal opens the chat with the recent
+/// transcript drawn again and the prompts as history.
+#[test]
+fn resume_draws_the_transcript_and_seeds_history() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("the first answer"))]).unwrap();
+    let run = ws.run(
+        &[
+            &against(&server)[..],
+            &["-p".to_owned(), "first question".to_owned()],
+        ]
+        .concat()
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
+    );
+    run.ok();
+    let id = ws
+        .only_session()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec!["resume".to_owned(), id[..12].to_owned()];
+    args.extend(against(&server));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let tmux = Tmux::start(&ws, &args, &[], SIZE.0, SIZE.1);
+    let history = tmux.wait_for("the first answer");
+    assert!(history.contains("• first question"), "{history}");
+    tmux.keys(&["Up"]);
+    tmux.wait_screen("› first question");
+    tmux.keys(&["C-u", "C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Escape sequences in a tool's output and in the model's text never
+/// reach the terminal: no retitling, no clearing, the text stays.
+#[test]
+fn hostile_escape_sequences_are_shown_harmlessly() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.path().join("evil.txt"),
+        "before\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[3Jafter\n",
+    )
+    .unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command":"cat evil.txt"}"#,
+        )])),
+        Reply::sse(chat_text("model \u{1b}[8mhidden\u{1b}[0m text")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("show it");
+    let history = tmux.wait_for("model hidden text");
+    assert!(history.contains("beforeafter"), "{history}");
+    assert!(
+        history.contains("/help for commands"),
+        "nothing was cleared: {history}"
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// A 1 MB paste is one marker in the editor and is sent whole.
+#[test]
+fn a_large_paste_is_a_marker_and_is_sent_whole() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("got it"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    let big: String = (0..20_000)
+        .map(|i| format!("line {i} of the paste\n"))
+        .collect();
+    tmux.paste(&big);
+    tmux.wait_screen("[paste #1 +20000 lines]");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("got it");
+    let requests = server.requests();
+    let users = user_texts(&requests[0].json());
+    assert_eq!(users[0].trim_end(), big.trim_end());
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Resizes while an answer streams: every history row is written once,
+/// none is lost, and the chat goes on.
+#[test]
+fn a_resize_storm_during_streaming_keeps_history_whole() {
+    let ws = Workspace::new();
+    let lines: String = (1..=40)
+        .map(|i| format!("row-{i:02} of the answer\n\n"))
+        .collect();
+    let server = FakeServer::start(vec![Reply::Sse {
+        events: chat_text_chunks(&lines, 40),
+        gap: Duration::from_millis(20),
+        end: End::Close,
+    }])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("stream");
+    tmux.wait_screen("Responding");
+    for i in 0..30u16 {
+        let (w, h) = if i % 2 == 0 {
+            (60 + i, 20 + i % 7)
+        } else {
+            (120 - i, 34 - i % 5)
+        };
+        tmux.resize(w, h);
+    }
+    tmux.resize(SIZE.0, SIZE.1);
+    tmux.wait_for("row-40 of the answer");
+    tmux.wait_screen("1 req");
+    let history = tmux.history();
+    for i in 1..=40 {
+        assert_eq!(
+            count(&history, &format!("row-{i:02} of the answer")),
+            1,
+            "row {i}:\n{history}"
+        );
+    }
+    assert_eq!(count(&history, "/help for commands"), 1, "{history}");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
