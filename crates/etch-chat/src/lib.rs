@@ -19,6 +19,7 @@
 //! crate must not know how sessions are stored or how models are called.
 
 pub mod app;
+pub mod choices;
 pub mod complete;
 pub mod editor;
 pub mod export;

@@ -206,6 +206,14 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                 Effect::Host(command) => slot.command(&mut app, command).await,
                 Effect::Slash(command) => slot.slash(&mut app, command, Instant::now()).await,
                 Effect::Quit => quit = true,
+                Effect::Picked {
+                    pick,
+                    value,
+                    alternate,
+                } => {
+                    slot.picked(&mut app, pick, value, alternate, Instant::now())
+                        .await;
+                }
             }
         }
         for raw in app.take_raw() {

@@ -5,7 +5,6 @@
 //! commands that need the session: status, context, a new or another
 //! session, model and thinking changes, export, copy, skills.
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
@@ -17,6 +16,7 @@ use etch_runtime::{Context, Notice, Place, RunSettings, Session, Target};
 use etch_session::load_session;
 
 use crate::app::App;
+use crate::app::picker::Pick;
 use crate::render::blocks::{Block, Level};
 use crate::slash::Slash;
 
@@ -125,8 +125,16 @@ impl Slot {
                 }
                 app.new_session();
             }
-            Slash::Resume(Some(prefix)) => self.resume(app, &prefix).await,
-            Slash::Resume(None) => self.list_sessions(app),
+            Slash::Resume(Some(prefix)) => self.resume(app, Target::Prefix(&prefix)).await,
+            Slash::Resume(None) => {
+                let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
+                let choices = crate::choices::sessions(&store, app.session());
+                if choices.is_empty() {
+                    app.notice(Level::Info, "no sessions yet");
+                } else {
+                    app.open_picker(Pick::Resume, "resume which session? (type to filter, Enter to open, Esc to close)", choices, 0);
+                }
+            }
             Slash::Model(Some(spec)) => {
                 let (provider, model) = match spec.split_once('/') {
                     Some((p, m)) if etch_runtime::PROVIDERS.contains(&p) => (p.to_owned(), m.to_owned()),
@@ -134,12 +142,13 @@ impl Slot {
                 };
                 self.send(app, CommandBody::SetModel { provider, model_id: model }, "").await;
             }
-            Slash::Model(None) => app.push(Block::Output(format!(
-                "model: {} {}\nswitch with /model [PROVIDER/]MODEL (providers: {})",
-                app.footer.provider,
-                app.footer.model,
-                etch_runtime::PROVIDERS.join(", ")
-            ))),
+            Slash::Model(None) => {
+                let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
+                let config = &self.launch.place.config.provider;
+                let configured = config.name.as_deref().zip(config.model.as_deref());
+                let choices = crate::choices::models(&store, (&app.footer.provider, &app.footer.model), configured);
+                app.open_picker(Pick::Model, "switch to which model? (type a name to filter or to use it; Enter)", choices, 0);
+            }
             Slash::Thinking(Some(level)) => {
                 match serde_json::from_value::<ThinkingLevel>(serde_json::Value::String(level.clone())) {
                     Ok(level) => self.send(app, CommandBody::SetThinkingLevel { level }, "").await,
@@ -170,10 +179,108 @@ impl Slot {
                 Level::Info,
                 "reload: restart etch with `etch resume` to pick up changed config, AGENTS.md or skills",
             ),
-            Slash::Fork | Slash::Tree | Slash::Name(_) => {
-                app.notice(Level::Info, "this command is not available in this chat yet");
+            Slash::Fork | Slash::Tree => {
+                let Some(loaded) = Self::loaded(app) else {
+                    return;
+                };
+                if command == Slash::Fork {
+                    let choices = crate::choices::prompts(&loaded);
+                    if choices.is_empty() {
+                        app.notice(Level::Info, "there is no prompt to fork from yet");
+                    } else {
+                        app.open_picker(Pick::Fork, "fork a new session before which prompt? (Enter; Esc to close)", choices, 0);
+                    }
+                } else {
+                    let (choices, selected) = crate::choices::tree(&loaded);
+                    if choices.is_empty() {
+                        app.notice(Level::Info, "the session has no messages yet");
+                    } else {
+                        app.open_picker(
+                            Pick::Tree,
+                            "move to which point? (● active branch; Enter: go there, Tab: go and summarize the branch left; Esc)",
+                            choices,
+                            selected,
+                        );
+                    }
+                }
             }
+            Slash::Name(title) => match app.session().map(str::to_owned) {
+                Some(id) => {
+                    let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
+                    match store.rename(&id, &title) {
+                        Ok(row) => app.notice(Level::Info, format!("session {id} is now named \"{}\"", row.title)),
+                        Err(err) => app.notice(Level::Error, format!("could not rename the session: {err}")),
+                    }
+                }
+                None => app.notice(Level::Info, "no session yet: it starts with your first prompt"),
+            },
             Slash::Help | Slash::Hotkeys | Slash::Quit | Slash::Compact(_) | Slash::Unknown(_) | Slash::Usage(_) => {}
+        }
+    }
+
+    /// A picker's choice.
+    pub async fn picked(
+        &mut self,
+        app: &mut App,
+        pick: Pick,
+        value: String,
+        alternate: bool,
+        now: Instant,
+    ) {
+        match pick {
+            Pick::Resume => self.resume(app, Target::Path(Path::new(&value))).await,
+            Pick::Model => Box::pin(self.slash(app, Slash::Model(Some(value)), now)).await,
+            Pick::Fork => {
+                let effect = app.fork(value);
+                if let crate::app::Effect::Host(command) = effect {
+                    self.command(app, command).await;
+                }
+            }
+            Pick::Tree => {
+                let Some(loaded) = Self::loaded(app) else {
+                    return;
+                };
+                // A prompt is gone back to from before it, with its text in
+                // the editor to change and send again (a new branch).
+                let Some(event) = loaded.events.iter().find(|e| e.id == value) else {
+                    app.notice(Level::Warning, "that point is no longer in the session");
+                    return;
+                };
+                let mut target = value.clone();
+                if event.kind == etch_session::types::MESSAGE_USER
+                    && let Some(parent) = &event.parent_id
+                {
+                    target.clone_from(parent);
+                    if let Ok(data) = event.parse_data::<etch_session::event::UserData>() {
+                        app.set_draft(&etch_model::content::joined_text(&data.content));
+                    }
+                }
+                let effect = app.navigate(target, alternate, now);
+                if let crate::app::Effect::Host(command) = effect {
+                    self.command(app, command).await;
+                }
+            }
+        }
+    }
+
+    /// The session's log, loaded, or a notice saying why not.
+    fn loaded(app: &mut App) -> Option<etch_session::LoadedSession> {
+        let Some(path) = app.session_file().map(Path::to_path_buf) else {
+            app.notice(
+                Level::Info,
+                "no session yet: it starts with your first prompt",
+            );
+            return None;
+        };
+        match load_session(&path) {
+            Ok(loaded) => Some(loaded),
+            Err(err) => {
+                app.notice(
+                    Level::Error,
+                    format!("cannot read {}: {err}", path.display()),
+                );
+                None
+            }
         }
     }
 
@@ -233,14 +340,14 @@ impl Slot {
         }
     }
 
-    /// `/resume PREFIX`: the session it names replaces the current one.
-    async fn resume(&mut self, app: &mut App, prefix: &str) {
+    /// `/resume`: the session `target` names replaces the current one.
+    async fn resume(&mut self, app: &mut App, target: Target<'_>) {
         let mut notices = Vec::new();
         let opened = Session::open(
             self.launch.place.clone(),
             self.launch.settings.clone(),
             self.launch.context.clone(),
-            Target::Prefix(prefix),
+            target,
             &mut |n: Notice| notices.push(n),
             &mut NoopObserver,
         )
@@ -263,21 +370,6 @@ impl Slot {
                 app.notice(Level::Warning, notice.message);
             }
         }
-    }
-
-    /// `/resume` without a prefix: the recent sessions to pick from.
-    fn list_sessions(&self, app: &mut App) {
-        let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
-        let rows = store.list().map(|(rows, _)| rows).unwrap_or_default();
-        if rows.is_empty() {
-            app.notice(Level::Info, "no sessions yet");
-            return;
-        }
-        let mut text = String::from("recent sessions (continue one with /resume PREFIX):\n");
-        for row in rows.iter().take(15) {
-            let _ = writeln!(text, "  {}  {}  {}", &row.id, row.created_at, row.title);
-        }
-        app.push(Block::Output(text.trim_end().to_owned()));
     }
 
     /// `/export [html|md|jsonl] [path]`.

@@ -156,9 +156,20 @@ impl SessionStore {
         if !self.dir.exists() {
             return Ok((Vec::new(), Vec::new()));
         }
-        let (mut rows, warnings) = index::read_rows(&self.dir)?;
-        let mut seen: HashSet<String> = HashSet::new();
-        rows.retain(|r| seen.insert(r.id.clone()));
+        let (all, warnings) = index::read_rows(&self.dir)?;
+        // The first row of an id describes the session; a later row for
+        // the same id renames it (the chat's /name appends one).
+        let mut rows: Vec<IndexRow> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for row in all {
+            if let Some(&i) = at.get(&row.id) {
+                rows[i].title = row.title;
+            } else {
+                at.insert(row.id.clone(), rows.len());
+                rows.push(row);
+            }
+        }
+        let mut seen: HashSet<String> = at.into_keys().collect();
         let entries = std::fs::read_dir(&self.dir).map_err(|source| SessionError::Io {
             action: "read session directory",
             path: self.dir.clone(),
@@ -183,6 +194,26 @@ impl SessionStore {
         }
         rows.sort_by(|a, b| b.id.cmp(&a.id));
         Ok((rows, warnings))
+    }
+
+    /// Renames the session `id` in the index: a row with the new title is
+    /// appended (the log itself is not touched), and [`Self::list`] shows
+    /// the latest title.
+    pub fn rename(&self, id: &str, title: &str) -> Result<IndexRow, SessionError> {
+        let (rows, _) = self.list()?;
+        let Some(mut row) = rows.into_iter().find(|r| r.id == id) else {
+            return Err(SessionError::Io {
+                action: "find the session in the index",
+                path: self.dir.join(index::INDEX_FILE),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("no session {id}"),
+                ),
+            });
+        };
+        row.title = index::title_from_prompt(title);
+        index::append_row(&self.dir, &row)?;
+        Ok(row)
     }
 
     /// Resolves a prefix of a full id, or of an id's last 10 characters, to
@@ -287,6 +318,12 @@ mod tests {
         let (rows, _) = store.list().unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].title, "hello world");
+        let renamed = store.rename(&rows[0].id, "  a  better\nname ").unwrap();
+        assert_eq!(renamed.title, "a better");
+        let (rows, _) = store.list().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].title, "a better");
+        assert_eq!(rows[0].created_at, renamed.created_at);
         assert_eq!(store.resolve(&id[..6]).unwrap().id, id);
         assert_eq!(store.resolve(&id[16..20].to_lowercase()).unwrap().id, id);
         assert!(matches!(

@@ -141,7 +141,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         session,
     };
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let outcome = etch_chat::run::run(launch, start, color)
+    let outcome = Box::pin(etch_chat::run::run(launch, start, color))
         .await
         .map_err(|e| Failure::new(exit::FAILED, anyhow::anyhow!(e)))?;
     match outcome.ended {

@@ -459,3 +459,210 @@ fn a_resize_storm_during_streaming_keeps_history_whole() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// Starts the chat on the offline echo model.
+fn echo_chat(ws: &Workspace, width: u16, height: u16) -> Tmux {
+    let tmux = Tmux::start(ws, &["--provider", "echo"], &[], width, height);
+    tmux.wait_for("/help for commands");
+    tmux
+}
+
+/// Waits until the process `pid` has exited.
+fn wait_gone(pid: u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "etch {pid} did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `/fork` picks an earlier prompt: a new session file starts before it
+/// and the prompt is back in the editor.
+#[test]
+fn fork_starts_a_new_session_before_an_earlier_prompt() {
+    let ws = Workspace::new();
+    let tmux = echo_chat(&ws, SIZE.0, SIZE.1);
+    tmux.line("first prompt");
+    tmux.wait_for("─ ");
+    tmux.line("second prompt");
+    tmux.wait("two turn footers", |h| count(h, "─ 0.") >= 2);
+    tmux.line("/fork");
+    tmux.wait_screen("fork a new session before which prompt?");
+    tmux.keys(&["Down"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("forked into a new session");
+    tmux.wait_screen("› first prompt");
+    assert_eq!(ws.session_files().len(), 2);
+    tmux.keys(&["Enter"]);
+    tmux.wait("the forked session's answer", |h| {
+        count(h, "• first prompt") >= 4
+    });
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+    let history = tmux.history();
+    let newest = ws.session_files().into_iter().max().unwrap();
+    let id = newest.file_stem().unwrap().to_string_lossy().into_owned();
+    assert!(history.contains(&format!("etch resume {id}")), "{history}");
+    let events = jsonl(&newest);
+    let users: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .collect();
+    assert_eq!(
+        users.len(),
+        1,
+        "the fork holds what came before the prompt, then the prompt sent again"
+    );
+}
+
+/// `/tree` goes back to an earlier prompt (its text in the editor); what
+/// is sent from there is a new branch, and the old one stays in the tree.
+#[test]
+fn tree_moves_back_and_a_new_branch_grows() {
+    let ws = Workspace::new();
+    let tmux = echo_chat(&ws, SIZE.0, SIZE.1);
+    tmux.line("alpha");
+    tmux.wait_for("─ ");
+    tmux.line("beta");
+    tmux.wait("two turns", |h| count(h, "─ 0.") >= 2);
+    tmux.line("/tree");
+    tmux.wait_screen("move to which point?");
+    // The leaf's answer is selected; two rows up is the prompt "beta".
+    tmux.keys(&["Up"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("moved in the session tree");
+    tmux.wait_screen("› beta");
+    tmux.keys(&["C-u"]);
+    tmux.line("gamma");
+    tmux.wait_for("• gamma");
+    tmux.wait("three turns", |h| count(h, "─ 0.") >= 3);
+    tmux.line("/tree");
+    let screen = tmux.wait_screen("move to which point?");
+    assert!(screen.contains("○ you: beta"), "{screen}");
+    assert!(screen.contains("● you: gamma"), "{screen}");
+    assert!(screen.contains("● you: alpha"), "{screen}");
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Ctrl-C clears a draft, and twice on an empty one quits.
+#[test]
+fn ctrl_c_twice_quits() {
+    let ws = Workspace::new();
+    let tmux = echo_chat(&ws, SIZE.0, SIZE.1);
+    tmux.type_text("a draft");
+    tmux.wait_screen("› a draft");
+    tmux.keys(&["C-c"]);
+    tmux.keys(&["C-c"]);
+    tmux.wait_screen("press Ctrl-C again to quit");
+    tmux.keys(&["C-c"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// SIGTERM during a run: the run is aborted, the terminal given back,
+/// the log valid (a resumed run sends a well-formed history).
+#[test]
+fn sigterm_mid_run_keeps_the_session_valid() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command":"sleep 30"}"#,
+        )])),
+        Reply::sse(chat_text("resumed fine")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("run a long command");
+    tmux.wait_screen("Running tools");
+    let pid = tmux.etch_pid();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(tmux.exit_code(), 130);
+    let events = jsonl(&ws.only_session());
+    let tool = events
+        .iter()
+        .find(|e| e["type"] == "message.tool")
+        .expect("the call got a result");
+    assert!(
+        tool["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Operation aborted")
+    );
+    let id = ws
+        .only_session()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec!["resume".to_owned(), id, "-p".to_owned(), "go on".to_owned()];
+    args.extend(against(&server));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert!(ws.run(&args).ok().contains("resumed fine"));
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+}
+
+/// The terminal closing mid-run (SIGHUP) aborts the run and leaves a
+/// valid session.
+#[test]
+fn the_terminal_closing_mid_run_keeps_the_session_valid() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![stalled()]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("stream something");
+    tmux.wait_screen("Responding");
+    let pid = tmux.etch_pid();
+    tmux.close_terminal();
+    wait_gone(pid);
+    let events = jsonl(&ws.only_session());
+    assert_eq!(
+        types(&events)
+            .iter()
+            .filter(|t| *t == "message.assistant")
+            .count(),
+        0
+    );
+    assert_eq!(
+        types(&events)
+            .iter()
+            .filter(|t| *t == "message.user")
+            .count(),
+        1
+    );
+    let shown = ws.run(&["show"]);
+    assert!(shown.ok().contains("stream something"));
+}
+
+/// A 20x5 terminal and smaller: the chat degrades and keeps working.
+#[test]
+fn a_tiny_terminal_still_works() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(&ws, &["--provider", "echo"], &[], 20, 5);
+    tmux.wait_for("etch");
+    tmux.line("hello from a small terminal");
+    tmux.wait_for("terminal");
+    tmux.resize(8, 3);
+    tmux.line("x");
+    tmux.resize(20, 5);
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+    let events = jsonl(&ws.only_session());
+    assert_eq!(
+        types(&events)
+            .iter()
+            .filter(|t| *t == "message.user")
+            .count(),
+        2
+    );
+}

@@ -117,6 +117,52 @@ impl App {
                     self.notice(Level::Error, format!("compaction failed: {error}"));
                 }
             }
+            Some(Purpose::Fork) => {
+                self.waiting.remove(&id);
+                if failed {
+                    self.notice(Level::Error, format!("fork failed: {error}"));
+                    return;
+                }
+                if let Some(session) = data.get("sessionId").and_then(Value::as_str) {
+                    self.session = Some(session.to_owned());
+                }
+                if let Some(file) = data.get("sessionFile").and_then(Value::as_str) {
+                    self.session_file = Some(file.into());
+                }
+                self.notice(
+                    Level::Info,
+                    format!(
+                        "forked into a new session {}; edit the prompt and send it",
+                        self.session.as_deref().unwrap_or("")
+                    ),
+                );
+                if let Some(text) = data.get("text").and_then(Value::as_str) {
+                    self.editor.clear();
+                    self.editor.set(text);
+                }
+            }
+            Some(Purpose::Navigate) => {
+                self.waiting.remove(&id);
+                if self
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.label == Label::Command("navigate".into()))
+                {
+                    self.run = None;
+                }
+                if failed {
+                    self.notice(Level::Error, format!("could not move there: {error}"));
+                    return;
+                }
+                let summary = data.get("summary").and_then(Value::as_str);
+                let text = match summary {
+                    Some(_) => {
+                        "moved in the session tree; the branch left behind was summarized into the context"
+                    }
+                    None => "moved in the session tree; the next prompt starts a new branch here",
+                };
+                self.notice(Level::Info, text);
+            }
             Some(Purpose::Other(what)) => {
                 self.waiting.remove(&id);
                 if failed {

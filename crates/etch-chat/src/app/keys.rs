@@ -67,6 +67,9 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.armed = false;
         }
+        if self.picker.is_some() {
+            return self.picker_key(key);
+        }
         if self.popup.is_some()
             && let Some(effects) = self.popup_key(key)
         {

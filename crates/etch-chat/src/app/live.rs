@@ -46,7 +46,11 @@ impl App {
         if height >= 6 {
             bottom.push(Line::from(Span::styled("─".repeat(width), theme::muted())));
         }
-        if let Some(popup) = &self.popup {
+        if let Some(picker) = &self.picker {
+            let mut rows = picker.render(width, height.saturating_sub(bottom.len() + 1));
+            rows.reverse();
+            bottom.extend(rows);
+        } else if let Some(popup) = &self.popup {
             let mut rows: Vec<Line<'static>> = popup
                 .items
                 .iter()

@@ -16,6 +16,7 @@ mod events;
 pub mod footer;
 mod keys;
 mod live;
+pub mod picker;
 mod session;
 
 use std::collections::HashMap;
@@ -42,6 +43,16 @@ pub enum Effect {
     Slash(Slash),
     /// Leave the chat.
     Quit,
+    /// A picker's choice: `alternate` when chosen with Tab (for `/tree`:
+    /// summarize the branch left behind).
+    Picked {
+        /// What was picked.
+        pick: picker::Pick,
+        /// The choice's value.
+        value: String,
+        /// Chosen with Tab.
+        alternate: bool,
+    },
 }
 
 /// Why a command was sent, to know what to do with its response.
@@ -55,6 +66,10 @@ enum Purpose {
     Bash(String),
     /// `/compact`.
     Compact,
+    /// `/fork`: the new session's id and the prompt put back.
+    Fork,
+    /// `/tree`: where the leaf moved.
+    Navigate,
     /// Any other command: its errors are shown, its success said.
     Other(String),
 }
@@ -150,6 +165,8 @@ pub struct App {
     next_id: u64,
     /// Completion choices shown, and the selected one.
     pub(crate) popup: Option<keys::Popup>,
+    /// An open picker.
+    pub(crate) picker: Option<picker::Picker>,
     /// The project's files for `@` search, once listed.
     pub(crate) files: Option<Vec<String>>,
     /// Skill names.
@@ -182,6 +199,7 @@ impl App {
             aborting: false,
             next_id: 0,
             popup: None,
+            picker: None,
             files: None,
             skills: start.skills,
             raw_out: Vec::new(),
@@ -267,6 +285,24 @@ impl App {
     /// slash commands that map onto host commands.
     pub fn host_command(&mut self, body: CommandBody, what: &str) -> Effect {
         self.command(body, Purpose::Other(what.to_owned()))
+    }
+
+    /// `/fork` of the event `entry`: the response names the new session.
+    pub fn fork(&mut self, entry: String) -> Effect {
+        self.command(CommandBody::Fork { entry_id: entry }, Purpose::Fork)
+    }
+
+    /// `/tree`: move the leaf to `entry`, summarizing the branch left
+    /// behind when `summarize`.
+    pub fn navigate(&mut self, entry: String, summarize: bool, now: Instant) -> Effect {
+        self.command_running("navigate", now);
+        self.command(
+            CommandBody::Navigate {
+                entry_id: entry,
+                summarize,
+            },
+            Purpose::Navigate,
+        )
     }
 
     /// Sends a prompt, or steering while a run is active (C21: admitted

@@ -82,6 +82,12 @@ impl App {
         }
     }
 
+    /// Puts `text` in the editor (replacing the draft).
+    pub fn set_draft(&mut self, text: &str) {
+        self.editor.clear();
+        self.editor.set(text);
+    }
+
     /// Bytes the runner writes to the terminal as they are, between
     /// frames (OSC 52).
     pub fn take_raw(&mut self) -> Vec<String> {

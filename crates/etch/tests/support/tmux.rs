@@ -164,6 +164,33 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The pid of etch (the child of the pane's shell).
+    pub fn etch_pid(&self) -> u32 {
+        let out = self
+            .cmd()
+            .args(["list-panes", "-t", "t", "-F", "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .unwrap_or_default();
+        children
+            .split_whitespace()
+            .next()
+            .expect("etch runs in the pane")
+            .parse()
+            .unwrap()
+    }
+
+    /// Kills the tmux server: the terminal goes away under etch (SIGHUP).
+    pub fn close_terminal(&self) {
+        let _ = self
+            .cmd()
+            .arg("kill-server")
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+
     /// Resizes the terminal.
     pub fn resize(&self, width: u16, height: u16) {
         let status = self
@@ -237,7 +264,11 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = self.cmd().arg("kill-server").status();
+        let _ = self
+            .cmd()
+            .arg("kill-server")
+            .stderr(std::process::Stdio::null())
+            .status();
     }
 }
 

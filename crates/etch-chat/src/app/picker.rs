@@ -1,0 +1,189 @@
+//! Pickers: a list to choose from under the editor (`/resume`, `/model`,
+//! `/fork`, `/tree`), filtered by what is typed, moved with Up and Down,
+//! chosen with Enter (Tab too, for `/tree`: navigate with a summary of
+//! the branch left behind), closed with Esc. What a choice does is the
+//! runner's business ([`Effect::Picked`]).
+
+use crossterm::event::{KeyCode, KeyModifiers};
+use ratatui_core::text::{Line, Span};
+
+use super::{App, Effect, Key};
+use crate::render::theme;
+use crate::render::wrap::truncate;
+
+/// Rows of choices shown at once.
+const ROWS: usize = 10;
+
+/// What a picker chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// A session to resume (values are session files).
+    Resume,
+    /// A model (values are `provider/model`; typed text is taken as a
+    /// model name when nothing matches).
+    Model,
+    /// A prompt to fork before (values are event ids).
+    Fork,
+    /// A point of the session tree (values are event ids).
+    Tree,
+}
+
+/// One choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// What is shown.
+    pub label: String,
+    /// What is handed back.
+    pub value: String,
+}
+
+/// An open picker.
+#[derive(Debug, Clone)]
+pub struct Picker {
+    /// What it chooses.
+    pub pick: Pick,
+    /// Its title row.
+    pub title: String,
+    /// All choices.
+    pub choices: Vec<Choice>,
+    /// Typed filter.
+    pub filter: String,
+    /// Selected row among the filtered choices.
+    pub selected: usize,
+}
+
+impl Picker {
+    /// The choices the filter lets through.
+    fn visible(&self) -> Vec<&Choice> {
+        let filter = self.filter.to_lowercase();
+        self.choices
+            .iter()
+            .filter(|c| filter.is_empty() || c.label.to_lowercase().contains(&filter))
+            .collect()
+    }
+
+    /// The rows to draw, at most `max` (title, filter, choices around the
+    /// selection).
+    pub fn render(&self, width: usize, max: usize) -> Vec<Line<'static>> {
+        let visible = self.visible();
+        let mut rows = vec![Line::from(Span::styled(
+            truncate(&self.title, width),
+            theme::strong(),
+        ))];
+        if !self.filter.is_empty() {
+            rows.push(Line::from(Span::styled(
+                truncate(&format!("filter: {}", self.filter), width),
+                theme::muted(),
+            )));
+        }
+        let room = max.saturating_sub(rows.len()).clamp(1, ROWS);
+        let first = self.selected.saturating_sub(room - 1);
+        for (i, choice) in visible.iter().enumerate().skip(first).take(room) {
+            let style = if i == self.selected {
+                theme::caret()
+            } else {
+                ratatui_core::style::Style::new()
+            };
+            rows.push(Line::from(Span::styled(
+                truncate(&format!("  {}", choice.label), width),
+                style,
+            )));
+        }
+        if visible.is_empty() {
+            let text = if self.pick == Pick::Model && !self.filter.is_empty() {
+                format!("  Enter: use the model \"{}\"", self.filter)
+            } else {
+                "  (nothing matches)".to_owned()
+            };
+            rows.push(Line::from(Span::styled(text, theme::muted())));
+        }
+        rows
+    }
+}
+
+impl App {
+    /// Opens a picker.
+    pub fn open_picker(
+        &mut self,
+        pick: Pick,
+        title: impl Into<String>,
+        choices: Vec<Choice>,
+        selected: usize,
+    ) {
+        self.popup = None;
+        self.picker = Some(Picker {
+            pick,
+            title: title.into(),
+            selected: selected.min(choices.len().saturating_sub(1)),
+            choices,
+            filter: String::new(),
+        });
+    }
+
+    /// A key while a picker is open.
+    pub(crate) fn picker_key(&mut self, key: Key) -> Vec<Effect> {
+        let Some(picker) = &mut self.picker else {
+            return Vec::new();
+        };
+        let count = picker.visible().len();
+        match key.code {
+            KeyCode::Esc => self.picker = None,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.picker = None;
+            }
+            KeyCode::Up => {
+                picker.selected = picker
+                    .selected
+                    .checked_sub(1)
+                    .unwrap_or(count.saturating_sub(1));
+            }
+            KeyCode::Down => {
+                picker.selected = if count == 0 {
+                    0
+                } else {
+                    (picker.selected + 1) % count
+                }
+            }
+            KeyCode::PageUp => picker.selected = picker.selected.saturating_sub(ROWS),
+            KeyCode::PageDown => {
+                picker.selected = (picker.selected + ROWS).min(count.saturating_sub(1));
+            }
+            KeyCode::Backspace => {
+                picker.filter.pop();
+                picker.selected = 0;
+            }
+            KeyCode::Enter | KeyCode::Tab => {
+                let alternate = key.code == KeyCode::Tab;
+                let value = match picker.visible().get(picker.selected) {
+                    Some(choice) => Some(choice.value.clone()),
+                    None if picker.pick == Pick::Model && !picker.filter.is_empty() => {
+                        Some(picker.filter.clone())
+                    }
+                    None => None,
+                };
+                let pick = picker.pick;
+                if alternate && pick != Pick::Tree {
+                    return Vec::new();
+                }
+                self.picker = None;
+                if let Some(value) = value {
+                    return vec![Effect::Picked {
+                        pick,
+                        value,
+                        alternate,
+                    }];
+                }
+            }
+            KeyCode::Char(c)
+                if !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+            {
+                picker.filter.push(c);
+                picker.selected = 0;
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+}
