@@ -258,3 +258,104 @@ fn live_area_fits_tiny_screens() {
         assert!(rows.len() <= h, "{w}x{h}: {}", rows.len());
     }
 }
+
+/// The live area drawn on ratatui's `TestBackend`, as a terminal of
+/// `width` x `height` would show it.
+fn backend_view(app: &mut App, width: u16, height: u16, now: Instant) -> String {
+    use ratatui_core::backend::{Backend, TestBackend};
+    use ratatui_core::buffer::Buffer;
+    use ratatui_core::layout::Rect;
+    let lines = app.live(usize::from(width), usize::from(height), now);
+    let mut buffer = Buffer::empty(Rect::new(0, 0, width, height));
+    for (y, line) in lines.iter().enumerate() {
+        let y = u16::try_from(y).unwrap();
+        buffer.set_line(0, y, line, width);
+    }
+    let mut backend = TestBackend::new(width, height);
+    let cells = buffer.content().iter().enumerate().map(|(i, cell)| {
+        let i = u16::try_from(i).unwrap();
+        (i % width, i / width, cell)
+    });
+    backend.draw(cells).unwrap();
+    backend.to_string()
+}
+
+/// Snapshots of the live area mid-run at three widths: preview, running
+/// tools, working line, queued prompt, editor, footer.
+#[test]
+fn live_area_snapshots_at_several_widths() {
+    let start = Instant::now();
+    let mut app = App::new(Start {
+        header: vec!["etch".into()],
+        footer: Footer {
+            provider: "openai".into(),
+            model: "qwen3".into(),
+            cwd: "~/src/etch".into(),
+            auth: "OpenAI: Platform API key".into(),
+            budget: 100_000,
+            counters: Counters::default(),
+        },
+        ..Start::default()
+    });
+    let _ = history(&mut app);
+    type_text(&mut app, "fix the parser");
+    app.key(key(KeyCode::Enter), start);
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageEnd {
+            message: WireMessage::Assistant {
+                content: vec![
+                    WirePart::ToolCall {
+                        id: "a".into(),
+                        name: "bash".into(),
+                        arguments: json!({"command": "cargo test"}),
+                    },
+                    WirePart::ToolCall {
+                        id: "b".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "src/parser.rs"}),
+                    },
+                ],
+                stop_reason: None,
+                error_message: None,
+            },
+        },
+    );
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::ToolExecutionStart {
+            tool_call_id: "a".into(),
+            tool_name: "bash".into(),
+            args: json!({"command": "cargo test"}),
+        },
+    );
+    app.output(
+        Output::Event(Event {
+            id: Some("chat-1".into()),
+            body: EventBody::ModelUsage {
+                usage: json!({"inputTokens": 12_345, "outputTokens": 678}),
+            },
+        }),
+        start,
+    );
+    type_text(&mut app, "also the docs");
+    app.key(key(KeyCode::Enter), start);
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::QueueUpdate {
+            steering: vec!["also the docs".into()],
+            follow_up: vec![],
+        },
+    );
+    type_text(&mut app, "next draft");
+    let later = start + Duration::from_millis(3_250);
+    for shot in [(60, 10), (30, 10), (20, 5)] {
+        // The snapshot names carry the size.
+        let view = backend_view(&mut app, shot.0, shot.1, later);
+        insta::assert_snapshot!(format!("live_{}x{}", shot.0, shot.1), view);
+    }
+}
