@@ -200,22 +200,7 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
             () = tokio::time::sleep_until(wake.into()) => {}
         }
         dirty = true;
-        let mut quit = false;
-        for effect in effects {
-            match effect {
-                Effect::Host(command) => slot.command(&mut app, command).await,
-                Effect::Slash(command) => slot.slash(&mut app, command, Instant::now()).await,
-                Effect::Quit => quit = true,
-                Effect::Picked {
-                    pick,
-                    value,
-                    alternate,
-                } => {
-                    slot.picked(&mut app, pick, value, alternate, Instant::now())
-                        .await;
-                }
-            }
-        }
+        let quit = apply(&mut slot, &mut app, effects).await;
         for raw in app.take_raw() {
             let mut out = std::io::stdout();
             let _ = out.write_all(raw.as_bytes());
@@ -231,6 +216,42 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
     }
     let width = usize::from(screen.width());
     let mut last = app.take_history(width);
+    last.extend(closing(&app, &unsent));
+    let session = app.session().map(str::to_owned);
+    // The terminal may be gone (SIGHUP, closed window): nothing to do then.
+    let _ = screen.close(&last);
+    drop(guard);
+    Ok(Outcome {
+        ended,
+        session,
+        unsent,
+    })
+}
+
+/// Carries out the app's effects; returns whether to quit.
+pub(crate) async fn apply(slot: &mut Slot, app: &mut App, effects: Vec<Effect>) -> bool {
+    let mut quit = false;
+    for effect in effects {
+        match effect {
+            Effect::Host(command) => slot.command(app, command).await,
+            Effect::Slash(command) => slot.slash(app, command, Instant::now()).await,
+            Effect::Quit => quit = true,
+            Effect::Picked {
+                pick,
+                value,
+                alternate,
+            } => {
+                slot.picked(app, pick, value, alternate, Instant::now())
+                    .await;
+            }
+        }
+    }
+    quit
+}
+
+/// The closing lines: unsent prompts, the session and how to resume it.
+pub(crate) fn closing(app: &App, unsent: &[String]) -> Vec<Line<'static>> {
+    let mut last = Vec::new();
     if !unsent.is_empty() {
         last.push(Line::from(Span::styled(
             format!(
@@ -241,23 +262,15 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
             theme::warning(),
         )));
     }
-    let session = app.session().map(str::to_owned);
     last.push(Line::default());
-    match &session {
+    match app.session() {
         Some(id) => {
             last.push(Line::from(format!("session {id}")));
             last.push(Line::from(format!("continue with: etch resume {id}")));
         }
         None => last.push(Line::from("no session was started")),
     }
-    // The terminal may be gone (SIGHUP, closed window): nothing to do then.
-    let _ = screen.close(&last);
-    drop(guard);
-    Ok(Outcome {
-        ended,
-        session,
-        unsent,
-    })
+    last
 }
 
 /// Draws one frame: new history rows, then the live area. The size is
@@ -279,7 +292,7 @@ fn draw(app: &mut App, screen: &mut Screen, now: Instant) {
 }
 
 /// Waits for the host's task to end, or forever when there is no host.
-async fn wait(notify: Option<Arc<tokio::sync::Notify>>) {
+pub(crate) async fn wait(notify: Option<Arc<tokio::sync::Notify>>) {
     match notify {
         Some(notify) => notify.notified().await,
         None => std::future::pending().await,

@@ -20,6 +20,10 @@ use crate::app::picker::Pick;
 use crate::render::blocks::{Block, Level};
 use crate::slash::Slash;
 
+/// Reads the configuration again (`/reload`): the place with the new
+/// configuration and the warnings to show, or why it cannot be used.
+pub type Reload = Box<dyn Fn() -> Result<(Place, Vec<String>), String> + Send>;
+
 /// Everything the chat needs to open sessions.
 pub struct Launch {
     /// Where it runs.
@@ -30,6 +34,8 @@ pub struct Launch {
     pub context: Context,
     /// A session opened already (`etch resume`), if any.
     pub session: Option<Session>,
+    /// Reads the configuration again.
+    pub reload: Reload,
 }
 
 /// The session the chat drives, once there is one.
@@ -112,11 +118,19 @@ impl Slot {
                 Some(path) => match load_session(path) {
                     Ok(loaded) => {
                         let stats = etch_session::session_stats(&loaded);
-                        app.push(Block::Output(report::status_text(&stats, path).trim_end().to_owned()));
+                        app.push(Block::Output(
+                            report::status_text(&stats, path).trim_end().to_owned(),
+                        ));
                     }
-                    Err(err) => app.notice(Level::Error, format!("cannot read {}: {err}", path.display())),
+                    Err(err) => app.notice(
+                        Level::Error,
+                        format!("cannot read {}: {err}", path.display()),
+                    ),
                 },
-                None => app.notice(Level::Info, "no session yet: it starts with your first prompt"),
+                None => app.notice(
+                    Level::Info,
+                    "no session yet: it starts with your first prompt",
+                ),
             },
             Slash::Context | Slash::ContextDump(_) => self.context_report(app, &command),
             Slash::New => {
@@ -132,22 +146,46 @@ impl Slot {
                 if choices.is_empty() {
                     app.notice(Level::Info, "no sessions yet");
                 } else {
-                    app.open_picker(Pick::Resume, "resume which session? (type to filter, Enter to open, Esc to close)", choices, 0);
+                    app.open_picker(
+                        Pick::Resume,
+                        "resume which session? (type to filter, Enter to open, Esc to close)",
+                        choices,
+                        0,
+                    );
                 }
             }
             Slash::Model(Some(spec)) => {
                 let (provider, model) = match spec.split_once('/') {
-                    Some((p, m)) if etch_runtime::PROVIDERS.contains(&p) => (p.to_owned(), m.to_owned()),
+                    Some((p, m)) if etch_runtime::PROVIDERS.contains(&p) => {
+                        (p.to_owned(), m.to_owned())
+                    }
                     _ => (app.footer.provider.clone(), spec.clone()),
                 };
-                self.send(app, CommandBody::SetModel { provider, model_id: model }, "").await;
+                self.send(
+                    app,
+                    CommandBody::SetModel {
+                        provider,
+                        model_id: model,
+                    },
+                    "",
+                )
+                .await;
             }
             Slash::Model(None) => {
                 let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
                 let config = &self.launch.place.config.provider;
                 let configured = config.name.as_deref().zip(config.model.as_deref());
-                let choices = crate::choices::models(&store, (&app.footer.provider, &app.footer.model), configured);
-                app.open_picker(Pick::Model, "switch to which model? (type a name to filter or to use it; Enter)", choices, 0);
+                let choices = crate::choices::models(
+                    &store,
+                    (&app.footer.provider, &app.footer.model),
+                    configured,
+                );
+                app.open_picker(
+                    Pick::Model,
+                    "switch to which model? (type a name to filter or to use it; Enter)",
+                    choices,
+                    0,
+                );
             }
             Slash::Thinking(Some(level)) => {
                 match serde_json::from_value::<ThinkingLevel>(serde_json::Value::String(level.clone())) {
@@ -159,7 +197,13 @@ impl Slot {
                 }
             }
             Slash::Thinking(None) => {
-                let level = self.launch.settings.provider.reasoning_effort.clone().unwrap_or_else(|| "the provider's default".into());
+                let level = self
+                    .launch
+                    .settings
+                    .provider
+                    .reasoning_effort
+                    .clone()
+                    .unwrap_or_else(|| "the provider's default".into());
                 app.push(Block::Output(format!(
                     "thinking: {level}\nchange with /thinking off|none|minimal|low|medium|high|xhigh"
                 )));
@@ -175,10 +219,7 @@ impl Slot {
                 }
                 Err(err) => app.notice(Level::Warning, err.to_string()),
             },
-            Slash::Reload => app.notice(
-                Level::Info,
-                "reload: restart etch with `etch resume` to pick up changed config, AGENTS.md or skills",
-            ),
+            Slash::Reload => self.reload(app),
             Slash::Fork | Slash::Tree => {
                 let Some(loaded) = Self::loaded(app) else {
                     return;
@@ -188,7 +229,12 @@ impl Slot {
                     if choices.is_empty() {
                         app.notice(Level::Info, "there is no prompt to fork from yet");
                     } else {
-                        app.open_picker(Pick::Fork, "fork a new session before which prompt? (Enter; Esc to close)", choices, 0);
+                        app.open_picker(
+                            Pick::Fork,
+                            "fork a new session before which prompt? (Enter; Esc to close)",
+                            choices,
+                            0,
+                        );
                     }
                 } else {
                     let (choices, selected) = crate::choices::tree(&loaded);
@@ -208,14 +254,74 @@ impl Slot {
                 Some(id) => {
                     let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
                     match store.rename(&id, &title) {
-                        Ok(row) => app.notice(Level::Info, format!("session {id} is now named \"{}\"", row.title)),
-                        Err(err) => app.notice(Level::Error, format!("could not rename the session: {err}")),
+                        Ok(row) => app.notice(
+                            Level::Info,
+                            format!("session {id} is now named \"{}\"", row.title),
+                        ),
+                        Err(err) => {
+                            app.notice(
+                                Level::Error,
+                                format!("could not rename the session: {err}"),
+                            );
+                        }
                     }
                 }
-                None => app.notice(Level::Info, "no session yet: it starts with your first prompt"),
+                None => app.notice(
+                    Level::Info,
+                    "no session yet: it starts with your first prompt",
+                ),
             },
-            Slash::Help | Slash::Hotkeys | Slash::Quit | Slash::Compact(_) | Slash::Unknown(_) | Slash::Usage(_) => {}
+            Slash::Help
+            | Slash::Hotkeys
+            | Slash::Quit
+            | Slash::Compact(_)
+            | Slash::Unknown(_)
+            | Slash::Usage(_) => {}
         }
+    }
+
+    /// `/reload`: configuration, instruction files and skills read again;
+    /// the next run uses them (the model stays: `/model` changes it).
+    fn reload(&mut self, app: &mut App) {
+        let (place, warnings) = match (self.launch.reload)() {
+            Ok(read) => read,
+            Err(why) => {
+                app.notice(
+                    Level::Error,
+                    format!("the configuration was not reloaded: {why}"),
+                );
+                return;
+            }
+        };
+        let context = match Context::build(&place, &self.launch.settings) {
+            Ok(context) => context,
+            Err(err) => {
+                app.notice(Level::Error, format!("the context was not reloaded: {err}"));
+                return;
+            }
+        };
+        for warning in warnings.iter().chain(&context.assembled.diagnostics) {
+            app.notice(Level::Warning, warning.clone());
+        }
+        let skills: Vec<String> = context
+            .assembled
+            .skills
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        let summary = format!(
+            "reloaded: {} instruction file(s), {} skill(s), {} tool(s)",
+            context.assembled.instruction_files.len(),
+            skills.len(),
+            context.tools.specs().len()
+        );
+        if let Some(session) = self.host.as_mut().and_then(Host::session_mut) {
+            session.reload(place.clone(), context.clone());
+        }
+        self.launch.place = place;
+        self.launch.context = context;
+        app.set_skills(skills);
+        app.notice(Level::Info, summary);
     }
 
     /// A picker's choice.

@@ -182,6 +182,14 @@ impl Session {
         )
     }
 
+    /// Takes a newly read configuration and context (the chat's
+    /// `/reload`: config, AGENTS.md, skills); the next run uses them. The
+    /// client stays: a model change goes through [`Self::reconfigure`].
+    pub fn reload(&mut self, place: Place, context: Context) {
+        self.place = place;
+        self.context = context;
+    }
+
     /// Makes sure the project's `.etch/` keeps etch's state out of git
     /// (a run or a tool may have created it); a failure is a warning.
     pub fn tidy(&self) -> Option<Notice> {

@@ -134,16 +134,37 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             start.footer.counters = replay.counters;
         }
     }
+    let base = place.clone();
+    let reload = Box::new(move || {
+        let mut loaded = etch_config::load(&base.cwd, base.home.as_deref());
+        if loaded.has_errors() {
+            let errors: Vec<String> = loaded.diagnostics.iter().map(ToString::to_string).collect();
+            return Err(format!("{} (see etch config check)", errors.join("; ")));
+        }
+        let mut warnings: Vec<String> =
+            loaded.diagnostics.iter().map(ToString::to_string).collect();
+        warnings.extend(crate::config_cmd::distrust_project_credentials(&mut loaded));
+        let place = Place {
+            config: loaded.config,
+            ..base.clone()
+        };
+        Ok((place, warnings))
+    });
     let launch = Launch {
         place: place.clone(),
         settings,
         context,
         session,
+        reload,
     };
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let outcome = Box::pin(etch_chat::run::run(launch, start, color))
-        .await
-        .map_err(|e| Failure::new(exit::FAILED, anyhow::anyhow!(e)))?;
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    let outcome = if dumb {
+        Box::pin(etch_chat::line::run(launch, start)).await
+    } else {
+        Box::pin(etch_chat::run::run(launch, start, color)).await
+    };
+    let outcome = outcome.map_err(|e| Failure::new(exit::FAILED, anyhow::anyhow!(e)))?;
     match outcome.ended {
         Ended::Quit => Ok(()),
         Ended::Signal(_) | Ended::TerminalClosed => Err(Failure::silent(exit::INTERRUPTED)),

@@ -100,21 +100,25 @@ fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
 /// the user's credentials to a server of its choosing: `[openai] auth =
 /// "api-key"` or `"login"` there is ignored (with a warning) and `auto`
 /// applies; only `~/.etch/config.toml` may say it.
-pub fn distrust_project_credentials(loaded: &mut Loaded) {
+///
+/// Returns the warning to show when something was ignored.
+pub fn distrust_project_credentials(loaded: &mut Loaded) -> Option<String> {
     let auth = loaded.config.openai.auth.as_str();
     if !matches!(auth, "api-key" | "login") {
-        return;
+        return None;
     }
     if let etch_config::Source::File(path) = loaded.source("openai.auth")
         && loaded.files.project.as_deref() == Some(path.as_path())
     {
-        eprintln!(
-            "etch: warning: [openai] auth = \"{auth}\" in {} is ignored: a project file may not send \
+        let warning = format!(
+            "[openai] auth = \"{auth}\" in {} is ignored: a project file may not send \
              your credentials to another server; set it in ~/.etch/config.toml if you mean it",
             path.display()
         );
         "auto".clone_into(&mut loaded.config.openai.auth);
+        return Some(warning);
     }
+    None
 }
 
 /// Reports problems before another command runs. With `strict` (commands

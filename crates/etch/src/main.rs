@@ -127,7 +127,9 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         )
     );
     config_cmd::report(&config, runs_model)?;
-    config_cmd::distrust_project_credentials(&mut config);
+    if let Some(warning) = config_cmd::distrust_project_credentials(&mut config) {
+        eprintln!("etch: warning: {warning}");
+    }
     let session_dir = paths::session_dir(
         &cwd,
         global.session_dir.as_deref(),

@@ -666,3 +666,74 @@ fn a_tiny_terminal_still_works() {
         2
     );
 }
+
+/// `!cmd` adds the output to the context; `!!cmd` shows it only.
+#[test]
+fn bang_commands_run_bash_with_and_without_context() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("seen"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("!echo kept-output");
+    tmux.wait_for("kept-output");
+    tmux.line("!!echo private-output");
+    tmux.wait_for("private-output");
+    tmux.line("what did I run?");
+    tmux.wait_for("• seen");
+    let body = server.requests()[0].body_text();
+    assert!(body.contains("Ran `echo kept-output`"), "{body}");
+    assert!(!body.contains("private-output"), "{body}");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// `/reload` reads AGENTS.md again: the next request carries it.
+#[test]
+fn reload_picks_up_a_new_agents_file() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("one")),
+        Reply::sse(chat_text("two")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("first");
+    tmux.wait_for("• one");
+    std::fs::write(
+        ws.path().join("AGENTS.md"),
+        "Always answer in haiku (reloaded rule).\n",
+    )
+    .unwrap();
+    tmux.line("/reload");
+    tmux.wait_for("reloaded: 1 instruction file(s)");
+    tmux.line("second");
+    tmux.wait_for("• two");
+    let requests = server.requests();
+    assert!(!requests[0].body_text().contains("reloaded rule"));
+    assert!(requests[1].body_text().contains("reloaded rule"));
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// With `TERM=dumb` the chat is line by line: plain text, no cursor
+/// movement, end of input quits.
+#[test]
+fn a_dumb_terminal_gets_the_line_mode() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(
+        &ws,
+        &["--provider", "echo"],
+        &[("TERM", "dumb")],
+        SIZE.0,
+        SIZE.1,
+    );
+    tmux.wait_for("/help for commands");
+    tmux.line("plain **words**");
+    tmux.wait_for("• plain words");
+    tmux.line("/nope");
+    tmux.wait_for("unknown command: /nope");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+    let history = tmux.history();
+    assert!(history.contains("continue with: etch resume"), "{history}");
+    assert!(!history.contains("────"), "no live area: {history}");
+}

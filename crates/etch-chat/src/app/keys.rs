@@ -118,6 +118,28 @@ impl App {
         Vec::new()
     }
 
+    /// A whole line typed in line mode: a prompt, a command or `!cmd`.
+    pub fn submit_line(&mut self, text: &str, now: Instant) -> Vec<Effect> {
+        self.editor.clear();
+        self.editor.insert(text);
+        self.submit(now)
+    }
+
+    /// Ctrl-C from a signal (line mode): cancel the run.
+    pub fn interrupt(&mut self) -> Vec<Effect> {
+        self.abort().into_iter().collect()
+    }
+
+    /// Whether a picker is open.
+    pub fn picker_open(&self) -> bool {
+        self.picker.is_some()
+    }
+
+    /// Closes the picker.
+    pub fn close_picker(&mut self) {
+        self.picker = None;
+    }
+
     /// A bracketed paste.
     pub fn paste(&mut self, text: &str) {
         self.armed = false;

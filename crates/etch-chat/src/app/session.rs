@@ -82,6 +82,11 @@ impl App {
         }
     }
 
+    /// The skills Tab completes after `/skill:`.
+    pub fn set_skills(&mut self, skills: Vec<String>) {
+        self.skills = skills;
+    }
+
     /// Puts `text` in the editor (replacing the draft).
     pub fn set_draft(&mut self, text: &str) {
         self.editor.clear();

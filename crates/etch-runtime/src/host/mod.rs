@@ -195,6 +195,12 @@ impl Host {
         self.session.as_ref()
     }
 
+    /// The session to change, when no task holds it (the chat's
+    /// `/reload`).
+    pub fn session_mut(&mut self) -> Option<&mut Session> {
+        self.session.as_mut()
+    }
+
     /// Whether a run or a long command is active.
     pub fn is_busy(&self) -> bool {
         self.running.is_some()
