@@ -737,3 +737,91 @@ fn a_dumb_terminal_gets_the_line_mode() {
     assert!(history.contains("continue with: etch resume"), "{history}");
     assert!(!history.contains("────"), "no live area: {history}");
 }
+
+/// A Chat Completions stream with reasoning, then an answer.
+fn reasoning_then(text: &str) -> Vec<String> {
+    use etch_test_support::sse_data;
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        sse_data(
+            &serde_json::json!({
+                "id": "c", "object": "chat.completion.chunk", "model": "m1",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+            })
+            .to_string(),
+        )
+    };
+    vec![
+        chunk(
+            serde_json::json!({"role": "assistant", "reasoning_content": "**Weighing options** first I compare the two parsers"}),
+            None,
+        ),
+        chunk(serde_json::json!({"content": text}), None),
+        chunk(serde_json::json!({}), Some("stop")),
+        sse_data("[DONE]"),
+    ]
+}
+
+/// Reasoning is drawn as its own block before the answer, and drawn
+/// again when the session is resumed (E-CHAT-19).
+#[test]
+fn reasoning_is_shown_and_replayed_on_resume() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(reasoning_then("the verdict"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("which parser?");
+    let history = tmux.wait_for("• the verdict");
+    let thought = history
+        .find("first I compare the two parsers")
+        .expect(&history);
+    assert!(
+        thought < history.find("• the verdict").unwrap(),
+        "{history}"
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+    let id = ws
+        .only_session()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec!["resume".to_owned(), id[..12].to_owned()];
+    args.extend(against(&server));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let again = Tmux::start(&ws, &args, &[], SIZE.0, SIZE.1);
+    let history = again.wait_for("• the verdict");
+    assert!(
+        history.contains("first I compare the two parsers"),
+        "{history}"
+    );
+    again.keys(&["C-d"]);
+    assert_eq!(again.exit_code(), 0);
+}
+
+/// A tool printing invalid UTF-8 and a 5 MB line: collapsed, cut to the
+/// width, and the chat goes on.
+#[test]
+fn huge_and_binary_tool_output_is_contained() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command":"printf 'bad \\377\\376 bytes\\n'; head -c 5000000 /dev/zero | tr '\\0' x; echo"}"#,
+        )])),
+        Reply::sse(chat_text("contained")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("print it");
+    let history = tmux.wait_for("• contained");
+    assert!(history.contains("bad "), "{history}");
+    assert!(
+        history
+            .lines()
+            .all(|l| l.chars().count() <= usize::from(SIZE.0)),
+        "rows fit the terminal"
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

@@ -359,3 +359,140 @@ fn live_area_snapshots_at_several_widths() {
         insta::assert_snapshot!(format!("live_{}x{}", shot.0, shot.1), view);
     }
 }
+
+/// E-CHAT-13, E-CHAT-14: a round-limit stop, a compaction and a retry
+/// are notices with their numbers; the chat takes the next prompt.
+#[test]
+fn round_limits_compaction_and_retries_are_notices() {
+    let mut app = app();
+    let _ = history(&mut app);
+    type_text(&mut app, "go");
+    app.key(key(KeyCode::Enter), Instant::now());
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::AutoRetryStart {
+            attempt: 1,
+            max_attempts: 3,
+            delay_ms: 1500,
+            error_message: "HTTP 503".into(),
+        },
+    );
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::CompactionEnd {
+            reason: "auto".into(),
+            outcome: etch_protocol::CompactionOutcome::Compacted {
+                tokens_before: 120_000,
+                tokens_after: 30_000,
+            },
+        },
+    );
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::AgentEnd {
+            error: Some("tool round limit reached: 32 rounds".into()),
+        },
+    );
+    app.output(
+        Output::Response(Response::ok(Some("chat-1".into()), "prompt", None)),
+        Instant::now(),
+    );
+    let text = history(&mut app);
+    assert!(text.contains("retrying (1/3) in 1.5s: HTTP 503"), "{text}");
+    assert!(
+        text.contains("compacted (auto): ~120000 → ~30000 tokens"),
+        "{text}"
+    );
+    assert!(text.contains("tool round limit reached"), "{text}");
+    assert!(text.contains("send another prompt to go on"), "{text}");
+    assert!(!app.is_busy());
+    type_text(&mut app, "continue");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&sent[0]), CommandBody::Prompt { .. }));
+}
+
+/// Tab completes commands; `@` searches the project's files and Enter
+/// puts the chosen path in the prompt.
+#[test]
+fn tab_and_at_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/parser.rs"), "").unwrap();
+    std::fs::write(dir.path().join("README.md"), "").unwrap();
+    let mut app = App::new(Start {
+        cwd: dir.path().to_path_buf(),
+        skills: vec!["review".into()],
+        ..Start::default()
+    });
+    type_text(&mut app, "/sta");
+    app.key(key(KeyCode::Tab), Instant::now());
+    assert_eq!(app.editor.raw(), "/status ");
+    app.editor.clear();
+    type_text(&mut app, "/skill:r");
+    app.key(key(KeyCode::Tab), Instant::now());
+    assert_eq!(app.editor.raw(), "/skill:review ");
+    app.editor.clear();
+    type_text(&mut app, "look at @pars");
+    let live = app.live(60, 20, Instant::now());
+    assert!(
+        live.iter().any(|l| l.to_string().contains("src/parser.rs")),
+        "{live:?}"
+    );
+    app.key(key(KeyCode::Enter), Instant::now());
+    assert_eq!(app.editor.raw(), "look at src/parser.rs ");
+    app.editor.clear();
+    type_text(&mut app, "src/pa");
+    app.key(key(KeyCode::Tab), Instant::now());
+    assert_eq!(app.editor.raw(), "src/parser.rs");
+}
+
+/// Ctrl-O shows the last batch's output in full, below (the history
+/// above is never rewritten).
+#[test]
+fn the_last_tool_output_expands() {
+    let mut app = app();
+    let _ = history(&mut app);
+    event(&mut app, "r", EventBody::AgentStart);
+    event(
+        &mut app,
+        "r",
+        EventBody::MessageEnd {
+            message: WireMessage::Assistant {
+                content: vec![WirePart::ToolCall {
+                    id: "a".into(),
+                    name: "bash".into(),
+                    arguments: json!({"command": "seq 30"}),
+                }],
+                stop_reason: None,
+                error_message: None,
+            },
+        },
+    );
+    let out: String = (1..=30).map(|i| format!("{i}\n")).collect();
+    event(
+        &mut app,
+        "r",
+        EventBody::ToolExecutionEnd {
+            tool_call_id: "a".into(),
+            result: out,
+            is_error: false,
+            duration_ms: 3,
+            details: None,
+        },
+    );
+    let collapsed = history(&mut app);
+    assert!(
+        collapsed.contains("+26 lines (ctrl+o to expand)"),
+        "{collapsed}"
+    );
+    let expanded: Vec<String> = app
+        .expand_last(60)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(expanded.iter().any(|l| l.trim() == "30"), "{expanded:?}");
+}
