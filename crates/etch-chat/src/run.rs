@@ -34,6 +34,9 @@ pub enum Ended {
     Signal(&'static str),
     /// The terminal went away.
     TerminalClosed,
+    /// The session's host cannot go on (a run's task failed beyond
+    /// repair); the message says what happened and how to continue.
+    Failed(String),
 }
 
 /// How the chat ended, for the caller's exit code and last words.
@@ -77,18 +80,15 @@ const ENTER: &str = "\u{1b}[?2004h\u{1b}[?25l\u{1b}[>1u";
 const LEAVE: &str = "\u{1b}[<u\u{1b}[?25h\u{1b}[?2004l";
 
 impl TerminalGuard {
-    /// Raw mode on, terminal modes set; a panic restores the terminal
-    /// before the message is printed.
+    /// Raw mode on, terminal modes set. A panic of the chat itself
+    /// unwinds through the guard, which restores the terminal; a panic in
+    /// a run's task is caught by the host (see `Host::broken`), and the
+    /// chat then ends with its message.
     fn enter() -> Result<Self, ChatError> {
         crossterm::terminal::enable_raw_mode().map_err(ChatError::Terminal)?;
         let mut out = std::io::stdout();
         let _ = out.write_all(ENTER.as_bytes());
         let _ = out.flush();
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore();
-            previous(info);
-        }));
         Ok(Self)
     }
 }
@@ -139,37 +139,43 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
     let mut app = App::new(start);
     let mut sigterm = signal(SignalKind::terminate()).map_err(ChatError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(ChatError::Signals)?;
+    crate::render::highlight::defer();
     let guard = TerminalGuard::enter()?;
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
-    let mut screen = Screen::new(Box::new(std::io::stdout()), width, height, color);
+    let mut screen = Screen::new(terminal_out(), width, height, color);
     let mut input = spawn_input();
     let mut last_frame: Option<Instant> = None;
     let mut dirty = true;
+    // A key is drawn at once; output (a stream) at most every FRAME.
+    let mut urgent = false;
     let ended = loop {
         let now = Instant::now();
-        if dirty && last_frame.is_none_or(|t| now.duration_since(t) >= FRAME) {
+        if dirty && (urgent || last_frame.is_none_or(|t| now.duration_since(t) >= FRAME)) {
             draw(&mut app, &mut screen, now);
             if last_frame.is_none() {
                 crate::render::highlight::warm();
             }
             last_frame = Some(now);
             dirty = false;
+            urgent = false;
         }
         let wake = if dirty {
             last_frame.map_or(now, |t| t + FRAME)
-        } else if app.is_busy() {
+        } else if app.wants_tick() {
             now + TICK
         } else {
             now + Duration::from_secs(3600)
         };
         let task_ended = slot.host().map(|host| host.task_ended());
         let mut effects = Vec::new();
+        let mut timer = false;
         tokio::select! {
             biased;
             _ = sigterm.recv() => break Ended::Signal("SIGTERM"),
             _ = sighup.recv() => break Ended::Signal("SIGHUP"),
             event = input.recv() => match event {
                 Some(Input::Event(TermEvent::Key(key))) => {
+                    urgent = true;
                     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
                     match key.code {
                         KeyCode::Char('o') if ctrl => {
@@ -180,8 +186,14 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                         _ => effects = app.key(key, Instant::now()),
                     }
                 }
-                Some(Input::Event(TermEvent::Paste(text))) => app.paste(&text),
-                Some(Input::Event(TermEvent::Resize(w, h))) => screen.resize(w, h),
+                Some(Input::Event(TermEvent::Paste(text))) => {
+                    urgent = true;
+                    app.paste(&text);
+                }
+                Some(Input::Event(TermEvent::Resize(w, h))) => {
+                    screen.resize(w, h);
+                    app.resized(Instant::now());
+                }
                 Some(Input::Event(_)) => {}
                 Some(Input::Closed) | None => break Ended::TerminalClosed,
             },
@@ -195,11 +207,17 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
             () = wait(task_ended) => {
                 if let Some(host) = slot.host() {
                     host.settle().await;
+                    if let Some(why) = host.broken() {
+                        break Ended::Failed(why.to_owned());
+                    }
                 }
             }
-            () = tokio::time::sleep_until(wake.into()) => {}
+            () = tokio::time::sleep_until(wake.into()) => timer = true,
         }
-        dirty = true;
+        // The clock only redraws what moves by itself (the spinner).
+        if !timer || app.wants_tick() {
+            dirty = true;
+        }
         let quit = apply(&mut slot, &mut app, effects).await;
         for raw in app.take_raw() {
             let mut out = std::io::stdout();
@@ -230,6 +248,13 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
 
 /// Carries out the app's effects; returns whether to quit.
 pub(crate) async fn apply(slot: &mut Slot, app: &mut App, effects: Vec<Effect>) -> bool {
+    // A run that has just ended gives the session back first, so a prompt
+    // typed right after its answer starts a run instead of being refused.
+    if !effects.is_empty()
+        && let Some(host) = slot.host()
+    {
+        host.settle().await;
+    }
     let mut quit = false;
     for effect in effects {
         match effect {
@@ -273,6 +298,16 @@ pub(crate) fn closing(app: &App, unsent: &[String]) -> Vec<Line<'static>> {
     last
 }
 
+/// The terminal's output without std's line buffering, so a frame goes
+/// out in one write (std's stdout would split it at its last newline).
+fn terminal_out() -> Box<dyn Write + Send> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
 /// Draws one frame: new history rows, then the live area. The size is
 /// asked of the terminal first (one ioctl): a resize event may still be on
 /// its way, and a frame drawn for the old, taller size would scroll live
@@ -282,6 +317,7 @@ fn draw(app: &mut App, screen: &mut Screen, now: Instant) {
         && (w, h) != (screen.width(), screen.height())
     {
         screen.resize(w, h);
+        app.resized(now);
     }
     let width = usize::from(screen.width());
     let history = app.take_history(width);

@@ -73,12 +73,43 @@ impl Slot {
             let title = match &command.body {
                 CommandBody::Prompt { message, .. } => message.clone(),
                 CommandBody::Bash { command, .. } => format!("!{command}"),
-                CommandBody::Abort => return,
-                _ => {
+                // Before the first prompt, a model or effort change is a
+                // setting for the session to come.
+                CommandBody::SetModel { provider, model_id } => {
+                    self.launch.settings.provider.provider = Some(provider.clone());
+                    self.launch.settings.provider.model = Some(model_id.clone());
+                    app.set_model(provider, model_id);
+                    app.output_refused(&command);
+                    app.notice(Level::Info, format!("model: {provider} {model_id} (the session starts with your next prompt)"));
+                    return;
+                }
+                CommandBody::SetThinkingLevel { level } => {
+                    let name = serde_json::to_value(level)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned));
+                    self.launch
+                        .settings
+                        .provider
+                        .reasoning_effort
+                        .clone_from(&name);
+                    app.output_refused(&command);
                     app.notice(
                         Level::Info,
-                        "there is no session yet: it starts with your first prompt",
+                        format!(
+                            "thinking: {} (the session starts with your next prompt)",
+                            name.unwrap_or_default()
+                        ),
                     );
+                    return;
+                }
+                _ => {
+                    app.output_refused(&command);
+                    if !matches!(command.body, CommandBody::Abort) {
+                        app.notice(
+                            Level::Info,
+                            "there is no session yet: it starts with your first prompt",
+                        );
+                    }
                     return;
                 }
             };
@@ -134,9 +165,7 @@ impl Slot {
             },
             Slash::Context | Slash::ContextDump(_) => self.context_report(app, &command),
             Slash::New => {
-                if let Some(mut host) = self.host.take() {
-                    host.abort_and_settle().await;
-                }
+                self.leave(app).await;
                 app.new_session();
             }
             Slash::Resume(Some(prefix)) => self.resume(app, Target::Prefix(&prefix)).await,
@@ -197,9 +226,12 @@ impl Slot {
                 }
             }
             Slash::Thinking(None) => {
-                let level = self
-                    .launch
-                    .settings
+                let settings = self
+                    .host
+                    .as_ref()
+                    .and_then(Host::session)
+                    .map_or(&self.launch.settings, Session::settings);
+                let level = settings
                     .provider
                     .reasoning_effort
                     .clone()
@@ -277,6 +309,19 @@ impl Slot {
             | Slash::Compact(_)
             | Slash::Unknown(_)
             | Slash::Usage(_) => {}
+        }
+    }
+
+    /// Leaves the current session (`/new`, `/resume`): what is still
+    /// queued goes back to the editor, and the next session is created
+    /// with the model and effort this one had reached.
+    async fn leave(&mut self, app: &mut App) {
+        if let Some(mut host) = self.host.take() {
+            let unsent = host.abort_and_settle().await;
+            if let Some(session) = host.session() {
+                self.launch.settings = session.settings().clone();
+            }
+            app.restore_unsent(unsent);
         }
     }
 
@@ -448,8 +493,26 @@ impl Slot {
 
     /// `/resume`: the session `target` names replaces the current one.
     async fn resume(&mut self, app: &mut App, target: Target<'_>) {
+        let wanted = match target {
+            Target::Path(path) => Some(path.to_path_buf()),
+            Target::Prefix(prefix) => {
+                etch_session::SessionStore::new(&self.launch.place.session_dir)
+                    .resolve(prefix)
+                    .ok()
+                    .map(|row| std::path::PathBuf::from(row.path))
+            }
+        };
+        if let (Some(wanted), Some(current)) = (&wanted, app.session_file())
+            && paths_match(wanted, current)
+        {
+            app.notice(Level::Info, "that is the session already open");
+            return;
+        }
+        // The open session's lock must go before another can be opened
+        // (a session is held by one etch at a time).
+        self.leave(app).await;
         let mut notices = Vec::new();
-        let opened = Session::open(
+        let opened = Session::open_loaded(
             self.launch.place.clone(),
             self.launch.settings.clone(),
             self.launch.context.clone(),
@@ -459,17 +522,17 @@ impl Slot {
         )
         .await;
         match opened {
-            Ok(session) => {
-                if let Some(mut host) = self.host.take() {
-                    host.abort_and_settle().await;
-                }
-                let replay = load_session(session.path())
-                    .map(|l| crate::replay::replay(&l))
-                    .ok();
+            Ok((session, loaded)) => {
+                let replay = Some(crate::replay::replay(&loaded));
                 app.resumed(session.id(), session.path(), replay);
+                let client = &session.selection().client;
+                app.set_model(client.provider(), client.model());
                 self.host = Some(Host::new(session, self.sink.clone()));
             }
-            Err(err) => app.notice(Level::Warning, err.to_string()),
+            Err(err) => {
+                app.notice(Level::Warning, err.to_string());
+                app.new_session();
+            }
         }
         for notice in notices {
             if notice.level == etch_protocol::NoticeLevel::Warning {
@@ -535,5 +598,13 @@ impl Slot {
             Some(host) => host.abort_and_settle().await,
             None => Vec::new(),
         }
+    }
+}
+
+/// Whether two paths name the same file.
+fn paths_match(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }

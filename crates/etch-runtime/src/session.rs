@@ -101,6 +101,22 @@ impl Session {
         notify: &mut dyn FnMut(Notice),
         observer: &mut dyn Observer,
     ) -> Result<Self, OpenError> {
+        Self::open_loaded(place, settings, context, target, notify, observer)
+            .await
+            .map(|(session, _)| session)
+    }
+
+    /// [`Self::open`], also returning the log as it was loaded (before
+    /// what opening appended), so a front end that draws the transcript
+    /// does not read a large file twice.
+    pub async fn open_loaded(
+        place: Place,
+        settings: RunSettings,
+        context: Context,
+        target: Target<'_>,
+        notify: &mut dyn FnMut(Notice),
+        observer: &mut dyn Observer,
+    ) -> Result<(Self, LoadedSession), OpenError> {
         let path = match target {
             Target::Prefix(prefix) => {
                 let store = SessionStore::new(&place.session_dir);
@@ -126,14 +142,17 @@ impl Session {
         for warning in &projection.warnings {
             notify(Notice::warning(format!("{}: {warning}", path.display())));
         }
-        Ok(Self {
-            place,
-            settings,
-            context,
-            selection,
-            writer,
-            history: projection.messages,
-        })
+        Ok((
+            Self {
+                place,
+                settings,
+                context,
+                selection,
+                writer,
+                history: projection.messages,
+            },
+            loaded,
+        ))
     }
 
     /// Runs one prompt to completion in this session.

@@ -13,7 +13,6 @@ use etch_chat::run::Ended;
 use etch_chat::slot::Launch;
 use etch_protocol::NoticeLevel;
 use etch_runtime::{Context, Notice, Session, Target};
-use etch_session::load_session;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
@@ -47,9 +46,10 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         .iter()
         .map(|d| Notice::warning(d.clone()))
         .collect();
+    let mut log = None;
     let (session, provider, model, header) = if let Some(prefix) = prefix {
         let mut header = None;
-        let session = Session::open(
+        let (session, loaded) = Session::open_loaded(
             place.clone(),
             settings.clone(),
             context.clone(),
@@ -70,6 +70,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         .map_err(open_failure)?;
         let client = &session.selection().client;
         let (provider, model) = (client.provider().to_owned(), client.model().to_owned());
+        log = Some(loaded);
         (Some(session), provider, model, header)
     } else {
         let selection = etch_runtime::select(&settings.provider, &place.config, None)
@@ -127,8 +128,8 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     if let Some(session) = &session {
         start.session = Some(session.id().to_owned());
         start.session_file = Some(session.path().to_path_buf());
-        if let Ok(loaded) = load_session(session.path()) {
-            let replay = etch_chat::replay::replay(&loaded);
+        if let Some(loaded) = &log {
+            let replay = etch_chat::replay::replay(loaded);
             start.replay.extend(replay.blocks);
             start.history = replay.history;
             start.footer.counters = replay.counters;
@@ -168,6 +169,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     match outcome.ended {
         Ended::Quit => Ok(()),
         Ended::Signal(_) | Ended::TerminalClosed => Err(Failure::silent(exit::INTERRUPTED)),
+        Ended::Failed(why) => Err(Failure::new(exit::FAILED, anyhow::anyhow!(why))),
     }
 }
 

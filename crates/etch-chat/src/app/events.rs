@@ -37,9 +37,13 @@ impl App {
         match purpose {
             // A prompt is answered at once; a failed run answers it again,
             // and `agent_end` has said why already.
-            Some(Purpose::Prompt) => {
+            Some(Purpose::Prompt(text)) => {
                 self.waiting.remove(&id);
                 if !failed {
+                    return;
+                }
+                if self.ended.contains(&id) {
+                    // agent_end said why.
                     return;
                 }
                 // Refused before it ran: the run the chat expected is not
@@ -50,8 +54,11 @@ impl App {
                     .is_some_and(|run| run.id.as_deref() == Some(&id) && !run.began)
                 {
                     self.run = None;
+                    if self.editor.is_empty() {
+                        self.editor.set(&text);
+                    }
                 }
-                if !error.is_empty() && !self.said(&error) {
+                if !error.is_empty() {
                     self.notice(Level::Error, error);
                 }
             }
@@ -63,13 +70,7 @@ impl App {
             }
             Some(Purpose::Bash(command)) => {
                 self.waiting.remove(&id);
-                if self
-                    .run
-                    .as_ref()
-                    .is_some_and(|r| r.label == Label::Command("bash".into()))
-                {
-                    self.run = None;
-                }
+                self.end_command();
                 if failed {
                     self.notice(Level::Error, error);
                     return;
@@ -106,14 +107,8 @@ impl App {
             }
             Some(Purpose::Compact) => {
                 self.waiting.remove(&id);
-                if self
-                    .run
-                    .as_ref()
-                    .is_some_and(|r| r.label == Label::Command("compact".into()))
-                {
-                    self.run = None;
-                }
-                if failed {
+                self.end_command();
+                if failed && !self.compaction_reported {
                     self.notice(Level::Error, format!("compaction failed: {error}"));
                 }
             }
@@ -143,13 +138,7 @@ impl App {
             }
             Some(Purpose::Navigate) => {
                 self.waiting.remove(&id);
-                if self
-                    .run
-                    .as_ref()
-                    .is_some_and(|r| r.label == Label::Command("navigate".into()))
-                {
-                    self.run = None;
-                }
+                self.end_command();
                 if failed {
                     self.notice(Level::Error, format!("could not move there: {error}"));
                     return;
@@ -177,23 +166,34 @@ impl App {
                 }
             }
             None => {
-                if failed {
+                if failed && !self.ended.contains(&id) {
+                    if self
+                        .run
+                        .as_ref()
+                        .is_some_and(|run| run.id.as_deref() == Some(id.as_str()))
+                    {
+                        self.run = None;
+                    }
                     self.notice(Level::Error, error);
                 }
             }
         }
         if response.command == "abort" {
             self.aborting = false;
+            // Steering that will not run now comes back to the editor.
+            let unsent: Vec<String> = data
+                .get("unsent")
+                .and_then(Value::as_array)
+                .map(|texts| {
+                    texts
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.restore_unsent(unsent);
         }
-    }
-
-    /// Whether the last pending notice already says `text`.
-    fn said(&self, text: &str) -> bool {
-        self.pending
-            .iter()
-            .rev()
-            .take(3)
-            .any(|b| matches!(b, Block::Notice(_, t) if t.contains(text)))
     }
 
     /// One event.
@@ -215,6 +215,7 @@ impl App {
                     counters: self.footer.counters.clone(),
                     id,
                     began: true,
+                    command: false,
                 });
             }
             EventBody::TurnStart { .. } => self.label(Label::Working),
@@ -243,7 +244,12 @@ impl App {
                     }
                     Delta::ThinkingDelta { delta } => {
                         run.reasoning.push_str(&delta);
-                        run.label = Label::Thinking(summary_title(&run.reasoning));
+                        // A summary's title is at its start: looked for
+                        // while the text is short, not on every delta.
+                        if !matches!(run.label, Label::Thinking(Some(_))) {
+                            let head = &run.reasoning[..floor_boundary(&run.reasoning, 200)];
+                            run.label = Label::Thinking(summary_title(head));
+                        }
                     }
                     Delta::ToolcallStart { .. } | Delta::ToolcallDelta { .. } => {
                         run.label = Label::Working;
@@ -321,6 +327,7 @@ impl App {
                 }
             }
             EventBody::CompactionEnd { reason, outcome } => {
+                self.compaction_reported = true;
                 match outcome {
                     CompactionOutcome::Compacted {
                         tokens_before,
@@ -330,13 +337,20 @@ impl App {
                         format!("compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
                     ),
                     CompactionOutcome::Skipped { reason: why } => {
-                        self.notice(Level::Info, format!("nothing to compact: {why}"));
+                        let text = if why.starts_with("nothing") || why.starts_with("compaction") {
+                            why
+                        } else {
+                            format!("compaction skipped: {why}")
+                        };
+                        self.notice(Level::Info, text);
                     }
                     CompactionOutcome::Failed { reason: why } => {
                         self.notice(Level::Warning, format!("compaction failed: {why}"));
                     }
                 }
-                if let Some(run) = &mut self.run {
+                if let Some(run) = &mut self.run
+                    && !run.command
+                {
                     run.label = Label::Working;
                 }
             }
@@ -382,6 +396,13 @@ impl App {
             }
             EventBody::ModelUsage { usage } => self.footer.counters.usage(&usage),
             EventBody::ModelMetrics { metrics } => self.footer.counters.metrics(&metrics),
+        }
+    }
+
+    /// A long command answered: its working line goes.
+    fn end_command(&mut self) {
+        if self.run.as_ref().is_some_and(|run| run.command) {
+            self.run = None;
         }
     }
 
@@ -440,6 +461,8 @@ impl App {
         if run.tools.is_empty() {
             return;
         }
+        // Tools may have made or removed files: `@` lists them again.
+        self.files = None;
         let batch: Vec<ToolView> = run
             .tools
             .drain(..)
@@ -463,6 +486,9 @@ impl App {
         let Some(run) = self.run.take() else {
             return;
         };
+        if let Some(id) = &run.id {
+            self.ended.insert(id.clone());
+        }
         if let Some(error) = error {
             if self.aborting || error.contains("cancelled") || error.contains("aborted") {
                 self.notice(Level::Info, "cancelled");
@@ -495,9 +521,13 @@ impl App {
         self.push(Block::TurnEnd(text));
     }
 
-    /// Marks a long command (bash, compact) as running, for the working
-    /// line.
-    pub(crate) fn command_running(&mut self, name: &str, now: Instant) {
+    /// Marks the long command `effect` (bash, compact, navigate) as
+    /// running, for the working line.
+    pub(crate) fn command_running(&mut self, name: &str, effect: &super::Effect, now: Instant) {
+        let id = match effect {
+            super::Effect::Host(command) => command.id.clone(),
+            _ => None,
+        };
         if self.run.is_none() {
             self.run = Some(Run {
                 started: now,
@@ -506,8 +536,9 @@ impl App {
                 reasoning: String::new(),
                 tools: Vec::new(),
                 counters: self.footer.counters.clone(),
-                id: None,
+                id,
                 began: true,
+                command: true,
             });
         }
     }
@@ -527,25 +558,28 @@ impl App {
     /// Starts `!command`: its output is added to the context unless
     /// `exclude`.
     pub(crate) fn bash(&mut self, command: String, exclude: bool, now: Instant) -> super::Effect {
-        self.command_running("bash", now);
-        self.command(
+        let effect = self.command(
             etch_protocol::CommandBody::Bash {
                 command: command.clone(),
                 exclude_from_context: exclude,
             },
             Purpose::Bash(command),
-        )
+        );
+        self.command_running("bash", &effect, now);
+        effect
     }
 
     /// Starts `/compact`.
     pub fn compact(&mut self, focus: Option<String>, now: Instant) -> super::Effect {
-        self.command_running("compact", now);
-        self.command(
+        self.compaction_reported = false;
+        let effect = self.command(
             etch_protocol::CommandBody::Compact {
                 custom_instructions: focus,
             },
             Purpose::Compact,
-        )
+        );
+        self.command_running("compact", &effect, now);
+        effect
     }
 }
 
@@ -572,6 +606,15 @@ fn view(id: String, name: String, args: Value) -> ToolView {
         duration_ms: 0,
         details: None,
     }
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// The title of a reasoning summary (`**Title**` at its start), which

@@ -154,7 +154,13 @@ impl App {
             return Vec::new();
         }
         if let Some(command) = slash::parse(&text) {
-            self.editor.clear();
+            // A mistyped command (or a path that starts with `/`) stays in
+            // the editor to be fixed, a refused one to be sent later;
+            // anything else was taken.
+            let refused = needs_idle(&command) && self.is_busy();
+            if !refused && !matches!(command, Slash::Unknown(_) | Slash::Usage(_)) {
+                self.editor.clear();
+            }
             return self.slash(command, now);
         }
         if let Some(command) = text.strip_prefix('!') {
@@ -230,17 +236,9 @@ impl App {
         let (start, word) = self.editor.word_at_caret();
         let (kind, items) = if self.editor.on_first_line() && start == 0 && word.starts_with('/') {
             (Kind::Command, complete::commands(&word, &self.skills))
-        } else if let Some(query) = word.strip_prefix('@') {
-            let files = self
-                .files
-                .get_or_insert_with(|| complete::project_files(&self.cwd));
-            (
-                Kind::File,
-                complete::fuzzy(files, query)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect(),
-            )
+        } else if word.starts_with('@') {
+            self.open_files();
+            return;
         } else {
             (Kind::Path, complete::paths(&self.cwd, &word))
         };
@@ -262,19 +260,49 @@ impl App {
         }
     }
 
-    /// Opens the `@` file search.
+    /// Opens (or follows) the `@` file search for the word at the caret;
+    /// the project's files are listed in the background the first time.
     fn open_files(&mut self) {
-        let (start, _) = self.editor.word_at_caret();
-        let files = self
+        let (start, word) = self.editor.word_at_caret();
+        let Some(query) = word.strip_prefix('@') else {
+            return;
+        };
+        let index = self
             .files
-            .get_or_insert_with(|| complete::project_files(&self.cwd));
-        let items: Vec<String> = files.iter().take(complete::MAX_CHOICES).cloned().collect();
+            .get_or_insert_with(|| complete::FileIndex::start(&self.cwd));
+        let items = index
+            .get()
+            .map(|files| {
+                complete::fuzzy(files, query)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
         self.popup = Some(Popup {
             kind: Kind::File,
             items,
             selected: 0,
             start,
         });
+    }
+
+    /// Whether the `@` search waits for the file list.
+    pub(crate) fn files_loading(&self) -> bool {
+        self.popup.as_ref().is_some_and(|p| p.kind == Kind::File)
+            && self.files.as_ref().is_some_and(|f| f.get().is_none())
+    }
+
+    /// Fills the `@` popup once the file list has arrived.
+    pub(crate) fn poll_files(&mut self) {
+        if self
+            .popup
+            .as_ref()
+            .is_some_and(|p| p.kind == Kind::File && p.items.is_empty())
+            && self.files.as_ref().is_some_and(|f| f.get().is_some())
+        {
+            self.open_files();
+        }
     }
 
     /// Puts a chosen completion in place of the word.
@@ -340,22 +368,7 @@ impl App {
     /// After typing with the popup open: `@` search follows the query,
     /// other completions close.
     fn refresh_popup(&mut self) {
-        let (start, word) = self.editor.word_at_caret();
-        if let Some(query) = word.strip_prefix('@') {
-            let files = self
-                .files
-                .get_or_insert_with(|| complete::project_files(&self.cwd));
-            let items: Vec<String> = complete::fuzzy(files, query)
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-            self.popup = Some(Popup {
-                kind: Kind::File,
-                items,
-                selected: 0,
-                start,
-            });
-        }
+        self.open_files();
     }
 }
 

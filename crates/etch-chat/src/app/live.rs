@@ -19,14 +19,23 @@ use crate::term::sanitize;
 /// Bytes of streaming text wrapped for the preview.
 const PREVIEW_TAIL: usize = 4096;
 
+/// How long after a resize the live area leaves the preview out.
+const RESIZE_QUIET: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// Spinner frames of the working line.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 impl App {
+    /// The terminal changed size at `now`.
+    pub fn resized(&mut self, now: Instant) {
+        self.resized = Some(now);
+    }
+
     /// The live area at `width` x `height`, for the moment `now`.
     pub fn live(&mut self, width: usize, height: usize, now: Instant) -> Vec<Line<'static>> {
         let width = width.max(1);
         let height = height.max(1);
+        self.poll_files();
         if self.hint.as_ref().is_some_and(|(_, until)| *until <= now) {
             self.hint = None;
         }
@@ -51,10 +60,16 @@ impl App {
             rows.reverse();
             bottom.extend(rows);
         } else if let Some(popup) = &self.popup {
+            // A window of choices around the selected one.
+            let first = popup
+                .selected
+                .saturating_sub(crate::complete::MAX_CHOICES - 1);
             let mut rows: Vec<Line<'static>> = popup
                 .items
                 .iter()
                 .enumerate()
+                .skip(first)
+                .take(crate::complete::MAX_CHOICES)
                 .map(|(i, item)| {
                     let style = if i == popup.selected {
                         theme::caret()
@@ -65,7 +80,12 @@ impl App {
                 })
                 .collect();
             if rows.is_empty() {
-                rows.push(Line::from(Span::styled("  (no match)", theme::muted())));
+                let text = if self.files_loading() {
+                    "  (listing the project's files…)"
+                } else {
+                    "  (no match)"
+                };
+                rows.push(Line::from(Span::styled(text, theme::muted())));
             }
             rows.reverse();
             bottom.extend(rows);
@@ -123,8 +143,16 @@ impl App {
             }
             tools.reverse();
             bottom.extend(tools);
-            let room = height.saturating_sub(bottom.len()).min(height / 3);
-            if room > 0 {
+            // While the terminal is being resized the preview is left out:
+            // a reflow that lands in the middle of a frame can strand the
+            // live area's top rows in the scrollback, and those must never
+            // be a copy of the answer. A blank row above the preview
+            // serves the same end at other times.
+            let resizing = self
+                .resized
+                .is_some_and(|at| now.saturating_duration_since(at) < RESIZE_QUIET);
+            let room = height.saturating_sub(bottom.len() + 1).min(height / 3);
+            if room > 0 && !resizing {
                 let (text, style) = if run.text.trim().is_empty() {
                     (&run.reasoning, theme::reasoning())
                 } else {
@@ -142,6 +170,7 @@ impl App {
                     let mut rows: Vec<Line<'static>> = rows.into_iter().skip(skip).collect();
                     rows.reverse();
                     bottom.extend(rows);
+                    bottom.push(Line::default());
                 }
             }
         }

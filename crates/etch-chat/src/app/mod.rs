@@ -58,8 +58,8 @@ pub enum Effect {
 /// Why a command was sent, to know what to do with its response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Purpose {
-    /// A prompt that starts a run.
-    Prompt,
+    /// A prompt that starts a run (its text, given back if refused).
+    Prompt(String),
     /// Steering for the active run.
     Steer,
     /// `!command` or `!!command`.
@@ -108,6 +108,9 @@ struct Run {
     id: Option<String>,
     /// Whether its `agent_start` came (a refused prompt never has one).
     began: bool,
+    /// A long command (`bash`, `compact`, `navigate`) rather than a run:
+    /// it ends with the command's response, not `agent_end`.
+    command: bool,
 }
 
 /// Start-up facts the app shows.
@@ -132,6 +135,10 @@ pub struct Start {
 }
 
 /// The chat's state.
+// Independent flags of the user's session with the chat (written once,
+// Ctrl-C armed, an abort asked, OSC 52 allowed, a compaction reported);
+// a state enum would couple unrelated things.
+#[allow(clippy::struct_excessive_bools)]
 pub struct App {
     /// The prompt editor.
     pub(crate) editor: Editor,
@@ -167,12 +174,22 @@ pub struct App {
     pub(crate) popup: Option<keys::Popup>,
     /// An open picker.
     pub(crate) picker: Option<picker::Picker>,
-    /// The project's files for `@` search, once listed.
-    pub(crate) files: Option<Vec<String>>,
+    /// The project's files for `@` search, listed on first use.
+    pub(crate) files: Option<crate::complete::FileIndex>,
     /// Skill names.
     pub(crate) skills: Vec<String>,
     /// Bytes for the terminal outside frames (OSC 52).
     raw_out: Vec<String>,
+    /// Whether the terminal may be sent OSC 52 (not in line mode).
+    pub(crate) osc52: bool,
+    /// Ids of runs whose `agent_end` came: a failed run's second answer
+    /// repeats what `agent_end` said and is not shown again.
+    ended: std::collections::HashSet<String>,
+    /// Whether the compaction in progress reported its end (so a failed
+    /// `/compact` says so once).
+    compaction_reported: bool,
+    /// When the terminal last changed size.
+    resized: Option<Instant>,
     /// The project directory.
     pub(crate) cwd: std::path::PathBuf,
 }
@@ -203,8 +220,18 @@ impl App {
             files: None,
             skills: start.skills,
             raw_out: Vec::new(),
+            osc52: true,
+            ended: std::collections::HashSet::new(),
+            compaction_reported: false,
+            resized: None,
             cwd: start.cwd,
         }
+    }
+
+    /// Whether the live area changes by itself (a spinner, a file list
+    /// being read): the runner then draws on a clock.
+    pub fn wants_tick(&self) -> bool {
+        self.is_busy() || self.files_loading()
     }
 
     /// Whether a run or a long command is active.
@@ -295,14 +322,15 @@ impl App {
     /// `/tree`: move the leaf to `entry`, summarizing the branch left
     /// behind when `summarize`.
     pub fn navigate(&mut self, entry: String, summarize: bool, now: Instant) -> Effect {
-        self.command_running("navigate", now);
-        self.command(
+        let effect = self.command(
             CommandBody::Navigate {
                 entry_id: entry,
                 summarize,
             },
             Purpose::Navigate,
-        )
+        );
+        self.command_running("navigate", &effect, now);
+        effect
     }
 
     /// Sends a prompt, or steering while a run is active (C21: admitted
@@ -314,10 +342,10 @@ impl App {
         }
         let effect = self.command(
             CommandBody::Prompt {
-                message: text,
+                message: text.clone(),
                 streaming_behavior: None,
             },
-            Purpose::Prompt,
+            Purpose::Prompt(text),
         );
         // Busy from now on, not from the run's first event, so a quick
         // second Enter steers instead of being refused.
@@ -331,6 +359,7 @@ impl App {
                 counters: self.footer.counters.clone(),
                 id: command.id.clone(),
                 began: false,
+                command: false,
             });
         }
         effect

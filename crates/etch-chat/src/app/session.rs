@@ -37,14 +37,17 @@ impl App {
         self.last_batch = None;
     }
 
-    /// A command could not reach a session (none could be opened): the
-    /// run the app expected is not coming.
+    /// A command could not reach a session (none could be opened, or it
+    /// was handled without one): nothing more will come for it.
     pub fn output_refused(&mut self, command: &Command) {
         if let Some(id) = &command.id {
             self.waiting.remove(id);
             if self.run.as_ref().is_some_and(|r| r.id.as_ref() == Some(id)) {
                 self.run = None;
             }
+        }
+        if matches!(command.body, CommandBody::Abort) {
+            self.aborting = false;
         }
         if let CommandBody::Prompt { message, .. } = &command.body {
             // Give the text back rather than lose it.
@@ -62,24 +65,67 @@ impl App {
             self.notice(Level::Info, "there is no answer to copy yet");
             return;
         };
-        self.raw_out
-            .push(format!("\u{1b}]52;c;{}\u{7}", base64(answer.as_bytes())));
+        if self.osc52 {
+            self.raw_out
+                .push(format!("\u{1b}]52;c;{}\u{7}", base64(answer.as_bytes())));
+        }
         let dir = etch_runtime::paths::project_root(&place.cwd)
             .join(".etch")
             .join("tmp");
         let file = dir.join("last-answer.md");
         let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &answer));
         let _ = etch_runtime::paths::keep_state_out_of_git(&place.cwd);
+        let how = if self.osc52 {
+            "to the clipboard (OSC 52) and "
+        } else {
+            ""
+        };
         match saved {
             Ok(()) => self.notice(
                 Level::Info,
-                format!("copied the last answer ({} bytes) to the clipboard (OSC 52) and to {}", answer.len(), file.display()),
+                format!(
+                    "copied the last answer ({} bytes) {how}to {}",
+                    answer.len(),
+                    file.display()
+                ),
             ),
             Err(err) => self.notice(
                 Level::Warning,
-                format!("copied the last answer to the clipboard (OSC 52); could not also save it to {}: {err}", file.display()),
+                format!(
+                    "could not save the last answer to {}: {err}",
+                    file.display()
+                ),
             ),
         }
+    }
+
+    /// The model the footer names.
+    pub fn set_model(&mut self, provider: &str, model: &str) {
+        provider.clone_into(&mut self.footer.provider);
+        model.clone_into(&mut self.footer.model);
+    }
+
+    /// Queued texts that will not run (an abort, leaving the session):
+    /// back into the editor, so nothing typed is lost.
+    pub fn restore_unsent(&mut self, unsent: Vec<String>) {
+        if unsent.is_empty() {
+            return;
+        }
+        let n = unsent.len();
+        let mut text = self.editor.raw();
+        for piece in unsent {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&piece);
+        }
+        self.editor.clear();
+        self.editor.set(&text);
+        self.queued.clear();
+        self.notice(
+            Level::Info,
+            format!("{n} queued prompt(s) did not run; they are back in the editor"),
+        );
     }
 
     /// The skills Tab completes after `/skill:`.

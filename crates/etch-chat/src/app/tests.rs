@@ -187,13 +187,17 @@ fn unknown_commands_and_barriers() {
     type_text(&mut app, "/nope");
     assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
     assert_eq!(history(&mut app), "\nunknown command: /nope");
+    // The mistyped command stays to be fixed.
+    assert_eq!(app.editor.raw(), "/nope");
+    app.key(ctrl('u'), Instant::now());
     // While a run is active, a command that changes the session is
-    // refused, not queued.
+    // refused, not queued; it stays in the editor for later.
     type_text(&mut app, "go");
     app.key(key(KeyCode::Enter), Instant::now());
     type_text(&mut app, "/new");
     assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
-    assert!(app.editor.is_empty());
+    assert_eq!(app.editor.raw(), "/new");
+    app.key(ctrl('u'), Instant::now());
     type_text(&mut app, "/status");
     assert_eq!(
         app.key(key(KeyCode::Enter), Instant::now()),
@@ -437,11 +441,17 @@ fn tab_and_at_completion() {
     assert_eq!(app.editor.raw(), "/skill:review ");
     app.editor.clear();
     type_text(&mut app, "look at @pars");
-    let live = app.live(60, 20, Instant::now());
-    assert!(
-        live.iter().any(|l| l.to_string().contains("src/parser.rs")),
-        "{live:?}"
-    );
+    // The file list is read on a thread of its own; wait for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let live = app.live(60, 20, Instant::now());
+        if live.iter().any(|l| l.to_string().contains("src/parser.rs")) {
+            break;
+        }
+        assert!(app.wants_tick(), "the list is still coming: {live:?}");
+        assert!(Instant::now() < deadline, "{live:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     app.key(key(KeyCode::Enter), Instant::now());
     assert_eq!(app.editor.raw(), "look at src/parser.rs ");
     app.editor.clear();

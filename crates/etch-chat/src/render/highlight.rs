@@ -33,6 +33,17 @@ struct Assets {
 /// Loaded on first use.
 static ASSETS: OnceLock<Assets> = OnceLock::new();
 
+/// Whether a caller may wait for the grammars to load. Off until the
+/// chat has drawn its first frame ([`warm`]), so a resumed transcript
+/// with code in it never delays start-up: such code is shown plain.
+static MAY_LOAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Code drawn before [`warm`] is shown plain instead of loading the
+/// grammars (the chat calls this before its first frame).
+pub fn defer() {
+    MAY_LOAD.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The assets, loading them if this is the first use.
 fn assets() -> &'static Assets {
     ASSETS.get_or_init(|| Assets {
@@ -46,6 +57,7 @@ fn assets() -> &'static Assets {
 /// Loads the grammars on a background thread, so the first code block
 /// does not wait for them.
 pub fn warm() {
+    MAY_LOAD.store(true, std::sync::atomic::Ordering::Relaxed);
     if ASSETS.get().is_none() {
         let _ = std::thread::Builder::new()
             .name("etch-highlight".into())
@@ -63,7 +75,9 @@ pub fn highlight(code: &str, lang: &str) -> Vec<Spans> {
             .map(|line| vec![Span::styled(line.to_owned(), theme::code())])
             .collect()
     };
-    if lang.is_empty() {
+    if lang.is_empty()
+        || (ASSETS.get().is_none() && !MAY_LOAD.load(std::sync::atomic::Ordering::Relaxed))
+    {
         return plain();
     }
     let assets = assets();

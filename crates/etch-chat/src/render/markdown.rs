@@ -21,7 +21,9 @@ pub fn render(markdown: &str, width: usize) -> Vec<Line<'static>> {
     };
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    for event in Parser::new_ext(markdown, options) {
+    // Entities (`&#x1b;`) become characters in the parser, so what it
+    // produces is sanitized again.
+    for event in Parser::new_ext(markdown, options).map(clean) {
         r.event(event);
     }
     r.flush();
@@ -29,6 +31,48 @@ pub fn render(markdown: &str, width: usize) -> Vec<Line<'static>> {
         r.out.pop();
     }
     r.out
+}
+
+/// An event with its text made safe for the terminal.
+fn clean(event: Event<'_>) -> Event<'_> {
+    match event {
+        Event::Text(t) => Event::Text(safe(t)),
+        Event::Code(t) => Event::Code(safe(t)),
+        Event::Html(t) => Event::Html(safe(t)),
+        Event::InlineHtml(t) => Event::InlineHtml(safe(t)),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: safe(dest_url),
+            title,
+            id,
+        }),
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Event::Start(Tag::Image {
+            link_type,
+            dest_url: safe(dest_url),
+            title,
+            id,
+        }),
+        other => other,
+    }
+}
+
+/// `text` sanitized, borrowed when it needed nothing.
+fn safe(text: pulldown_cmark::CowStr<'_>) -> pulldown_cmark::CowStr<'_> {
+    let cleaned = match crate::term::sanitize(&text) {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(clean) => Some(clean),
+    };
+    cleaned.map_or(text, pulldown_cmark::CowStr::from)
 }
 
 /// A list being rendered: the next number, or `None` for bullets.
@@ -485,6 +529,14 @@ mod tests {
         size:
           200
         ");
+    }
+
+    /// Entities that decode to escape characters are removed after
+    /// parsing, in text and in link addresses.
+    #[test]
+    fn entities_cannot_smuggle_escapes() {
+        let all = rows("a &#x1b;]52;c;ZXZpbA==&#7; b [x](http://e/&#x1b;[2J)", 80).join("\n");
+        assert!(!all.contains('\u{1b}') && !all.contains('\u{7}'), "{all:?}");
     }
 
     #[test]

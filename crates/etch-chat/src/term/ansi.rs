@@ -19,6 +19,11 @@ pub fn push_line(out: &mut String, line: &Line<'_>, width: usize, color: bool) {
         let style = line.style.patch(span.style);
         let mut opened = false;
         for c in span.content.chars() {
+            // The last guard: whatever a caller forgot to sanitize, no
+            // control character reaches the terminal from here.
+            if c.is_control() || super::sanitize::is_bidi_control(c) {
+                continue;
+            }
             let w = c.width().unwrap_or(0);
             if used + w > width {
                 break 'spans;
@@ -135,6 +140,15 @@ mod tests {
     }
 
     /// Wide characters count two columns; a line is cut, never wrapped.
+    /// Even unsanitized text cannot carry a control character through.
+    #[test]
+    fn control_characters_never_pass() {
+        let line = Line::from("a\u{1b}]52;c;eA==\u{7}b\u{9b}c\u{202e}");
+        let mut out = String::new();
+        push_line(&mut out, &line, 80, false);
+        assert_eq!(out, "a]52;c;eA==bc");
+    }
+
     #[test]
     fn lines_are_cut_to_the_width() {
         let line = Line::from("日本語のテキスト");

@@ -45,7 +45,7 @@ fn needs_work(c: char) -> bool {
 }
 
 /// Unicode's explicit directional embeddings, overrides and isolates.
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

@@ -98,11 +98,17 @@ impl Screen {
             ansi::push_line(&mut buf, line, width, self.color);
             buf.push_str("\r\n");
         }
+        // Live rows leave the last column empty: a character the terminal
+        // draws wider than Unicode says (an emoji with a variation
+        // selector, an ambiguous-width symbol in a CJK terminal) then
+        // still fits, and the row never wraps, which would put the cursor
+        // off the live area's first row.
+        let live_width = width.saturating_sub(1).max(1);
         for (i, line) in live.iter().enumerate() {
             if i > 0 {
                 buf.push_str("\r\n");
             }
-            ansi::push_line(&mut buf, line, width, self.color);
+            ansi::push_line(&mut buf, line, live_width, self.color);
         }
         let rows = u16::try_from(keep).unwrap_or(u16::MAX);
         if rows > 1 {
