@@ -119,20 +119,7 @@ fn tool_html(call: &ToolView, out: &mut String) {
                         "<tr><td class=\"n\"></td><td class=\"n\"></td><td class=\"n\">{}</td></tr>",
                         escape(text)
                     );
-                    for word in text.split_whitespace() {
-                        let n = |w: &str| {
-                            w[1..]
-                                .split(',')
-                                .next()
-                                .and_then(|n| n.parse::<u64>().ok())
-                                .unwrap_or(1)
-                        };
-                        if word.starts_with('-') {
-                            old = n(word).saturating_sub(1);
-                        } else if word.starts_with('+') {
-                            new = n(word).saturating_sub(1);
-                        }
-                    }
+                    (old, new) = crate::render::tools::hunk_starts(text);
                     continue;
                 }
                 "removed" => {

@@ -11,7 +11,7 @@
 //! until the test presses ESC, and a tool waits for a file the test
 //! creates once its steering shows as queued.
 
-#![allow(clippy::panic)]
+#![allow(clippy::panic, clippy::unwrap_used)]
 
 mod support;
 
@@ -50,6 +50,27 @@ fn chat(ws: &Workspace, server: &FakeServer, extra: &[&str]) -> Tmux {
     let tmux = Tmux::start(ws, &args, &[], SIZE.0, SIZE.1);
     tmux.wait_for("/help for commands");
     tmux
+}
+
+/// `etch resume` of the session `id` (by a prefix) in the chat.
+fn resume_chat(ws: &Workspace, server: &FakeServer, id: &str) -> Tmux {
+    let mut args = vec!["resume".to_owned(), id[..12].to_owned()];
+    args.extend(against(server));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Tmux::start(ws, &args, &[], SIZE.0, SIZE.1)
+}
+
+/// A model that runs `sleep 30`, then answers `text`.
+fn sleeping_then(text: &str) -> FakeServer {
+    FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command":"sleep 30"}"#,
+        )])),
+        Reply::sse(chat_text(text)),
+    ])
+    .unwrap()
 }
 
 /// A reply that starts streaming and then stays silent, so the run stays
@@ -182,15 +203,7 @@ fn esc_cancels_a_slow_stream_and_the_next_prompt_works() {
 #[test]
 fn esc_stops_a_running_tool() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[(
-            "c1",
-            "bash",
-            r#"{"command":"sleep 30"}"#,
-        )])),
-        Reply::sse(chat_text("after the abort")),
-    ])
-    .unwrap();
+    let server = sleeping_then("after the abort");
     let tmux = chat(&ws, &server, &[]);
     tmux.line("run it");
     tmux.wait_screen("$ sleep 30");
@@ -359,10 +372,7 @@ fn resume_draws_the_transcript_and_seeds_history() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let mut args = vec!["resume".to_owned(), id[..12].to_owned()];
-    args.extend(against(&server));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tmux = Tmux::start(&ws, &args, &[], SIZE.0, SIZE.1);
+    let tmux = resume_chat(&ws, &server, &id);
     let history = tmux.wait_for("the first answer");
     assert!(history.contains("• first question"), "{history}");
     tmux.keys(&["Up"]);
@@ -573,15 +583,7 @@ fn ctrl_c_twice_quits() {
 #[test]
 fn sigterm_mid_run_keeps_the_session_valid() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[(
-            "c1",
-            "bash",
-            r#"{"command":"sleep 30"}"#,
-        )])),
-        Reply::sse(chat_text("resumed fine")),
-    ])
-    .unwrap();
+    let server = sleeping_then("resumed fine");
     let tmux = chat(&ws, &server, &[]);
     tmux.line("run a long command");
     tmux.wait_screen("Running tools");
@@ -793,10 +795,7 @@ fn reasoning_is_shown_and_replayed_on_resume() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let mut args = vec!["resume".to_owned(), id[..12].to_owned()];
-    args.extend(against(&server));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let again = Tmux::start(&ws, &args, &[], SIZE.0, SIZE.1);
+    let again = resume_chat(&ws, &server, &id);
     let history = again.wait_for("• the verdict");
     assert!(
         history.contains("first I compare the two parsers"),

@@ -206,17 +206,14 @@ impl App {
                     run.began = true;
                     return;
                 }
-                self.run = Some(Run {
-                    started: now,
-                    label: Label::Working,
-                    text: String::new(),
-                    reasoning: String::new(),
-                    tools: Vec::new(),
-                    counters: self.footer.counters.clone(),
+                self.run = Some(Run::new(
+                    now,
+                    Label::Working,
+                    self.footer.counters.clone(),
                     id,
-                    began: true,
-                    command: false,
-                });
+                    true,
+                    false,
+                ));
             }
             EventBody::TurnStart { .. } => self.label(Label::Working),
             EventBody::MessageStart { message } => match message {
@@ -529,17 +526,14 @@ impl App {
             _ => None,
         };
         if self.run.is_none() {
-            self.run = Some(Run {
-                started: now,
-                label: Label::Command(name.to_owned()),
-                text: String::new(),
-                reasoning: String::new(),
-                tools: Vec::new(),
-                counters: self.footer.counters.clone(),
+            self.run = Some(Run::new(
+                now,
+                Label::Command(name.to_owned()),
+                self.footer.counters.clone(),
                 id,
-                began: true,
-                command: true,
-            });
+                true,
+                true,
+            ));
         }
     }
 

@@ -113,6 +113,31 @@ struct Run {
     command: bool,
 }
 
+impl Run {
+    /// A run (or long command) starting at `now`, with the counters as
+    /// they are then.
+    fn new(
+        now: Instant,
+        label: Label,
+        counters: Counters,
+        id: Option<String>,
+        began: bool,
+        command: bool,
+    ) -> Self {
+        Self {
+            started: now,
+            label,
+            text: String::new(),
+            reasoning: String::new(),
+            tools: Vec::new(),
+            counters,
+            id,
+            began,
+            command,
+        }
+    }
+}
+
 /// Start-up facts the app shows.
 #[derive(Debug, Clone, Default)]
 pub struct Start {
@@ -350,17 +375,14 @@ impl App {
         // Busy from now on, not from the run's first event, so a quick
         // second Enter steers instead of being refused.
         if let Effect::Host(command) = &effect {
-            self.run = Some(Run {
-                started: now,
-                label: Label::Working,
-                text: String::new(),
-                reasoning: String::new(),
-                tools: Vec::new(),
-                counters: self.footer.counters.clone(),
-                id: command.id.clone(),
-                began: false,
-                command: false,
-            });
+            self.run = Some(Run::new(
+                now,
+                Label::Working,
+                self.footer.counters.clone(),
+                command.id.clone(),
+                false,
+                false,
+            ));
         }
         effect
     }

@@ -232,7 +232,7 @@ fn diff_rows(diff: &[Value], width: usize, expanded: bool) -> Vec<Line<'static>>
 
 /// The first old and new line numbers of a `@@ -a,b +c,d @@` header, less
 /// one (each row adds one before it is shown).
-fn hunk_starts(header: &str) -> (u64, u64) {
+pub(crate) fn hunk_starts(header: &str) -> (u64, u64) {
     let mut old = 0;
     let mut new = 0;
     for word in header.split_whitespace() {
