@@ -66,13 +66,33 @@ impl Editor {
     /// paste (a marker the user edited is text as typed: the paste went
     /// with it).
     pub fn text(&self) -> String {
-        let mut text = self.raw();
-        for (marker, paste) in self.pastes.iter().rev() {
-            if let Some(start) = text.rfind(marker.as_str()) {
-                text.replace_range(start..start + marker.len(), paste);
-            }
+        let raw = self.raw();
+        if self.pastes.is_empty() {
+            return raw;
         }
-        text
+        // One pass, left to right, over the typed text only: a paste that
+        // itself holds a marker's words is never expanded again, and each
+        // marker is expanded once (its last whole occurrence).
+        let mut at: Vec<(usize, usize)> = self
+            .pastes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (marker, _))| raw.rfind(marker.as_str()).map(|start| (start, i)))
+            .collect();
+        at.sort_unstable();
+        let mut out = String::with_capacity(raw.len());
+        let mut done = 0;
+        for (start, i) in at {
+            if start < done {
+                continue;
+            }
+            let (marker, paste) = &self.pastes[i];
+            out.push_str(&raw[done..start]);
+            out.push_str(paste);
+            done = start + marker.len();
+        }
+        out.push_str(&raw[done..]);
+        out
     }
 
     /// Empties the editor (history stays).
@@ -331,6 +351,7 @@ impl Editor {
 
     /// Replaces the caret line's characters `start..caret` with `text`.
     pub fn replace_before_caret(&mut self, start: usize, text: &str) {
+        let start = start.min(self.col);
         let line = &mut self.lines[self.row];
         let (a, b) = (byte_at(line, start), byte_at(line, self.col));
         line.replace_range(a..b, text);
@@ -497,6 +518,17 @@ mod tests {
         assert_eq!(e.text(), format!("see {big} and a\nb\nc\nd\ne\nf\ng"));
         e.paste("small\npaste");
         assert!(e.raw().ends_with("small\npaste"));
+    }
+
+    /// A paste that holds another marker's words is sent as it is.
+    #[test]
+    fn a_paste_holding_a_marker_is_not_expanded_again() {
+        let mut e = Editor::new(Vec::new());
+        e.paste(&"a\n".repeat(10));
+        e.insert(" ");
+        let inner = format!("[paste #1 +10 lines]\n{}", "b\n".repeat(10));
+        e.paste(&inner);
+        assert_eq!(e.text(), format!("{} {inner}", "a\n".repeat(10)));
     }
 
     /// An edited marker is text; a typed look-alike is not expanded.

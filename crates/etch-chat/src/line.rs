@@ -47,6 +47,7 @@ pub async fn run(launch: Launch, start: Start) -> Result<Outcome, ChatError> {
     let mut slot = Slot::new(launch, sink);
     let mut app = App::new(start);
     app.osc52 = false;
+    app.line_mode = true;
     let mut sigint = signal(SignalKind::interrupt()).map_err(ChatError::Signals)?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(ChatError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(ChatError::Signals)?;

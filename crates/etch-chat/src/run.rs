@@ -218,6 +218,11 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
         if !timer || app.wants_tick() {
             dirty = true;
         }
+        if urgent && !effects.is_empty() {
+            // The key shows before its effect runs (opening a session on
+            // the first prompt takes a moment).
+            draw(&mut app, &mut screen, Instant::now());
+        }
         let quit = apply(&mut slot, &mut app, effects).await;
         for raw in app.take_raw() {
             let mut out = std::io::stdout();

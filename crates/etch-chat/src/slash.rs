@@ -148,6 +148,10 @@ pub fn parse(text: &str) -> Option<Slash> {
         Some((name, args)) => (name, args.trim()),
         None => (rest, ""),
     };
+    // A path (`/usr/lib/x fails`) is a prompt, not a command.
+    if name.contains('/') {
+        return None;
+    }
     let arg = || (!args.is_empty()).then(|| args.to_owned());
     Some(match name {
         "help" => Slash::Help,
@@ -299,6 +303,7 @@ mod tests {
             })
         );
         assert_eq!(parse("hello"), None);
+        assert_eq!(parse("/usr/lib/libfoo.so is missing"), None);
     }
 
     /// C28: an unknown command is named back; misuse says what to type.

@@ -76,8 +76,11 @@ impl Slot {
                 // Before the first prompt, a model or effort change is a
                 // setting for the session to come.
                 CommandBody::SetModel { provider, model_id } => {
-                    self.launch.settings.provider.provider = Some(provider.clone());
-                    self.launch.settings.provider.model = Some(model_id.clone());
+                    let current = app.footer.provider.clone();
+                    self.launch
+                        .settings
+                        .provider
+                        .switch_model(provider, model_id, &current);
                     app.set_model(provider, model_id);
                     app.output_refused(&command);
                     app.notice(Level::Info, format!("model: {provider} {model_id} (the session starts with your next prompt)"));
@@ -502,12 +505,17 @@ impl Slot {
                     .map(|row| std::path::PathBuf::from(row.path))
             }
         };
-        if let (Some(wanted), Some(current)) = (&wanted, app.session_file())
-            && paths_match(wanted, current)
+        let Some(wanted) = wanted.filter(|w| w.is_file()) else {
+            app.notice(Level::Warning, "no such session: see /resume for the list");
+            return;
+        };
+        if let Some(current) = app.session_file()
+            && paths_match(&wanted, current)
         {
             app.notice(Level::Info, "that is the session already open");
             return;
         }
+        let previous = app.session_file().map(Path::to_path_buf);
         // The open session's lock must go before another can be opened
         // (a session is held by one etch at a time).
         self.leave(app).await;
@@ -531,7 +539,13 @@ impl Slot {
             }
             Err(err) => {
                 app.notice(Level::Warning, err.to_string());
-                app.new_session();
+                // Back to where the user was, when there was a session.
+                match previous {
+                    Some(previous) if previous != wanted => {
+                        Box::pin(self.resume(app, Target::Path(&previous))).await;
+                    }
+                    _ => app.new_session(),
+                }
             }
         }
         for notice in notices {

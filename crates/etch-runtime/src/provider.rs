@@ -81,6 +81,22 @@ pub struct ProviderFlags {
     pub reasoning_summary: Option<String>,
 }
 
+impl ProviderFlags {
+    /// Switches to `model` of `provider` (`current` is the provider in
+    /// use). For another provider, the endpoint, key and API shape given
+    /// for the old one do not carry over: they belong to its service.
+    pub fn switch_model(&mut self, provider: &str, model: &str, current: &str) {
+        if self.provider.as_deref() != Some(provider) && current != provider {
+            self.base_url = None;
+            self.api_key = None;
+            self.openai_api = None;
+            self.openai_transport = None;
+        }
+        self.provider = Some(provider.to_owned());
+        self.model = Some(model.to_owned());
+    }
+}
+
 /// Why no client could be built; the message says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectError {
@@ -787,6 +803,27 @@ mod tests {
     use super::*;
 
     use crate::testkit::block;
+
+    /// Another provider's model drops the old endpoint and key; the same
+    /// provider keeps them.
+    #[test]
+    fn switching_provider_drops_its_endpoint_and_key() {
+        let mut f = ProviderFlags {
+            provider: Some("openai".into()),
+            model: Some("a".into()),
+            base_url: Some("http://x/v1".into()),
+            api_key: Some("sk-1".into()),
+            ..ProviderFlags::default()
+        };
+        f.switch_model("openai", "b", "openai");
+        assert_eq!(
+            (f.model.as_deref(), f.api_key.as_deref()),
+            (Some("b"), Some("sk-1"))
+        );
+        f.switch_model("anthropic", "claude", "openai");
+        assert_eq!(f.provider.as_deref(), Some("anthropic"));
+        assert!(f.base_url.is_none() && f.api_key.is_none());
+    }
 
     /// Flags naming `provider` and `base_url`.
     fn flags(provider: &str, base_url: Option<&str>) -> ProviderFlags {

@@ -86,7 +86,13 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         )
     };
     let header = header.map_or_else(
-        || format!("{provider} · {model}"),
+        || {
+            if provider == "echo" {
+                "the offline echo model (it answers with your prompt)".to_owned()
+            } else {
+                format!("{provider} · {model}")
+            }
+        },
         |h| h.trim_start_matches("etch: ").to_owned(),
     );
     let auth = header

@@ -54,10 +54,10 @@ impl App {
                     .is_some_and(|run| run.id.as_deref() == Some(&id) && !run.began)
                 {
                     self.run = None;
-                    if self.editor.is_empty() {
-                        self.editor.set(&text);
-                    }
                 }
+                // Refused (another run had the session): the text comes
+                // back rather than being lost.
+                self.restore_unsent(vec![text]);
                 if !error.is_empty() {
                     self.notice(Level::Error, error);
                 }
@@ -458,8 +458,6 @@ impl App {
         if run.tools.is_empty() {
             return;
         }
-        // Tools may have made or removed files: `@` lists them again.
-        self.files = None;
         let batch: Vec<ToolView> = run
             .tools
             .drain(..)
@@ -473,6 +471,9 @@ impl App {
             .collect();
         self.last_batch = Some(batch.clone());
         self.push(Block::Tools(batch));
+        // Tools may have made or removed files: `@` lists them again.
+        self.files = None;
+        self.refresh_files();
     }
 
     /// The run ended: what is left of it goes into the history, then the
@@ -500,7 +501,6 @@ impl App {
                 self.notice(Level::Error, error);
             }
         }
-        self.aborting = false;
         let c = &self.footer.counters;
         let elapsed = u64::try_from(now.saturating_duration_since(run.started).as_millis())
             .unwrap_or(u64::MAX);

@@ -143,6 +143,7 @@ impl App {
     /// A bracketed paste.
     pub fn paste(&mut self, text: &str) {
         self.armed = false;
+        self.popup = None;
         self.editor.paste(text);
     }
 
@@ -287,6 +288,13 @@ impl App {
         });
     }
 
+    /// Lists the files again for an open `@` search (after tools ran).
+    pub(crate) fn refresh_files(&mut self) {
+        if self.popup.as_ref().is_some_and(|p| p.kind == Kind::File) {
+            self.open_files();
+        }
+    }
+
     /// Whether the `@` search waits for the file list.
     pub(crate) fn files_loading(&self) -> bool {
         self.popup.as_ref().is_some_and(|p| p.kind == Kind::File)
@@ -307,6 +315,11 @@ impl App {
 
     /// Puts a chosen completion in place of the word.
     fn accept(&mut self, kind: Kind, start: usize, item: &str) {
+        // The word must still be the one the choices were made for.
+        if self.editor.word_at_caret().0 != start {
+            self.popup = None;
+            return;
+        }
         let text = match kind {
             Kind::Command | Kind::File => format!("{item} "),
             Kind::Path => item.to_owned(),

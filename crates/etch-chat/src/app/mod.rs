@@ -207,6 +207,9 @@ pub struct App {
     raw_out: Vec<String>,
     /// Whether the terminal may be sent OSC 52 (not in line mode).
     pub(crate) osc52: bool,
+    /// Line mode: no editor on screen, so text that would go back into
+    /// it is printed instead.
+    pub(crate) line_mode: bool,
     /// Ids of runs whose `agent_end` came: a failed run's second answer
     /// repeats what `agent_end` said and is not shown again.
     ended: std::collections::HashSet<String>,
@@ -246,6 +249,7 @@ impl App {
             skills: start.skills,
             raw_out: Vec::new(),
             osc52: true,
+            line_mode: false,
             ended: std::collections::HashSet::new(),
             compaction_reported: false,
             resized: None,
@@ -256,7 +260,7 @@ impl App {
     /// Whether the live area changes by itself (a spinner, a file list
     /// being read): the runner then draws on a clock.
     pub fn wants_tick(&self) -> bool {
-        self.is_busy() || self.files_loading()
+        self.is_busy() || self.files_loading() || self.hint.is_some()
     }
 
     /// Whether a run or a long command is active.

@@ -32,7 +32,10 @@ impl App {
         self.notice(Level::Info, format!("resumed session {id}"));
         let replay = replay.unwrap_or_default();
         self.pending.extend(replay.blocks);
+        let draft = self.editor.raw();
         self.editor = crate::editor::Editor::new(replay.history);
+        self.editor.set(&draft);
+        self.popup = None;
         self.footer.counters = replay.counters;
         self.last_batch = None;
     }
@@ -112,6 +115,18 @@ impl App {
             return;
         }
         let n = unsent.len();
+        if self.line_mode {
+            self.queued.clear();
+            self.notice(
+                Level::Info,
+                format!(
+                    "{n} prompt(s) did not run; type them again to send them:\n{}",
+                    unsent.join("\n\n")
+                ),
+            );
+            return;
+        }
+        self.popup = None;
         let mut text = self.editor.raw();
         for piece in unsent {
             if !text.is_empty() {
@@ -135,6 +150,7 @@ impl App {
 
     /// Puts `text` in the editor (replacing the draft).
     pub fn set_draft(&mut self, text: &str) {
+        self.popup = None;
         self.editor.clear();
         self.editor.set(text);
     }

@@ -506,3 +506,24 @@ fn the_last_tool_output_expands() {
         .collect();
     assert!(expanded.iter().any(|l| l.trim() == "30"), "{expanded:?}");
 }
+
+/// A completion left open while the editor changed underneath (a paste)
+/// is dropped, never applied at a stale place.
+#[test]
+fn a_stale_completion_is_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("foo.rs"), "").unwrap();
+    let mut app = App::new(Start {
+        cwd: dir.path().to_path_buf(),
+        ..Start::default()
+    });
+    type_text(&mut app, "please look closely at @foo");
+    app.paste("x\nfix it");
+    app.key(key(KeyCode::Tab), Instant::now());
+    app.key(key(KeyCode::Enter), Instant::now());
+    for _ in 0..40 {
+        app.key(key(KeyCode::Backspace), Instant::now());
+    }
+    app.key(ctrl('w'), Instant::now());
+    let _ = app.live(40, 10, Instant::now());
+}

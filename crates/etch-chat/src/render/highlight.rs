@@ -38,6 +38,10 @@ static ASSETS: OnceLock<Assets> = OnceLock::new();
 /// with code in it never delays start-up: such code is shown plain.
 static MAY_LOAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
+/// Whether the grammars are loading on a thread: code drawn meanwhile is
+/// plain rather than waiting for them.
+static WARMING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Code drawn before [`warm`] is shown plain instead of loading the
 /// grammars (the chat calls this before its first frame).
 pub fn defer() {
@@ -58,7 +62,7 @@ fn assets() -> &'static Assets {
 /// does not wait for them.
 pub fn warm() {
     MAY_LOAD.store(true, std::sync::atomic::Ordering::Relaxed);
-    if ASSETS.get().is_none() {
+    if ASSETS.get().is_none() && !WARMING.swap(true, std::sync::atomic::Ordering::Relaxed) {
         let _ = std::thread::Builder::new()
             .name("etch-highlight".into())
             .spawn(|| {
@@ -75,9 +79,10 @@ pub fn highlight(code: &str, lang: &str) -> Vec<Spans> {
             .map(|line| vec![Span::styled(line.to_owned(), theme::code())])
             .collect()
     };
-    if lang.is_empty()
-        || (ASSETS.get().is_none() && !MAY_LOAD.load(std::sync::atomic::Ordering::Relaxed))
-    {
+    let loading = ASSETS.get().is_none()
+        && (WARMING.load(std::sync::atomic::Ordering::Relaxed)
+            || !MAY_LOAD.load(std::sync::atomic::Ordering::Relaxed));
+    if lang.is_empty() || loading {
         return plain();
     }
     let assets = assets();

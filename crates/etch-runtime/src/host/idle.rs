@@ -103,18 +103,8 @@ impl Host {
         let answer = match body {
             CommandBody::SetModel { provider, model_id } => {
                 let mut flags = session.settings().provider.clone();
-                if flags.provider.as_deref() != Some(provider.as_str())
-                    && session.selection().client.provider() != provider
-                {
-                    // Another provider: the endpoint, key and API shape
-                    // given for the old one do not carry over.
-                    flags.base_url = None;
-                    flags.api_key = None;
-                    flags.openai_api = None;
-                    flags.openai_transport = None;
-                }
-                flags.provider = Some(provider);
-                flags.model = Some(model_id);
+                let current = session.selection().client.provider().to_owned();
+                flags.switch_model(&provider, &model_id, &current);
                 self.reconfigure(&mut session, id.clone(), flags).await
             }
             CommandBody::SetThinkingLevel { level } => {
