@@ -1,0 +1,22 @@
+//! What can go wrong with hooks before one runs: a matcher that does not
+//! compile, an event name that is not one of the nine.
+
+/// A hook configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// A matcher the regex engine rejects.
+    #[error(
+        "hook matcher `{matcher}` is not a valid regular expression: {reason}; fix it in the config (etch config check shows where)"
+    )]
+    Matcher {
+        /// The matcher as written.
+        matcher: String,
+        /// Why it does not compile.
+        reason: String,
+    },
+    /// An event name that is not a hook event.
+    #[error(
+        "`{0}` is not a hook event; the events are SessionStart, UserPromptSubmit, TurnStart, TurnComplete, ContextBuild, PreToolUse, PostToolUse, PreCompact, PostCompact"
+    )]
+    Event(String),
+}
