@@ -287,6 +287,13 @@ pub enum Command {
         after_help = "Examples:\n  etch tool read --offset 20 --limit 40 README.md\n  etch tool grep TODO src\n  etch tool bash -- cargo test"
     )]
     Tool(crate::tool_cmd::ToolCommand),
+    /// List the configured hooks, or run the hooks of one event once with
+    /// a sample envelope to see what they answer.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  etch hooks list\n  etch hooks test PreToolUse --subject write\n  etch hooks test UserPromptSubmit"
+    )]
+    Hooks(crate::hooks_cmd::HooksCommand),
     /// Show a session's counters: age, turns, model calls, tools, compactions,
     /// tokens and transport.
     #[command(after_help = "Examples:\n  etch status\n  etch status --session 01JX --json")]
@@ -404,6 +411,7 @@ impl Command {
             Self::Show { .. } => "show",
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
+            Self::Hooks(_) => "hooks",
             Self::Auth(_) => "auth",
             Self::Status { .. } => "status",
             Self::Context { .. } => "context",

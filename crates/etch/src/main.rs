@@ -13,6 +13,7 @@ mod compact_cmd;
 mod config_cmd;
 mod context_cmd;
 mod exit;
+mod hooks_cmd;
 mod markdown;
 mod output;
 mod prompt_input;
@@ -168,6 +169,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         }
         Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
+        Some(Command::Hooks(command)) => runtime()?.block_on(hooks_cmd::run(&place, command)),
         Some(Command::Resume {
             last,
             prefix,

@@ -1,0 +1,108 @@
+//! `etch hooks list` and `etch hooks test` through the real binary, with
+//! real hook scripts (issue 14, first part): the configured hooks in the
+//! order they run with their source, a dry run showing what each hook
+//! answered, and the ways a hook can fail.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+
+use support::Workspace;
+
+/// Writes an executable script into the project and returns its path.
+fn script(ws: &Workspace, name: &str, body: &str) -> String {
+    let path = ws.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn list_says_when_there_are_none() {
+    let ws = Workspace::new();
+    let out = ws.run(&["hooks", "list"]).ok();
+    assert!(out.contains("no hooks configured"), "{out}");
+}
+
+/// User hooks first, then project hooks, each with its source.
+#[test]
+fn list_shows_hooks_in_run_order_with_their_source() {
+    let ws = Workspace::new();
+    ws.project_config("[[hooks.PreToolUse]]\nmatcher = \"write|edit\"\ncommand = \"./guard.sh\"\n");
+    ws.user_config("[[hooks.PreToolUse]]\ncommand = \"audit\"\ntimeout_seconds = 5\n\n[[hooks.TurnComplete]]\ncommand = \"notify\"\ndisabled = true\n");
+    let out = ws.run(&["hooks", "list"]).ok();
+    let audit = out.find("audit").unwrap();
+    let guard = out.find("./guard.sh").unwrap();
+    assert!(audit < guard, "user hooks run first: {out}");
+    assert!(out.contains("write|edit"), "{out}");
+    assert!(out.contains("user · timeout 5 s"), "{out}");
+    assert!(out.contains("project · timeout 30 s"), "{out}");
+    assert!(out.contains("(disabled)"), "{out}");
+}
+
+/// A dry run shows each matching hook's answer: a rewrite, a block with
+/// the reason from stderr and exit 2, and a failure (exit 1).
+#[test]
+fn test_runs_the_matching_hooks_and_shows_their_answers() {
+    let ws = Workspace::new();
+    let seen = ws.path().join("seen.json");
+    let rewrite = script(
+        &ws,
+        "rewrite.sh",
+        &format!(
+            "cat > {}\necho '{{\"arguments\":\"{{\\\"command\\\":\\\"ls -la\\\"}}\"}}'",
+            seen.display()
+        ),
+    );
+    let deny = script(&ws, "deny.sh", "echo 'no writes to .env' >&2; exit 2");
+    ws.project_config(&format!(
+        "[[hooks.PreToolUse]]\ncommand = \"{rewrite}\"\n\n[[hooks.PreToolUse]]\nmatcher = \"write\"\ncommand = \"{deny}\"\n"
+    ));
+    let bash = ws.run(&["hooks", "test", "PreToolUse"]);
+    let out = bash.ok();
+    assert!(
+        out.contains("rewrite.sh") && out.contains("ok: {\"arguments\""),
+        "{out}"
+    );
+    assert!(
+        !out.contains("deny.sh"),
+        "the write matcher does not match bash: {out}"
+    );
+    let envelope: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(envelope["event"], "PreToolUse");
+    assert_eq!(envelope["payload"]["tool"]["name"], "bash");
+    assert!(envelope["payload"]["tool"]["arguments"].is_string());
+    let write = ws.run(&["hooks", "test", "PreToolUse", "--subject", "write"]);
+    assert!(
+        write.ok().contains("blocked: no writes to .env"),
+        "{}",
+        write.stdout()
+    );
+}
+
+#[test]
+fn failing_hooks_and_bad_events() {
+    let ws = Workspace::new();
+    let broken = script(&ws, "broken.sh", "echo 'not json'");
+    ws.project_config(&format!("[[hooks.PostToolUse]]\ncommand = \"{broken}\"\n"));
+    let run = ws.run(&["hooks", "test", "PostToolUse"]);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stdout()
+            .contains("failed: printed output that is not JSON"),
+        "{}",
+        run.stdout()
+    );
+    let bad = ws.run(&["hooks", "test", "preTool"]);
+    assert_eq!(bad.code(), 2);
+    assert!(
+        bad.stderr().contains("is not a hook event"),
+        "{}",
+        bad.stderr()
+    );
+    let none = ws.run(&["hooks", "test", "TurnStart"]);
+    assert!(none.ok().contains("no TurnStart hook matches"));
+}
