@@ -159,9 +159,10 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
             dirty = false;
             urgent = false;
         }
+        let ticking = app.wants_tick();
         let wake = if dirty {
             last_frame.map_or(now, |t| t + FRAME)
-        } else if app.wants_tick() {
+        } else if ticking {
             now + TICK
         } else {
             now + Duration::from_secs(3600)
@@ -214,8 +215,10 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
             }
             () = tokio::time::sleep_until(wake.into()) => timer = true,
         }
-        // The clock only redraws what moves by itself (the spinner).
-        if !timer || app.wants_tick() {
+        // The clock only redraws what moves by itself (the spinner, a
+        // file list arriving); what it wanted before the wake counts, as
+        // the wake may be what ended it.
+        if !timer || ticking {
             dirty = true;
         }
         if urgent && !effects.is_empty() {

@@ -952,3 +952,19 @@ fn compact_reports_and_frees_the_chat() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// `@` lists the project's files (on a thread of its own) and the popup
+/// fills in by itself; Enter puts the chosen path in the prompt.
+#[test]
+fn at_shows_project_files_by_itself() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(ws.path().join("src/parser.rs"), "").unwrap();
+    let tmux = echo_chat(&ws, SIZE.0, SIZE.1);
+    tmux.type_text("look at @");
+    tmux.wait_screen("  src/parser.rs");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen("› look at src/parser.rs");
+    tmux.keys(&["C-u", "C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
