@@ -45,6 +45,8 @@ mod value;
 #[cfg(test)]
 mod sample_test;
 
+pub mod trust;
+
 pub use config::{
     Config, ContextConfig, HookEntry, OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig,
     SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,

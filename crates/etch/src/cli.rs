@@ -294,6 +294,15 @@ pub enum Command {
         after_help = "Examples:\n  etch hooks list\n  etch hooks test PreToolUse --subject write\n  etch hooks test UserPromptSubmit"
     )]
     Hooks(crate::hooks_cmd::HooksCommand),
+    /// Show what this project's .etch/config.toml would run (its hooks)
+    /// and whether you trusted exactly that; --yes trusts it. Project
+    /// hooks do not run until trusted; your own ~/.etch/config.toml is.
+    #[command(after_help = "Examples:\n  etch trust\n  etch trust --yes")]
+    Trust {
+        /// Trust the entries listed.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Show a session's counters: age, turns, model calls, tools, compactions,
     /// tokens and transport.
     #[command(after_help = "Examples:\n  etch status\n  etch status --session 01JX --json")]
@@ -412,6 +421,7 @@ impl Command {
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
             Self::Hooks(_) => "hooks",
+            Self::Trust { .. } => "trust",
             Self::Auth(_) => "auth",
             Self::Status { .. } => "status",
             Self::Context { .. } => "context",

@@ -47,9 +47,21 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                 return Ok(());
             }
             let home = place.home.as_deref();
+            let store = home
+                .and_then(|h| etch_config::trust::TrustStore::load(h).ok())
+                .unwrap_or_default();
             let mut out = String::new();
             for entry in entries {
-                let user = home.is_some_and(|h| entry.source.starts_with(h.join(".etch")));
+                let user =
+                    !crate::trust_cmd::project_files(&place.config, home).contains(&entry.source);
+                let origin = if user {
+                    "user".to_owned()
+                } else {
+                    format!(
+                        "project, {}",
+                        crate::trust_cmd::describe(store.state(&place.config, &entry.source))
+                    )
+                };
                 let matcher = if entry.matcher.trim().is_empty() {
                     "*"
                 } else {
@@ -62,7 +74,7 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                     matcher,
                     entry.command,
                     if entry.disabled { "   (disabled)" } else { "" },
-                    if user { "user" } else { "project" },
+                    origin,
                     entry.timeout_seconds,
                     entry.source.display()
                 );
@@ -84,8 +96,30 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                 return Ok(());
             }
             let input = envelope(event, &place.cwd, sample_payload(event, &subject));
+            let home = place.home.as_deref();
+            let projects = crate::trust_cmd::project_files(&place.config, home);
+            let store = home
+                .and_then(|h| etch_config::trust::TrustStore::load(h).ok())
+                .unwrap_or_default();
             let mut failed = false;
             for hook in matching {
+                // Project hooks run only once trusted, here as in a run.
+                if projects.contains(&hook.source) {
+                    let state = store.state(&place.config, &hook.source);
+                    if matches!(
+                        state,
+                        etch_config::trust::TrustState::Untrusted
+                            | etch_config::trust::TrustState::Changed
+                    ) {
+                        failed = true;
+                        crate::output::print_line(&format!(
+                            "{}: not run, {}",
+                            hook.command,
+                            crate::trust_cmd::describe(state)
+                        ));
+                        continue;
+                    }
+                }
                 let ran = etch_hooks::run(hook, &place.cwd, &input, &[]).await;
                 let said = match &ran.outcome {
                     Outcome::Ok(fields) if fields.is_empty() => "ok (no output)".to_owned(),

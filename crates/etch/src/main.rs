@@ -26,6 +26,7 @@ mod show;
 mod show_tree;
 mod status_cmd;
 mod tool_cmd;
+mod trust_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -170,6 +171,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Hooks(command)) => runtime()?.block_on(hooks_cmd::run(&place, command)),
+        Some(Command::Trust { yes }) => trust_cmd::run(&place, yes),
         Some(Command::Resume {
             last,
             prefix,

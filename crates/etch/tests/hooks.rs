@@ -38,7 +38,10 @@ fn list_shows_hooks_in_run_order_with_their_source() {
     assert!(audit < guard, "user hooks run first: {out}");
     assert!(out.contains("write|edit"), "{out}");
     assert!(out.contains("user · timeout 5 s"), "{out}");
-    assert!(out.contains("project · timeout 30 s"), "{out}");
+    assert!(
+        out.contains("project, not trusted: review with etch trust · timeout 30 s"),
+        "{out}"
+    );
     assert!(out.contains("(disabled)"), "{out}");
 }
 
@@ -60,6 +63,7 @@ fn test_runs_the_matching_hooks_and_shows_their_answers() {
     ws.project_config(&format!(
         "[[hooks.PreToolUse]]\ncommand = \"{rewrite}\"\n\n[[hooks.PreToolUse]]\nmatcher = \"write\"\ncommand = \"{deny}\"\n"
     ));
+    ws.run(&["trust", "--yes"]).ok();
     let bash = ws.run(&["hooks", "test", "PreToolUse"]);
     let out = bash.ok();
     assert!(
@@ -88,6 +92,7 @@ fn failing_hooks_and_bad_events() {
     let ws = Workspace::new();
     let broken = script(&ws, "broken.sh", "echo 'not json'");
     ws.project_config(&format!("[[hooks.PostToolUse]]\ncommand = \"{broken}\"\n"));
+    ws.run(&["trust", "--yes"]).ok();
     let run = ws.run(&["hooks", "test", "PostToolUse"]);
     assert_eq!(run.code(), 1);
     assert!(
@@ -105,4 +110,66 @@ fn failing_hooks_and_bad_events() {
     );
     let none = ws.run(&["hooks", "test", "TurnStart"]);
     assert!(none.ok().contains("no TurnStart hook matches"));
+}
+
+/// Project hooks do not run until trusted; a changed definition is
+/// refused again; the user's own hooks need no trust.
+#[test]
+fn project_hooks_need_trust_for_their_exact_definition() {
+    let ws = Workspace::new();
+    let marker = ws.path().join("ran");
+    let hook = script(&ws, "mark.sh", &format!("touch {}", marker.display()));
+    ws.project_config(&format!("[[hooks.TurnStart]]\ncommand = \"{hook}\"\n"));
+    let untrusted = ws.run(&["hooks", "test", "TurnStart"]);
+    assert_eq!(untrusted.code(), 1);
+    assert!(
+        untrusted.stdout().contains("not run, not trusted"),
+        "{}",
+        untrusted.stdout()
+    );
+    assert!(!marker.exists());
+    let listed = ws.run(&["trust"]).ok();
+    assert!(
+        listed.contains("hook TurnStart [*]") && listed.contains("etch trust --yes"),
+        "{listed}"
+    );
+    assert!(
+        ws.run(&["trust", "--yes"])
+            .ok()
+            .contains("trusted: these run from now on")
+    );
+    ws.run(&["hooks", "test", "TurnStart"]).ok();
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+    ws.project_config(&format!(
+        "[[hooks.TurnStart]]\ncommand = \"{hook} --again\"\n"
+    ));
+    let changed = ws.run(&["hooks", "test", "TurnStart"]);
+    assert!(
+        changed.stdout().contains("changed since trusted"),
+        "{}",
+        changed.stdout()
+    );
+    assert!(!marker.exists());
+    // The user's own hooks run without trust.
+    let user = tempfile::tempdir().unwrap();
+    let own = ws.home.path().join("own.sh");
+    std::fs::write(
+        &own,
+        format!("#!/bin/sh\ntouch {}\n", user.path().join("own").display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ws.user_config(&format!(
+        "[[hooks.TurnComplete]]\ncommand = \"{}\"\n",
+        own.display()
+    ));
+    ws.run(&["hooks", "test", "TurnComplete"]).ok();
+    assert!(user.path().join("own").exists());
+}
+
+#[test]
+fn trust_with_nothing_to_trust() {
+    let ws = Workspace::new();
+    assert!(ws.run(&["trust"]).ok().contains("nothing to trust"));
 }

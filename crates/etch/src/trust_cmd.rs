@@ -1,0 +1,91 @@
+//! `etch trust [--yes]`: what the project's `.etch/config.toml` would run
+//! (its hooks; later its plugins), whether the user trusted exactly that,
+//! and with `--yes` trusting it. The hashing and the store are
+//! `etch_config::trust`; this module only prints and asks nothing.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use etch_config::Config;
+use etch_config::trust::{TrustState, TrustStore, project_entries};
+
+use crate::exit::{self, Failure};
+use crate::run::Place;
+
+/// The project files among the sources of `config`'s executable entries:
+/// every source that is not the user's own configuration.
+pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
+    let user = home.map(|h| h.join(".etch").join("config.toml"));
+    let mut files: Vec<PathBuf> = config
+        .hooks
+        .iter()
+        .map(|h| h.source.clone())
+        .filter(|s| Some(s) != user.as_ref())
+        .collect();
+    files.dedup();
+    files
+}
+
+/// The trust state of `file`'s entries, in words for listings.
+pub fn describe(state: TrustState) -> &'static str {
+    match state {
+        TrustState::Nothing | TrustState::Trusted => "trusted",
+        TrustState::Untrusted => "not trusted: review with etch trust",
+        TrustState::Changed => "changed since trusted: review with etch trust",
+    }
+}
+
+/// Runs `etch trust`.
+pub fn run(place: &Place, yes: bool) -> Result<(), Failure> {
+    let home = place.home.as_deref().ok_or_else(|| {
+        Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("HOME is not set, so there is no ~/.etch/trust.json to keep trust in"),
+        )
+    })?;
+    let failed = |e: etch_config::trust::TrustError| Failure::new(exit::FAILED, e);
+    let mut store = TrustStore::load(home).map_err(failed)?;
+    let files = project_files(&place.config, Some(home));
+    if files.is_empty() {
+        crate::output::print_line(
+            "nothing to trust: this project's configuration runs no commands",
+        );
+        return Ok(());
+    }
+    let mut out = String::new();
+    for file in &files {
+        let state = store.state(&place.config, file);
+        let _ = writeln!(out, "{} ({}):", file.display(), describe(state));
+        for entry in project_entries(&place.config, file) {
+            let matcher = entry["matcher"]
+                .as_str()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or("*");
+            let _ = writeln!(
+                out,
+                "  hook {} [{matcher}]: {}{}",
+                entry["event"].as_str().unwrap_or(""),
+                entry["command"].as_str().unwrap_or(""),
+                if entry["disabled"] == true {
+                    " (disabled)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if yes && state != TrustState::Trusted {
+            store.trust(&place.config, file).map_err(failed)?;
+            let _ = writeln!(
+                out,
+                "  trusted: these run from now on, until the file changes"
+            );
+        } else if matches!(state, TrustState::Untrusted | TrustState::Changed) {
+            let _ = writeln!(
+                out,
+                "  to let exactly these run, review them and run etch trust --yes"
+            );
+        }
+    }
+    crate::output::print_text(&out);
+    Ok(())
+}
