@@ -36,6 +36,9 @@ pub struct Launch {
     pub session: Option<Session>,
     /// Reads the configuration again.
     pub reload: Reload,
+    /// The client chosen for `settings` at start, used by the first
+    /// session (dropped when the settings change before it).
+    pub selection: Option<etch_runtime::Selection>,
 }
 
 /// The session the chat drives, once there is one.
@@ -81,6 +84,7 @@ impl Slot {
                         .settings
                         .provider
                         .switch_model(provider, model_id, &current);
+                    self.launch.selection = None;
                     app.set_model(provider, model_id);
                     app.output_refused(&command);
                     app.notice(Level::Info, format!("model: {provider} {model_id} (the session starts with your next prompt)"));
@@ -95,6 +99,7 @@ impl Slot {
                         .provider
                         .reasoning_effort
                         .clone_from(&name);
+                    self.launch.selection = None;
                     app.output_refused(&command);
                     app.notice(
                         Level::Info,
@@ -117,14 +122,22 @@ impl Slot {
                 }
             };
             let mut notices = Vec::new();
-            let created = Session::create(
+            let (place, settings, context) = (
                 self.launch.place.clone(),
                 self.launch.settings.clone(),
                 self.launch.context.clone(),
-                title,
-                &mut |n: Notice| notices.push(n),
-            )
-            .await;
+            );
+            let created = match self.launch.selection.take() {
+                Some(selection) => {
+                    Session::create_selected(place, settings, context, selection, title)
+                }
+                None => {
+                    Session::create(place, settings, context, title, &mut |n: Notice| {
+                        notices.push(n);
+                    })
+                    .await
+                }
+            };
             for notice in notices {
                 // The provider header was shown at start.
                 if notice.level == etch_protocol::NoticeLevel::Warning {
@@ -323,6 +336,7 @@ impl Slot {
             let unsent = host.abort_and_settle().await;
             if let Some(session) = host.session() {
                 self.launch.settings = session.settings().clone();
+                self.launch.selection = None;
             }
             app.restore_unsent(unsent);
         }
@@ -368,6 +382,7 @@ impl Slot {
         }
         self.launch.place = place;
         self.launch.context = context;
+        self.launch.selection = None;
         app.set_skills(skills);
         app.notice(Level::Info, summary);
     }

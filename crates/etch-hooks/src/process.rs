@@ -22,15 +22,6 @@ pub const MAX_STDOUT: usize = 4 << 20;
 /// The most stderr kept (diagnostics).
 pub const MAX_STDERR: usize = 64 << 10;
 
-/// Environment variables holding provider credentials: hooks never get
-/// them (G18).
-pub const CREDENTIAL_VARS: [&str; 4] = [
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "CODEX_ACCESS_TOKEN",
-    "ANTHROPIC_API_KEY",
-];
-
 /// How a hook process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -57,10 +48,12 @@ pub struct Finished {
     pub elapsed: Duration,
 }
 
-/// The environment for hooks: `vars` minus the credential variables.
+/// The environment for hooks: `vars` minus the credential variables
+/// (`etch_auth::CREDENTIAL_ENV_VARS`, the set every child is scrubbed of:
+/// hooks never get them, G18).
 pub fn hook_env(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
     vars.into_iter()
-        .filter(|(key, _)| !CREDENTIAL_VARS.iter().any(|c| key == *c))
+        .filter(|(key, _)| !etch_auth::CREDENTIAL_ENV_VARS.iter().any(|c| key == *c))
         .collect()
 }
 

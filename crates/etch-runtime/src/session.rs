@@ -72,6 +72,19 @@ impl Session {
     ) -> Result<(Self, Appended), OpenError> {
         let selection = provider::select(&settings.provider, &place.config, None).await?;
         announce(&selection, notify);
+        Self::create_selected(place, settings, context, selection, title)
+    }
+
+    /// [`Self::create`] with the client already chosen (and announced)
+    /// for `settings`: a front end that showed the provider before the
+    /// first prompt does not build the client twice.
+    pub fn create_selected(
+        place: Place,
+        settings: RunSettings,
+        context: Context,
+        selection: Selection,
+        title: String,
+    ) -> Result<(Self, Appended), OpenError> {
         let store = SessionStore::new(&place.session_dir);
         let (writer, first) = store.create(&new_session(&place, &selection, title))?;
         Ok((

@@ -47,6 +47,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         .map(|d| Notice::warning(d.clone()))
         .collect();
     let mut log = None;
+    let mut chosen = None;
     let (session, provider, model, header) = if let Some(prefix) = prefix {
         let mut header = None;
         let (session, loaded) = Session::open_loaded(
@@ -78,12 +79,16 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             .map_err(|e| open_failure(e.into()))?;
         notices.extend(selection.notes.iter().cloned().map(Notice::info));
         let client = &selection.client;
-        (
+        let picked = (
             None,
             client.provider().to_owned(),
             client.model().to_owned(),
             selection.notice.clone(),
-        )
+        );
+        // The first prompt's session uses this client: it is not built
+        // twice.
+        chosen = Some(selection);
+        picked
     };
     let header = header.map_or_else(
         || {
@@ -163,6 +168,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         context,
         session,
         reload,
+        selection: chosen,
     };
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");

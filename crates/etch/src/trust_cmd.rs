@@ -22,6 +22,7 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
         .map(|h| h.source.clone())
         .filter(|s| Some(s) != user.as_ref())
         .collect();
+    files.sort();
     files.dedup();
     files
 }

@@ -345,6 +345,25 @@ fn export_html_writes_the_transcript() {
         html.contains("&lt;b&gt;answer&lt;/b&gt;"),
         "model HTML is text: {html}"
     );
+    tmux.line("/export md notes.md");
+    tmux.wait_for("notes.md");
+    let md = std::fs::read_to_string(ws.path().join("notes.md")).unwrap();
+    assert!(
+        md.contains("question") && md.contains("**markdown**"),
+        "{md}"
+    );
+    tmux.line("/export jsonl");
+    tmux.wait("the jsonl copy", |h| {
+        h.contains(".jsonl") && h.matches("wrote the transcript to").count() >= 3
+    });
+    let id = ws
+        .only_session()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let copy = std::fs::read(ws.path().join(format!("etch-{id}.jsonl"))).unwrap();
+    assert_eq!(copy, std::fs::read(ws.only_session()).unwrap());
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
@@ -966,5 +985,34 @@ fn at_shows_project_files_by_itself() {
     tmux.keys(&["Enter"]);
     tmux.wait_screen("› look at src/parser.rs");
     tmux.keys(&["C-u", "C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// `/skill:NAME text` sends the skill's instructions with the text;
+/// Tab completes the name.
+#[test]
+fn a_skill_command_sends_the_skill() {
+    let ws = Workspace::new();
+    let dir = ws.path().join(".etch/skills/deploy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: deploy\ndescription: Deploy the service.\n---\nRun make deploy-now.\n",
+    )
+    .unwrap();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("deploying"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.type_text("/skill:dep");
+    tmux.keys(&["Tab"]);
+    tmux.wait_screen("› /skill:deploy");
+    tmux.line("to staging");
+    tmux.wait_for("• deploying");
+    let users = user_texts(&server.requests()[0].json());
+    let sent = users.last().unwrap();
+    assert!(
+        sent.contains("Run make deploy-now.") && sent.contains("to staging"),
+        "{sent}"
+    );
+    tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }

@@ -520,10 +520,53 @@ fn a_stale_completion_is_not_applied() {
     type_text(&mut app, "please look closely at @foo");
     app.paste("x\nfix it");
     app.key(key(KeyCode::Tab), Instant::now());
-    app.key(key(KeyCode::Enter), Instant::now());
+    // The paste closed the @ search: Tab completed nothing at the old
+    // place, and the text is as typed.
+    assert_eq!(app.editor.raw(), "please look closely at @foox\nfix it");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(
+        matches!(body(&sent[0]), CommandBody::Prompt { message, .. } if message.ends_with("fix it"))
+    );
     for _ in 0..40 {
         app.key(key(KeyCode::Backspace), Instant::now());
     }
     app.key(ctrl('w'), Instant::now());
     let _ = app.live(40, 10, Instant::now());
+}
+
+/// Alt+Enter, Shift+Enter and Ctrl+J add a line; Enter sends the whole
+/// draft; /hotkeys lists the keys.
+#[test]
+fn new_lines_and_hotkeys() {
+    let mut app = app();
+    let _ = history(&mut app);
+    type_text(&mut app, "one");
+    app.key(
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT),
+        Instant::now(),
+    );
+    type_text(&mut app, "two");
+    app.key(
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT),
+        Instant::now(),
+    );
+    type_text(&mut app, "three");
+    app.key(ctrl('j'), Instant::now());
+    type_text(&mut app, "four");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(
+        matches!(body(&sent[0]), CommandBody::Prompt { message, .. } if message == "one\ntwo\nthree\nfour")
+    );
+    event(&mut app, "chat-1", EventBody::AgentEnd { error: None });
+    app.output(
+        Output::Response(Response::ok(Some("chat-1".into()), "prompt", None)),
+        Instant::now(),
+    );
+    type_text(&mut app, "/hotkeys");
+    assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
+    let text = history(&mut app);
+    assert!(
+        text.contains("Alt+Enter, Shift+Enter, Ctrl+J") && text.contains("Ctrl+O"),
+        "{text}"
+    );
 }
