@@ -16,6 +16,11 @@ use crate::render::tools::summary;
 use crate::render::wrap::{paragraphs, prefixed, truncate};
 use crate::term::sanitize;
 
+/// What leads every preview row: unlike the dot of a finished block, so
+/// a preview row a terminal reflow strands in the scrollback (a resize
+/// racing a frame) never passes for part of the answer.
+pub const PREVIEW_LEAD: &str = "┊ ";
+
 /// Bytes of streaming text wrapped for the preview.
 const PREVIEW_TAIL: usize = 4096;
 
@@ -162,8 +167,8 @@ impl App {
                     let tail = tail(text, PREVIEW_TAIL);
                     let rows = prefixed(
                         &paragraphs(sanitize(tail.trim_end()).as_ref(), style),
-                        &Span::styled("• ", theme::muted()),
-                        &Span::raw("  "),
+                        &Span::styled(PREVIEW_LEAD, theme::muted()),
+                        &Span::styled(PREVIEW_LEAD, theme::muted()),
                         width,
                     );
                     let skip = rows.len().saturating_sub(room);
