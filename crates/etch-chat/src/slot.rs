@@ -129,7 +129,7 @@ impl Slot {
             );
             let created = match self.launch.selection.take() {
                 Some(selection) => {
-                    Session::create_selected(place, settings, context, selection, title)
+                    Session::create_selected(place, settings, context, selection, title).await
                 }
                 None => {
                     Session::create(place, settings, context, title, &mut |n: Notice| {

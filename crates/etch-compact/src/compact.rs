@@ -12,7 +12,7 @@ use etch_session::{LoadedSession, SessionWriter, SummaryData, types};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CompactError;
-use crate::plan::plan;
+use crate::plan::{Plan, plan};
 use crate::settings::{Settings, Trigger};
 use crate::skip::Skip;
 use crate::summarize::summarize;
@@ -59,6 +59,22 @@ pub async fn compact(
     if cancel.is_cancelled() {
         return Err(CompactError::Cancelled);
     }
+    finish(writer, plan, summary, trigger, focus, settings)
+}
+
+/// The last step of [`compact`], for callers that make or change the
+/// summary themselves between [`plan`] and here (compaction hooks):
+/// appends `summary` as the `context.summary` of `plan`, unless it would
+/// not shrink the context.
+pub fn finish(
+    writer: &mut SessionWriter,
+    plan: Plan,
+    summary: String,
+    trigger: Trigger,
+    focus: Option<&str>,
+    settings: &Settings,
+) -> Result<Outcome, CompactError> {
+    let focus = focus.map(str::trim).filter(|f| !f.is_empty());
     let tokens_after =
         plan.tokens_kept + message_tokens(&summary_message(&summary), settings.estimate);
     if tokens_after >= plan.tokens_before {

@@ -19,6 +19,10 @@ pub enum CompactError {
     /// The caller cancelled while the summary was being written.
     #[error("compaction was cancelled; the session was not changed")]
     Cancelled,
+    /// A compaction hook failed (or answered what its event does not
+    /// accept): a `PreCompact` or `PostCompact` hook (G6).
+    #[error("{0}; the session was not changed")]
+    Hook(String),
     /// The summary could not be appended to the session file.
     #[error("could not record the summary: {0}")]
     Session(#[from] SessionError),

@@ -36,7 +36,7 @@ mod window;
 #[cfg(test)]
 mod test_support;
 
-pub use compact::{Outcome, compact};
+pub use compact::{Outcome, compact, finish};
 pub use error::CompactError;
 pub use plan::{Plan, plan};
 pub use serialize::serialize;

@@ -24,7 +24,7 @@ impl fmt::Display for Budget {
 }
 
 /// Why no summary was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
     /// Everything that would be summarized is kept raw anyway: no message
     /// lies before the cut point.
@@ -52,6 +52,11 @@ pub enum Skip {
         tokens_before: u64,
         /// Estimated tokens with the summary in place.
         tokens_after: u64,
+    },
+    /// A `PreCompact` hook cancelled the compaction (G5), with its reason.
+    CancelledByHook {
+        /// What the hook said, if anything.
+        reason: Option<String>,
     },
 }
 
@@ -83,6 +88,13 @@ impl fmt::Display for Skip {
                 f,
                 "compaction skipped: the summary is no smaller than the history it would replace (about {tokens_before} -> {tokens_after} estimated tokens); the session was not changed"
             ),
+            Self::CancelledByHook { reason } => {
+                write!(f, "compaction cancelled by a PreCompact hook")?;
+                if let Some(reason) = reason {
+                    write!(f, ": {reason}")?;
+                }
+                write!(f, "; the session was not changed")
+            }
         }
     }
 }

@@ -142,6 +142,7 @@ fn hook(entry: &Entry) -> HookEntry {
         command: values.string("command"),
         timeout_seconds: values.u64("timeout_seconds"),
         disabled: values.bool("disabled"),
+        protocol: values.string("protocol"),
         source: entry.source.clone(),
     }
 }

@@ -199,6 +199,8 @@ pub struct HookEntry {
     pub timeout_seconds: u64,
     /// Whether the hook is switched off.
     pub disabled: bool,
+    /// Wire format: `etch` or `claude`.
+    pub protocol: String,
     /// The file that declared it.
     pub source: PathBuf,
 }

@@ -115,6 +115,7 @@ pub(crate) fn hook(entry: &HookEntry) -> Vec<(&'static str, Value)> {
             Value::Integer(i64::try_from(entry.timeout_seconds).unwrap_or(i64::MAX)),
         ),
         ("disabled", Value::Boolean(entry.disabled)),
+        ("protocol", Value::String(entry.protocol.clone())),
     ]
 }
 

@@ -541,7 +541,16 @@ const HOOKS: &[KeySpec] = &[
     .default(Literal::Int(30)),
     KeySpec::boolean("disabled", "Keep the entry but never run the hook.")
         .default(Literal::Bool(false)),
+    KeySpec::string(
+        "protocol",
+        "Wire format: etch (the JSON envelope) or claude (a script written for Claude Code hooks).",
+    )
+    .default(Literal::Str("etch"))
+    .allowed(HOOK_PROTOCOLS),
 ];
+
+/// The hook wire formats.
+pub(crate) const HOOK_PROTOCOLS: &[&str] = &["etch", "claude"];
 
 /// Every table, in the order `--effective`, `config schema` and the sample use.
 pub(crate) static TABLES: &[TableSpec] = &[

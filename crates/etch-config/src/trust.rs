@@ -56,6 +56,21 @@ pub enum TrustError {
     },
 }
 
+/// The project files among the sources of `config`'s executable entries:
+/// every source that is not the user's own `~/.etch/config.toml`, sorted.
+pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
+    let user = home.map(|h| h.join(".etch").join("config.toml"));
+    let mut files: Vec<PathBuf> = config
+        .hooks
+        .iter()
+        .map(|h| h.source.clone())
+        .filter(|s| Some(s) != user.as_ref())
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
 /// The project's executable entries in a canonical form, for display and
 /// hashing; empty when it has none.
 pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
@@ -64,14 +79,20 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
         .iter()
         .filter(|h| h.source == project_file)
         .map(|h| {
-            json!({
+            let mut entry = json!({
                 "kind": "hook",
                 "event": h.event,
                 "matcher": h.matcher,
                 "command": h.command,
                 "timeoutSeconds": h.timeout_seconds,
                 "disabled": h.disabled,
-            })
+            });
+            // Named only when not the default, so what was trusted before
+            // the key existed stays trusted.
+            if h.protocol != "etch" {
+                entry["protocol"] = json!(h.protocol);
+            }
+            entry
         })
         .collect()
 }
@@ -193,6 +214,7 @@ mod tests {
             command: command.into(),
             timeout_seconds: 30,
             disabled: false,
+            protocol: "etch".into(),
             source: source.to_path_buf(),
         });
         config

@@ -10,7 +10,7 @@ use etch_model::{
     SystemLayer, ToolCall,
 };
 use etch_session::event::{
-    AssistantData, GuardData, ReasoningData, ResponseData, ToolData, UserData,
+    AssistantData, GuardData, HookRunData, ReasoningData, ResponseData, ToolData, UserData,
 };
 use etch_session::{LoadedSession, SessionWriter, dangling_tool_calls, types};
 use etch_tool::{CallOrigin, ToolRegistry};
@@ -21,6 +21,7 @@ use crate::compaction::{CompactionPolicy, Estimate};
 use crate::error::{GuardStopError, RunError, ToolRoundLimitError};
 use crate::exec::{ABORTED, BatchEnv, CallResult, run_batch};
 use crate::guard::{Finding, FindingKind, Guard, GuardSettings};
+use crate::intercept::{Intercept, Intercepted, Point, TurnEnd, Verdict, until_cancelled};
 use crate::observer::{AgentEvent, Observer};
 use crate::pass::{Pass, collect};
 
@@ -52,6 +53,8 @@ pub struct Agent {
     tools: ToolRegistry,
     /// Settings.
     pub(crate) config: AgentConfig,
+    /// What intercepts the run (hooks), if anything.
+    pub(crate) intercept: Option<Arc<dyn Intercept>>,
 }
 
 /// A successful run.
@@ -82,6 +85,21 @@ impl RunState<'_> {
         let appended = self.writer.append(kind, data)?;
         self.observer.durable_line(&appended.line);
         Ok(appended.id)
+    }
+
+    /// Appends the `hook.run` records of an interceptor's answer and
+    /// returns its verdict.
+    pub(crate) fn records<T>(&mut self, answer: Intercepted<T>) -> Result<Verdict<T>, RunError> {
+        self.hook_runs(&answer.records)?;
+        Ok(answer.verdict)
+    }
+
+    /// Appends `hook.run` records.
+    fn hook_runs(&mut self, records: &[HookRunData]) -> Result<(), RunError> {
+        for data in records {
+            self.append(types::HOOK_RUN, data)?;
+        }
+        Ok(())
     }
 
     /// Appends a user message and emits its start/end events.
@@ -123,6 +141,7 @@ impl RunState<'_> {
 
     /// Appends one tool result and emits its start/end events.
     fn tool_result(&mut self, call: &ToolCall, result: CallResult) -> Result<(), RunError> {
+        self.hook_runs(&result.hooks)?;
         let content = vec![ContentPart::text(result.text)];
         self.append(
             types::MESSAGE_TOOL,
@@ -157,6 +176,110 @@ impl Agent {
             client,
             tools,
             config,
+            intercept: None,
+        }
+    }
+
+    /// Runs the loop's interception points through `intercept` (hooks).
+    #[must_use]
+    pub fn with_intercept(mut self, intercept: Arc<dyn Intercept>) -> Self {
+        self.intercept = Some(intercept);
+        self
+    }
+
+    /// The interceptor, if it serves `point`.
+    fn at(&self, point: Point) -> Option<&dyn Intercept> {
+        self.intercept.as_deref().filter(|i| i.wants(point))
+    }
+
+    /// Runs `prompt` through prompt admission (`UserPromptSubmit`).
+    /// `Ok(None)` means refused (or failed) as a steering or follow-up
+    /// prompt, which is dropped; for the run's own prompt (`first`) a
+    /// refusal or failure is the run's error, before anything else is
+    /// appended (G6).
+    async fn admit(
+        &self,
+        state: &mut RunState<'_>,
+        prompt: String,
+        first: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, RunError> {
+        let Some(intercept) = self.at(Point::Prompt) else {
+            return Ok(Some(prompt));
+        };
+        let answer = until_cancelled(intercept.prompt(prompt), cancel)
+            .await
+            .ok_or(RunError::Cancelled)?;
+        match state.records(answer)? {
+            Verdict::Go(prompt) => Ok(Some(prompt)),
+            _ if !first => Ok(None),
+            Verdict::Blocked(reason) => Err(RunError::PromptBlocked { reason }),
+            Verdict::Failed(detail) => Err(RunError::Hook {
+                event: "UserPromptSubmit",
+                detail,
+            }),
+        }
+    }
+
+    /// Runs the `TurnStart` point for the prompt just admitted.
+    async fn turn_start(
+        &self,
+        state: &mut RunState<'_>,
+        prompt: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), RunError> {
+        let Some(intercept) = self.at(Point::TurnStart) else {
+            return Ok(());
+        };
+        let turn = user_turns(state.history);
+        let answer = until_cancelled(intercept.turn_start(turn, prompt), cancel)
+            .await
+            .ok_or(RunError::Cancelled)?;
+        match state.records(answer)? {
+            Verdict::Go(()) => Ok(()),
+            Verdict::Blocked(_) => Err(RunError::Hook {
+                event: "TurnStart",
+                detail: "a TurnStart hook cannot block".to_owned(),
+            }),
+            Verdict::Failed(detail) => Err(RunError::Hook {
+                event: "TurnStart",
+                detail,
+            }),
+        }
+    }
+
+    /// Runs the `TurnComplete` point after a turn that got past admission.
+    /// It is not cut short by cancellation (its timeout bounds it), so an
+    /// audit hook also sees cancelled turns; its failure becomes the
+    /// run's error unless the run already failed (G6).
+    async fn turn_complete(
+        &self,
+        state: &mut RunState<'_>,
+        result: Result<RunOutcome, RunError>,
+    ) -> Result<RunOutcome, RunError> {
+        let Some(intercept) = self.at(Point::TurnComplete) else {
+            return result;
+        };
+        let error = result.as_ref().err().map(ToString::to_string);
+        let final_text = result.as_ref().map_or("", |o| o.final_text.as_str());
+        let end = TurnEnd {
+            turn: user_turns(state.history),
+            final_text,
+            error: error.as_deref(),
+        };
+        let answer = intercept.turn_complete(end).await;
+        let verdict = state.records(answer)?;
+        match (verdict, result) {
+            (_, Err(err)) => Err(err),
+            (Verdict::Go(()), Ok(outcome)) => Ok(outcome),
+            (Verdict::Blocked(_), Ok(_)) => Err(RunError::Hook {
+                event: "TurnComplete",
+                detail: "a TurnComplete hook cannot block".to_owned(),
+            }),
+            (Verdict::Failed(detail), Ok(_)) => Err(RunError::Hook {
+                event: "TurnComplete",
+                detail,
+            }),
         }
     }
 
@@ -178,7 +301,14 @@ impl Agent {
             observer,
             estimate: Estimate::default(),
         };
-        let result = self.run_rounds(&mut state, prompt, cancel).await;
+        let result = match self.admit(&mut state, prompt, true, cancel).await {
+            Ok(Some(prompt)) => {
+                let result = self.run_rounds(&mut state, prompt, cancel).await;
+                self.turn_complete(&mut state, result).await
+            }
+            Ok(None) => Err(RunError::PromptBlocked { reason: None }),
+            Err(err) => Err(err),
+        };
         let message = result.as_ref().err().map(ToString::to_string);
         state.observer.agent_event(&AgentEvent::AgentEnd {
             error: message.as_deref(),
@@ -195,15 +325,29 @@ impl Agent {
     ) -> Result<RunOutcome, RunError> {
         let mut round = 0;
         let mut pending_prompts = vec![prompt];
+        let mut admitted = true;
         let mut guard = Guard::new(self.config.guard);
         let mut overflow_recovered = false;
         loop {
             round += 1;
             let started = Instant::now();
             state.observer.agent_event(&AgentEvent::TurnStart { round });
-            for text in pending_prompts.drain(..) {
-                state.user(text)?;
+            for text in std::mem::take(&mut pending_prompts) {
+                // The run's own prompt was admitted before the turn began.
+                let admitted_text = if admitted {
+                    Some(text)
+                } else {
+                    self.admit(state, text, false, cancel).await?
+                };
+                if let Some(text) = admitted_text {
+                    state.user(text)?;
+                }
             }
+            if round == 1 {
+                let prompt = last_user_text(state.history);
+                self.turn_start(state, &prompt, cancel).await?;
+            }
+            admitted = false;
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
             }
@@ -246,6 +390,7 @@ impl Agent {
                     temp_dir: &self.config.temp_dir,
                     cancel,
                     origin: &origin,
+                    intercept: self.intercept.as_ref(),
                 };
                 let (results, cancelled) =
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
@@ -297,8 +442,10 @@ impl Agent {
                 // Steering drained in the last allowed round is never lost:
                 // it goes into the log, so the `etch resume` the error
                 // suggests answers it.
-                for text in pending_prompts.drain(..) {
-                    state.user(text)?;
+                for text in std::mem::take(&mut pending_prompts) {
+                    if let Some(text) = self.admit(state, text, false, cancel).await? {
+                        state.user(text)?;
+                    }
                 }
                 return Err(ToolRoundLimitError {
                     limit: self.config.max_tool_rounds,
@@ -320,11 +467,40 @@ impl Agent {
         state: &mut RunState<'_>,
         cancel: &CancellationToken,
     ) -> Result<Pass, RunError> {
+        let mut options = self.config.options.clone();
+        let messages = match self.at(Point::Context) {
+            None => state.history.clone(),
+            Some(intercept) => {
+                // E-HOOK-11: a rewritten list is not the history a
+                // transport's continuation check compares against.
+                options.no_continuation = true;
+                let answer = until_cancelled(intercept.context(state.history.clone()), cancel)
+                    .await
+                    .ok_or(RunError::Cancelled)?;
+                match state.records(answer)? {
+                    Verdict::Go(messages) => messages,
+                    Verdict::Blocked(_) => {
+                        return Err(RunError::Hook {
+                            event: "ContextBuild",
+                            detail:
+                                "a ContextBuild hook cannot block; it may only rewrite the messages"
+                                    .to_owned(),
+                        });
+                    }
+                    Verdict::Failed(detail) => {
+                        return Err(RunError::Hook {
+                            event: "ContextBuild",
+                            detail,
+                        });
+                    }
+                }
+            }
+        };
         let request = ModelRequest {
             system: self.config.system.clone(),
-            messages: state.history.clone(),
+            messages,
             tools: self.tools.specs(),
-            options: self.config.options.clone(),
+            options,
         };
         state
             .observer
@@ -408,6 +584,27 @@ impl Agent {
             }),
         }
     }
+}
+
+/// The number of the user turn a history ends in: its user messages.
+fn user_turns(history: &[Message]) -> u32 {
+    let count = history
+        .iter()
+        .filter(|m| matches!(m, Message::User { .. }))
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+/// The text of the latest user message (the prompt a turn started with).
+fn last_user_text(history: &[Message]) -> String {
+    history
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { content } => Some(etch_model::content::joined_text(content)),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// What the guard's stop says about the call that tipped it.

@@ -10,13 +10,16 @@
 //! provider answers or how notices are rendered: observers get
 //! [`AgentEvent::CompactionStart`] and [`AgentEvent::CompactionEnd`].
 
-use etch_compact::{CompactError, Outcome, Settings, Trigger, estimate_request, message_tokens};
-use etch_model::Usage;
-use etch_session::{load_session, project_messages};
+use etch_compact::{
+    CompactError, Outcome, Settings, Skip, Trigger, estimate_request, message_tokens,
+};
+use etch_model::{ModelClient, Usage};
+use etch_session::{LoadedSession, SessionWriter, load_session, project_messages, types};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, RunState};
 use crate::error::RunError;
+use crate::intercept::{BeforeCompact, Intercept, Intercepted, Point, Verdict, until_cancelled};
 use crate::observer::{AgentEvent, CompactionResult};
 
 /// How a run compacts. Overflow recovery is on whenever a policy is given;
@@ -149,14 +152,19 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Ended, RunError> {
         let session = load_session(state.writer.path())?;
-        let outcome = etch_compact::compact(
+        let observer = &mut *state.observer;
+        let outcome = compact_session(
             &session,
             state.writer,
-            &*self.client,
-            trigger,
-            None,
-            &policy.settings,
+            &Compaction {
+                client: &*self.client,
+                trigger,
+                focus: None,
+                settings: &policy.settings,
+                intercept: self.intercept.as_deref(),
+            },
             cancel,
+            &mut |line| observer.durable_line(line),
         )
         .await;
         match outcome {
@@ -176,6 +184,123 @@ impl Agent {
             Err(err) => Ok(Ended::Failed(err.to_string())),
         }
     }
+}
+
+/// What one compaction works with besides the session and its writer.
+pub struct Compaction<'a> {
+    /// The summarizer.
+    pub client: &'a dyn ModelClient,
+    /// Why it runs (`manual`, `auto`, `overflow`).
+    pub trigger: Trigger,
+    /// The user's focus instructions (`/compact focus`).
+    pub focus: Option<&'a str>,
+    /// What to keep raw.
+    pub settings: &'a Settings,
+    /// The compaction hooks, if any.
+    pub intercept: Option<&'a dyn Intercept>,
+}
+
+/// Compacts the active branch of `session` through `writer`, with the
+/// `PreCompact` and `PostCompact` points around the summary (G5): a
+/// `PreCompact` answer may cancel (a skip, nothing appended) or supply the
+/// summary (no summarizer request); `PostCompact` may rewrite the summary
+/// before `context.summary` is appended. A failed hook fails the
+/// compaction with nothing but its `hook.run` record appended. Each
+/// appended line goes to `on_line`.
+pub async fn compact_session(
+    session: &LoadedSession,
+    writer: &mut SessionWriter,
+    compaction: &Compaction<'_>,
+    cancel: &CancellationToken,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<Outcome, CompactError> {
+    let Some(intercept) = compaction
+        .intercept
+        .filter(|i| i.wants(Point::PreCompact) || i.wants(Point::PostCompact))
+    else {
+        return etch_compact::compact(
+            session,
+            writer,
+            compaction.client,
+            compaction.trigger,
+            compaction.focus,
+            compaction.settings,
+            cancel,
+        )
+        .await;
+    };
+    let plan = match etch_compact::plan(session, compaction.settings) {
+        Ok(plan) => plan,
+        Err(skip) => return Ok(Outcome::Skipped(skip)),
+    };
+    let focus = compaction.focus.map(str::trim).filter(|f| !f.is_empty());
+    let mut summary = None;
+    if intercept.wants(Point::PreCompact) {
+        let before = intercept.pre_compact(compaction.trigger, focus, plan.tokens_before);
+        let before = until_cancelled(before, cancel)
+            .await
+            .ok_or(CompactError::Cancelled)?;
+        match record(writer, before, on_line)? {
+            Verdict::Go(BeforeCompact::Summarize) => {}
+            Verdict::Go(BeforeCompact::Summary(text)) => summary = Some(text),
+            Verdict::Blocked(reason) => {
+                return Ok(Outcome::Skipped(Skip::CancelledByHook { reason }));
+            }
+            Verdict::Failed(why) => return Err(CompactError::Hook(why)),
+        }
+    }
+    let mut summary = match summary {
+        Some(text) => text,
+        None => {
+            etch_compact::summarize(
+                compaction.client,
+                &plan,
+                focus,
+                session.session_id(),
+                cancel,
+            )
+            .await?
+        }
+    };
+    if cancel.is_cancelled() {
+        return Err(CompactError::Cancelled);
+    }
+    if intercept.wants(Point::PostCompact) {
+        let after = intercept.post_compact(compaction.trigger, summary);
+        let after = until_cancelled(after, cancel)
+            .await
+            .ok_or(CompactError::Cancelled)?;
+        summary = match record(writer, after, on_line)? {
+            Verdict::Go(text) => text,
+            Verdict::Blocked(_) => {
+                return Err(CompactError::Hook(
+                    "a PostCompact hook cannot block; it may only rewrite the summary".to_owned(),
+                ));
+            }
+            Verdict::Failed(why) => return Err(CompactError::Hook(why)),
+        };
+    }
+    etch_compact::finish(
+        writer,
+        plan,
+        summary,
+        compaction.trigger,
+        focus,
+        compaction.settings,
+    )
+}
+
+/// Appends the `hook.run` records of an answer and returns its verdict.
+fn record<T>(
+    writer: &mut SessionWriter,
+    answer: Intercepted<T>,
+    on_line: &mut (dyn FnMut(&str) + Send),
+) -> Result<Verdict<T>, CompactError> {
+    for data in &answer.records {
+        let appended = writer.append(types::HOOK_RUN, data)?;
+        on_line(&appended.line);
+    }
+    Ok(answer.verdict)
 }
 
 /// How one compaction ended, before it is reported.

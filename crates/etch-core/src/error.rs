@@ -60,6 +60,22 @@ pub enum RunError {
     /// The run was cancelled (SIGINT, ESC).
     #[error("cancelled")]
     Cancelled,
+    /// A hook failed where its failure fails the run (G6): the prompt's
+    /// admission, the turn's start or end, or the request build.
+    #[error("{event} hook failed: {detail}")]
+    Hook {
+        /// The hook event, e.g. `TurnStart`.
+        event: &'static str,
+        /// What failed (exit code, timeout, bad output).
+        detail: String,
+    },
+    /// A `UserPromptSubmit` hook refused the prompt: nothing was appended
+    /// and no request was made.
+    #[error("the prompt was blocked by a UserPromptSubmit hook{}; nothing was sent", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    PromptBlocked {
+        /// What the hook said, if anything.
+        reason: Option<String>,
+    },
     /// The session log could not be written.
     #[error(transparent)]
     Session(#[from] SessionError),

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etch_model::ToolCall;
+use etch_session::HookRunData;
 use etch_tool::{
     Access, CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
@@ -24,6 +25,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::intercept::{Intercept, Point, Verdict, until_cancelled};
 use crate::observer::{AgentEvent, Observer};
 
 /// Text of a result for a call that was cancelled before it finished.
@@ -43,6 +45,9 @@ pub struct CallResult {
     pub is_error: bool,
     /// Structured data the tool returned beside the text.
     pub details: Option<Value>,
+    /// The hooks that ran for the call (`PreToolUse`, `PostToolUse`),
+    /// logged as `hook.run` before the result.
+    pub hooks: Vec<HookRunData>,
 }
 
 impl CallResult {
@@ -52,6 +57,7 @@ impl CallResult {
             text: format!("tool error: {message}"),
             is_error: true,
             details: None,
+            hooks: Vec::new(),
         }
     }
 
@@ -62,6 +68,7 @@ impl CallResult {
                 text: out.text,
                 is_error: false,
                 details: out.details,
+                hooks: Vec::new(),
             },
             Err(err) => Self::error(&err.0),
         }
@@ -69,7 +76,7 @@ impl CallResult {
 }
 
 /// Where the calls of a batch run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BatchEnv<'a> {
     /// The active tools.
     pub registry: &'a ToolRegistry,
@@ -81,6 +88,8 @@ pub struct BatchEnv<'a> {
     pub cancel: &'a CancellationToken,
     /// The session and assistant message the calls belong to.
     pub origin: &'a CallOrigin,
+    /// What intercepts tool calls (hooks), if anything.
+    pub intercept: Option<&'a Arc<dyn Intercept>>,
 }
 
 /// A call that passed preflight.
@@ -91,6 +100,11 @@ struct Ready {
     args: Value,
     /// What it touches.
     access: Access,
+    /// The call as it will run (arguments as a `PreToolUse` hook left
+    /// them), for the `PostToolUse` hook.
+    call: ToolCall,
+    /// The `PreToolUse` records, carried to the result.
+    hooks: Vec<HookRunData>,
 }
 
 /// Checks one call before anything runs.
@@ -137,7 +151,87 @@ fn preflight(
         tool: Arc::clone(tool),
         args: call.arguments.clone(),
         access,
+        call: call.clone(),
+        hooks: Vec::new(),
     })
+}
+
+/// Text of a block without a reason (G6).
+const BLOCKED: &str = "Tool execution was blocked";
+
+/// Runs the `PreToolUse` point for `call`: the call to validate (with
+/// its arguments as the hooks left them, and whether they still fail to
+/// parse), or the result that answers it instead (a block or a failure,
+/// in G6's words). Records go with either.
+async fn pre_tool(
+    intercept: &dyn Intercept,
+    call: &ToolCall,
+    argument_error: Option<&String>,
+    cancel: &CancellationToken,
+) -> (
+    Result<(ToolCall, Option<String>), CallResult>,
+    Vec<HookRunData>,
+) {
+    let raw = match &call.arguments {
+        Value::String(raw) if argument_error.is_some() => raw.clone(),
+        other => other.to_string(),
+    };
+    let Some(answer) = until_cancelled(intercept.pre_tool(call, raw.clone()), cancel).await else {
+        return (Err(CallResult::error(ABORTED)), Vec::new());
+    };
+    let checked = match answer.verdict {
+        Verdict::Go(arguments) if arguments == raw => Ok((call.clone(), argument_error.cloned())),
+        Verdict::Go(arguments) => match serde_json::from_str::<Value>(&arguments) {
+            Ok(value @ Value::Object(_)) => Ok((
+                ToolCall {
+                    arguments: value,
+                    ..call.clone()
+                },
+                None,
+            )),
+            Ok(_) => Err(CallResult::error(
+                "PreToolUse hook failed: the rewritten \"arguments\" is not a JSON object",
+            )),
+            Err(err) => Err(CallResult::error(&format!(
+                "PreToolUse hook failed: the rewritten \"arguments\" is not valid JSON ({err})"
+            ))),
+        },
+        Verdict::Blocked(reason) => Err(CallResult::error(reason.as_deref().unwrap_or(BLOCKED))),
+        Verdict::Failed(detail) => Err(CallResult::error(&format!(
+            "PreToolUse hook failed: {detail}"
+        ))),
+    };
+    (checked, answer.records)
+}
+
+/// Runs the `PostToolUse` point over a finished call's result (G5, G6):
+/// the text as the hooks left it, or a failure that replaces the raw
+/// output. A rewritten text drops the tool's structured details, which
+/// could still hold what the hook redacted.
+async fn post_tool(
+    intercept: &dyn Intercept,
+    call: &ToolCall,
+    mut result: CallResult,
+) -> CallResult {
+    let answer = intercept
+        .post_tool(call, result.text.clone(), result.is_error)
+        .await;
+    let mut hooks = std::mem::take(&mut result.hooks);
+    hooks.extend(answer.records);
+    let mut result = match answer.verdict {
+        Verdict::Go(text) if text == result.text => result,
+        Verdict::Go(text) => CallResult {
+            text,
+            details: None,
+            ..result
+        },
+        Verdict::Blocked(_) => CallResult::error(
+            "PostToolUse hook failed: a PostToolUse hook cannot block; it may only rewrite the output",
+        ),
+        Verdict::Failed(detail) => CallResult::error(&format!("PostToolUse hook failed: {detail}")),
+    };
+    result.hooks = hooks;
+    result
 }
 
 /// Runs a batch; returns results in source order and whether it was cancelled.
@@ -153,10 +247,26 @@ pub async fn run_batch<S: BuildHasher>(
     observer.agent_event(&AgentEvent::ToolBatchStart { calls });
     for (i, call) in calls.iter().enumerate() {
         observer.agent_event(&AgentEvent::ToolExecutionStart { call });
+        let intercept = env.intercept.filter(|i| i.wants(Point::PreTool));
+        let mut hooks = Vec::new();
         let checked = if env.cancel.is_cancelled() {
             Err(CallResult::error(ABORTED))
+        } else if let Some(intercept) = intercept {
+            let (hooked, records) = pre_tool(
+                &**intercept,
+                call,
+                argument_errors.get(&call.id),
+                env.cancel,
+            )
+            .await;
+            hooks = records;
+            hooked.and_then(|(call, error)| preflight(&call, error.as_ref(), env.registry, env.cwd))
         } else {
             preflight(call, argument_errors.get(&call.id), env.registry, env.cwd)
+        };
+        let checked = match checked {
+            Ok(ready) => Ok(Ready { hooks, ..ready }),
+            Err(result) => Err(CallResult { hooks, ..result }),
         };
         match checked {
             Ok(ready) => pending.push(Some(ready)),
@@ -214,7 +324,18 @@ async fn schedule(
                 if !ready {
                     continue;
                 }
-                if let Some(Ready { tool, args, .. }) = pending[i].take() {
+                if let Some(Ready {
+                    tool,
+                    args,
+                    call,
+                    hooks,
+                    ..
+                }) = pending[i].take()
+                {
+                    let post = env
+                        .intercept
+                        .filter(|i| i.wants(Point::PostTool))
+                        .map(Arc::clone);
                     let ctx = ToolContext {
                         call_id: calls[i].id.clone(),
                         cwd: env.cwd.to_path_buf(),
@@ -225,7 +346,11 @@ async fn schedule(
                     };
                     let handle = set.spawn(async move {
                         let started = Instant::now();
-                        let result = CallResult::from_tool(tool.execute(args, ctx).await);
+                        let mut result = CallResult::from_tool(tool.execute(args, ctx).await);
+                        result.hooks = hooks;
+                        if let Some(post) = post {
+                            result = post_tool(&*post, &call, result).await;
+                        }
                         (i, result, started.elapsed())
                     });
                     tasks.insert(handle.id(), i);

@@ -190,6 +190,7 @@ mod tests {
             text: text.into(),
             is_error,
             details: None,
+            hooks: Vec::new(),
         }
     }
 

@@ -21,13 +21,17 @@ pub mod compaction;
 pub mod error;
 pub mod exec;
 pub mod guard;
+pub mod intercept;
 pub mod observer;
 pub mod pass;
 
 pub use agent::{Agent, AgentConfig, RunOutcome, close_dangling_calls};
-pub use compaction::CompactionPolicy;
+pub use compaction::{Compaction, CompactionPolicy, compact_session};
 pub use error::{GuardStopError, RunError, ToolRoundLimitError};
 pub use guard::GuardSettings;
+pub use intercept::{
+    BeforeCompact, Intercept, InterceptFuture, Intercepted, Point, TurnEnd, Verdict,
+};
 pub use observer::{AgentEvent, CompactionResult, Delta, NoopObserver, Observer};
 
 /// Default bound on model/tool rounds per user turn (E-LOOP-02).

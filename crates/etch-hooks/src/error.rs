@@ -19,4 +19,12 @@ pub enum HookError {
         "`{0}` is not a hook event; the events are SessionStart, UserPromptSubmit, TurnStart, TurnComplete, ContextBuild, PreToolUse, PostToolUse, PreCompact, PostCompact"
     )]
     Event(String),
+    /// A `protocol` that is neither `etch` nor `claude`.
+    #[error("hook protocol `{0}` is not known; use \"etch\" (the default) or \"claude\"")]
+    Protocol(String),
+    /// A Claude Code hook on an event Claude Code does not have.
+    #[error(
+        "a hook with protocol = \"claude\" cannot run on {0}, which Claude Code does not have; Claude Code hooks run on SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact and TurnComplete (its Stop); write an etch hook for {0}"
+    )]
+    ClaudeEvent(&'static str),
 }

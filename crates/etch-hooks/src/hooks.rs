@@ -11,6 +11,7 @@ use std::time::Duration;
 use etch_config::HookEntry;
 use serde_json::{Value, json};
 
+use crate::claude::{self, Protocol};
 use crate::error::HookError;
 use crate::event::HookEvent;
 use crate::matcher::Matcher;
@@ -28,8 +29,24 @@ pub struct Hook {
     pub command: String,
     /// How long it may run.
     pub timeout_seconds: u64,
+    /// Its wire format.
+    pub protocol: Protocol,
     /// The file that declared it.
     pub source: PathBuf,
+}
+
+impl Hook {
+    /// Whether it runs for `subject` (a Claude Code hook's matcher is
+    /// matched against Claude Code's names: `Bash`, `startup`, `auto`).
+    pub fn matches(&self, subject: &str) -> bool {
+        if !self.event.uses_matcher() {
+            return true;
+        }
+        match self.protocol {
+            Protocol::Etch => self.matcher.matches(subject),
+            Protocol::Claude => self.matcher.matches(&claude::subject(self.event, subject)),
+        }
+    }
 }
 
 /// One hook's run: what it meant and how long it took.
@@ -55,11 +72,17 @@ impl Hooks {
         for entry in entries.iter().filter(|e| !e.disabled) {
             let event = HookEvent::parse(&entry.event)
                 .ok_or_else(|| HookError::Event(entry.event.clone()))?;
+            let protocol = Protocol::parse(&entry.protocol)
+                .ok_or_else(|| HookError::Protocol(entry.protocol.clone()))?;
+            if protocol == Protocol::Claude && claude::event_name(event).is_none() {
+                return Err(HookError::ClaudeEvent(event.name()));
+            }
             hooks.push(Hook {
                 event,
                 matcher: Matcher::new(&entry.matcher)?,
                 command: entry.command.clone(),
                 timeout_seconds: entry.timeout_seconds,
+                protocol,
                 source: entry.source.clone(),
             });
         }
@@ -83,9 +106,9 @@ impl Hooks {
         event: HookEvent,
         subject: &'a str,
     ) -> impl Iterator<Item = &'a Hook> + 'a {
-        self.hooks.iter().filter(move |h| {
-            h.event == event && (!event.uses_matcher() || h.matcher.matches(subject))
-        })
+        self.hooks
+            .iter()
+            .filter(move |h| h.event == event && h.matches(subject))
     }
 
     /// Every hook, in order.
@@ -108,16 +131,29 @@ pub fn envelope(event: HookEvent, cwd: &Path, payload: Value) -> Value {
     envelope
 }
 
-/// Runs `hook` with `input` (an envelope) from `cwd`, with the process
-/// environment minus credentials plus `extra` variables.
+/// Runs `hook` with `input` (an etch envelope, translated for a Claude
+/// Code hook, which also gets `CLAUDE_PROJECT_DIR`) from `cwd`, with the
+/// process environment minus credentials plus `extra` variables. The
+/// outcome is in etch's terms whatever the hook's protocol.
 pub async fn run(hook: &Hook, cwd: &Path, input: &Value, extra: &[(OsString, OsString)]) -> Ran {
     let mut env = process::hook_env(std::env::vars_os());
     env.extend(extra.iter().cloned());
-    let bytes = input.to_string().into_bytes();
+    let bytes = match hook.protocol {
+        Protocol::Etch => input.to_string().into_bytes(),
+        Protocol::Claude => {
+            env.push(("CLAUDE_PROJECT_DIR".into(), cwd.as_os_str().to_owned()));
+            claude::input(input).to_string().into_bytes()
+        }
+    };
     let timeout = Duration::from_secs(hook.timeout_seconds.max(1));
     match process::run(&hook.command, cwd, &bytes, &env, timeout).await {
         Ok(finished) => Ran {
-            outcome: interpret(hook.event, &finished, hook.timeout_seconds),
+            outcome: match hook.protocol {
+                Protocol::Etch => interpret(hook.event, &finished, hook.timeout_seconds),
+                Protocol::Claude => {
+                    claude::interpret(hook.event, &finished, hook.timeout_seconds, input)
+                }
+            },
             elapsed: finished.elapsed,
         },
         Err(err) => Ran {

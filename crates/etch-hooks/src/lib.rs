@@ -9,6 +9,7 @@
 //! compaction) and what their answers change is the runtime's business;
 //! this crate must not know the session log or the loop.
 
+pub mod claude;
 pub mod error;
 pub mod event;
 pub mod hooks;
@@ -16,6 +17,7 @@ pub mod matcher;
 pub mod outcome;
 pub mod process;
 
+pub use claude::Protocol;
 pub use error::HookError;
 pub use event::HookEvent;
 pub use hooks::{Hook, Hooks, Ran, envelope, run};

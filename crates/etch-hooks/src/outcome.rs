@@ -21,26 +21,35 @@ pub enum Outcome {
     Blocked(Option<String>),
     /// It failed; why, in words for the user.
     Failed(String),
+    /// It failed in a way that does not stop the action (a Claude Code
+    /// hook's non-zero exit, which Claude Code reports and goes on past);
+    /// why.
+    NonBlocking(String),
+}
+
+/// The exit code of a hook that ran to its end, or the failure of one
+/// that did not (timed out, flooded stdout, killed by a signal).
+pub(crate) fn failure(finished: &Finished, timeout_seconds: u64) -> Result<i32, Outcome> {
+    match finished.exit {
+        Exit::TimedOut => Err(Outcome::Failed(format!(
+            "timed out after {timeout_seconds} s and was killed with its process group (raise timeout_seconds if it needs longer)"
+        ))),
+        Exit::Overflowed => Err(Outcome::Failed(format!(
+            "printed more than {} MiB on stdout and was killed; a hook prints one JSON object",
+            MAX_STDOUT >> 20
+        ))),
+        Exit::Signal(signal) => Err(Outcome::Failed(format!("was killed by signal {signal}"))),
+        Exit::Code(code) => Ok(code),
+    }
 }
 
 /// Interprets `finished` for `event`; `timeout_seconds` is named when it
 /// timed out.
 pub fn interpret(event: HookEvent, finished: &Finished, timeout_seconds: u64) -> Outcome {
     let stderr = finished.stderr.trim();
-    let code = match finished.exit {
-        Exit::TimedOut => {
-            return Outcome::Failed(format!(
-                "timed out after {timeout_seconds} s and was killed with its process group (raise timeout_seconds if it needs longer)"
-            ));
-        }
-        Exit::Overflowed => {
-            return Outcome::Failed(format!(
-                "printed more than {} MiB on stdout and was killed; a hook prints one JSON object",
-                MAX_STDOUT >> 20
-            ));
-        }
-        Exit::Signal(signal) => return Outcome::Failed(format!("was killed by signal {signal}")),
-        Exit::Code(code) => code,
+    let code = match failure(finished, timeout_seconds) {
+        Ok(code) => code,
+        Err(outcome) => return outcome,
     };
     if code == 2 && event.exit_2_blocks() {
         return Outcome::Blocked((!stderr.is_empty()).then(|| stderr.to_owned()));

@@ -89,6 +89,9 @@ pub async fn run(
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     };
+    // If the caller stops waiting (the run was cancelled), the group goes
+    // too: dropping this future must not leave the hook's children behind.
+    let _group = GroupGuard(pgid);
     let mut stdin = child.stdin.take();
     let input = input.to_vec();
     let writer = tokio::spawn(async move {
@@ -159,6 +162,17 @@ async fn read_bounded(
                 }
                 out.extend_from_slice(&chunk[..n]);
             }
+        }
+    }
+}
+
+/// Kills a process group when dropped.
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = killpg(pgid, Signal::SIGKILL);
         }
     }
 }

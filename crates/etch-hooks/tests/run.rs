@@ -30,6 +30,7 @@ fn entry(event: &str, matcher: &str, command: &str, timeout_seconds: u64) -> Hoo
         command: command.into(),
         timeout_seconds,
         disabled: false,
+        protocol: "etch".into(),
         source: "/home/u/.etch/config.toml".into(),
     }
 }

@@ -68,4 +68,9 @@ pub struct RequestOptions {
     pub reasoning_effort: Option<String>,
     /// Reasoning summary mode (`auto`, `concise`, `detailed`).
     pub reasoning_summary: Option<String>,
+    /// Send the whole context even where a transport could continue an
+    /// earlier response: the history was rewritten by something the
+    /// provider's own safe-suffix check cannot see (a `ContextBuild` hook,
+    /// E-HOOK-11).
+    pub no_continuation: bool,
 }

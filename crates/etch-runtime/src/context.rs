@@ -17,22 +17,31 @@ use etch_tools::builtin::{self, BuiltinOptions};
 use crate::error::OpenError;
 use crate::settings::{Place, RunSettings};
 
-/// The active tools and the pinned prompt built for them.
+/// The active tools and the pinned prompt built for them, and the hooks
+/// that may run around them.
 #[derive(Clone)]
 pub struct Context {
     /// Active tools.
     pub tools: ToolRegistry,
     /// The assembled pinned layers, files and skills.
     pub assembled: Assembled,
+    /// The enabled hooks, past the trust gate.
+    pub hooks: etch_hooks::Hooks,
 }
 
 impl Context {
     /// Builds the tools `settings` ask for and the prompt for them in
     /// `place`; the assembly's diagnostics are in `assembled.diagnostics`.
+    /// Project hooks the user has not trusted refuse the build.
     pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
+        let hooks = crate::hooks::load(place)?;
         let tools = active_tools(settings, &place.config)?;
         let assembled = assemble(place, &tools.names());
-        Ok(Self { tools, assembled })
+        Ok(Self {
+            tools,
+            assembled,
+            hooks,
+        })
     }
 
     /// The compaction policy for runs with this context.

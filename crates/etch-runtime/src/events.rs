@@ -207,6 +207,48 @@ pub fn wire_message(message: &Message) -> Option<WireMessage> {
     })
 }
 
+/// A wire message as a model message (a hook's rewritten context):
+/// thinking parts have no place in a request and are left out.
+pub fn message_from_wire(message: WireMessage) -> Message {
+    let parts = |content: Vec<WirePart>| -> Vec<ContentPart> {
+        content
+            .into_iter()
+            .filter_map(|part| match part {
+                WirePart::Text { text } => Some(ContentPart::Text { text }),
+                WirePart::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some(ContentPart::ToolCall(etch_model::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                })),
+                WirePart::Thinking { .. } => None,
+            })
+            .collect()
+    };
+    match message {
+        WireMessage::User { content } => Message::User {
+            content: parts(content),
+        },
+        WireMessage::Assistant { content, .. } => Message::Assistant {
+            content: parts(content),
+        },
+        WireMessage::ToolResult {
+            tool_call_id,
+            tool_name,
+            content,
+            is_error,
+        } => Message::Tool {
+            tool_call_id,
+            tool_name,
+            content: parts(content),
+            is_error,
+        },
+    }
+}
+
 /// Content parts in the wire shape.
 fn wire_parts(parts: &[ContentPart]) -> Vec<WirePart> {
     parts

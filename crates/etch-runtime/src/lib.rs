@@ -6,7 +6,7 @@
 //! the binary) and returns notices as values: it never prints. The parts:
 //! where a session lives (`paths`, `settings`), what a run offers the model
 //! (`context`), the provider factory (`provider`), the session handle
-//! (`session`), its transcript (`transcript`) and status report
+//! (`session`), the hooks that intercept its runs (`hooks`), its transcript (`transcript`) and status report
 //! (`report`), its queues (`queue`), the bridge from the loop's events to
 //! the protocol's owned events (`events`), and the host that accepts
 //! protocol commands while a run is active (`host`). It must not know how
@@ -15,6 +15,7 @@
 pub mod context;
 pub mod error;
 pub mod events;
+pub mod hooks;
 pub mod host;
 pub mod paths;
 pub mod provider;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{Context, compact_settings};
 use crate::error::{Notice, OpenError};
+use crate::hooks::SessionHooks;
 use crate::paths;
 use crate::provider::{self, Selection};
 use crate::settings::{Place, RunSettings};
@@ -72,13 +73,13 @@ impl Session {
     ) -> Result<(Self, Appended), OpenError> {
         let selection = provider::select(&settings.provider, &place.config, None).await?;
         announce(&selection, notify);
-        Self::create_selected(place, settings, context, selection, title)
+        Self::create_selected(place, settings, context, selection, title).await
     }
 
     /// [`Self::create`] with the client already chosen (and announced)
     /// for `settings`: a front end that showed the provider before the
     /// first prompt does not build the client twice.
-    pub fn create_selected(
+    pub async fn create_selected(
         place: Place,
         settings: RunSettings,
         context: Context,
@@ -87,17 +88,63 @@ impl Session {
     ) -> Result<(Self, Appended), OpenError> {
         let store = SessionStore::new(&place.session_dir);
         let (writer, first) = store.create(&new_session(&place, &selection, title))?;
-        Ok((
-            Self {
-                place,
-                settings,
-                context,
-                selection,
-                writer,
-                history: Vec::new(),
-            },
-            first,
-        ))
+        let mut session = Self {
+            place,
+            settings,
+            context,
+            selection,
+            writer,
+            history: Vec::new(),
+        };
+        session.started("new", &mut |_| {}).await?;
+        Ok((session, first))
+    }
+
+    /// Runs the `SessionStart` hooks for a session just created (`new`)
+    /// or opened (`resume`); their records are appended (each line goes
+    /// to `on_line`), and a failure fails the opening before any model
+    /// request (G6).
+    pub async fn started(
+        &mut self,
+        reason: &str,
+        on_line: &mut dyn FnMut(&str),
+    ) -> Result<(), OpenError> {
+        if !self.context.hooks.has(etch_hooks::HookEvent::SessionStart) {
+            return Ok(());
+        }
+        let answer = self.session_hooks().session_start(reason).await;
+        for data in &answer.records {
+            let appended = self.writer.append(types::HOOK_RUN, data)?;
+            on_line(&appended.line);
+        }
+        match answer.verdict {
+            etch_core::Verdict::Go(contexts) => {
+                // A Claude Code hook's additionalContext: durable, and seen
+                // by the model with the next prompt.
+                for context in contexts {
+                    let appended = self.append_user(context)?;
+                    on_line(&appended.line);
+                }
+                Ok(())
+            }
+            etch_core::Verdict::Blocked(_) => Err(OpenError::Failed(
+                "a SessionStart hook cannot block; it prepares or audits the session".to_owned(),
+            )),
+            etch_core::Verdict::Failed(detail) => Err(OpenError::Failed(format!(
+                "SessionStart hook failed: {detail}; the session was not run ({})",
+                self.writer.path().display()
+            ))),
+        }
+    }
+
+    /// The hooks of this session, ready to run.
+    fn session_hooks(&self) -> SessionHooks {
+        SessionHooks::new(
+            self.context.hooks.clone(),
+            &self.place.cwd,
+            self.writer.session_id(),
+            self.writer.path(),
+        )
     }
 
     /// Opens an existing session for appending: its log is loaded (what
@@ -155,17 +202,18 @@ impl Session {
         for warning in &projection.warnings {
             notify(Notice::warning(format!("{}: {warning}", path.display())));
         }
-        Ok((
-            Self {
-                place,
-                settings,
-                context,
-                selection,
-                writer,
-                history: projection.messages,
-            },
-            loaded,
-        ))
+        let mut session = Self {
+            place,
+            settings,
+            context,
+            selection,
+            writer,
+            history: projection.messages,
+        };
+        session
+            .started("resume", &mut |line| observer.durable_line(line))
+            .await?;
+        Ok((session, loaded))
     }
 
     /// Runs one prompt to completion in this session.
@@ -192,7 +240,7 @@ impl Session {
     fn agent(&self) -> Agent {
         let config = &self.place.config;
         let session_id = self.writer.session_id().to_string();
-        Agent::new(
+        let agent = Agent::new(
             Arc::clone(&self.selection.client),
             self.context.tools.clone(),
             AgentConfig {
@@ -211,7 +259,12 @@ impl Session {
                     max_tool_errors: config.session.max_tool_errors,
                 },
             },
-        )
+        );
+        if self.context.hooks.is_empty() {
+            agent
+        } else {
+            agent.with_intercept(Arc::new(self.session_hooks()))
+        }
     }
 
     /// Takes a newly read configuration and context (the chat's
@@ -338,7 +391,8 @@ impl Session {
     /// same client, tools and prompt. This session is not changed. Also
     /// returns the text of `before` when it is a user message, so a client
     /// can put it back into its editor (Pi's fork).
-    pub fn fork(&self, before: &str) -> Result<(Self, Option<String>), OpenError> {
+    /// Its `SessionStart` hooks run with reason `new`.
+    pub async fn fork(&self, before: &str) -> Result<(Self, Option<String>), OpenError> {
         let loaded = self.load()?;
         let title = first_user_text(&loaded).unwrap_or_else(|| "fork".to_owned());
         let store = SessionStore::new(&self.place.session_dir);
@@ -355,14 +409,18 @@ impl Session {
             .map(|data| etch_model::content::joined_text(&data.content));
         let mut forked = self.sibling(writer);
         forked.reproject()?;
+        forked.started("new", &mut |_| {}).await?;
         Ok((forked, text))
     }
 
-    /// A new empty session with this one's client, tools and prompt.
-    pub fn fresh(&self, title: String) -> Result<(Self, Appended), OpenError> {
+    /// A new empty session with this one's client, tools and prompt; its
+    /// `SessionStart` hooks run with reason `new`.
+    pub async fn fresh(&self, title: String) -> Result<(Self, Appended), OpenError> {
         let store = SessionStore::new(&self.place.session_dir);
         let (writer, first) = store.create(&new_session(&self.place, &self.selection, title))?;
-        Ok((self.sibling(writer), first))
+        let mut fresh = self.sibling(writer);
+        fresh.started("new", &mut |_| {}).await?;
+        Ok((fresh, first))
     }
 
     /// Another session file run like this one (same client, tools and
@@ -391,14 +449,20 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<etch_compact::Outcome, CompactFailure> {
         let loaded = self.load().map_err(CompactFailure::Session)?;
-        let outcome = etch_compact::compact(
+        let hooks = (!self.context.hooks.is_empty()).then(|| self.session_hooks());
+        let settings = compact_settings(&self.place.config);
+        let outcome = etch_core::compact_session(
             &loaded,
             &mut self.writer,
-            self.selection.client.as_ref(),
-            etch_compact::Trigger::Manual,
-            focus,
-            &compact_settings(&self.place.config),
+            &etch_core::Compaction {
+                client: self.selection.client.as_ref(),
+                trigger: etch_compact::Trigger::Manual,
+                focus,
+                settings: &settings,
+                intercept: hooks.as_ref().map(|h| h as &dyn etch_core::Intercept),
+            },
             cancel,
+            &mut |_| {},
         )
         .await
         .map_err(CompactFailure::Compact)?;

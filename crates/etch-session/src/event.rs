@@ -45,6 +45,9 @@ pub mod types {
     pub const MODEL_CHANGE: &str = "model.change";
     /// Later requests use another reasoning effort.
     pub const THINKING_LEVEL_CHANGE: &str = "thinking_level.change";
+    /// One external hook ran: what it was, how long it took, and what it
+    /// decided, so "why did my tool call not run" is answered by the log.
+    pub const HOOK_RUN: &str = "hook.run";
 }
 
 /// One loaded event. `data` stays raw JSON until someone needs it typed, which
@@ -222,6 +225,31 @@ pub struct NavigateData {
     pub target_id: String,
     /// The leaf that was left, so the abandoned branch can be found again.
     pub from_id: Option<String>,
+}
+
+/// `hook.run` data: one hook's run. `outcome` is `ok` (ran, changed
+/// nothing), `rewrote` (changed the value it transforms), `blocked`
+/// (refused the prompt or tool call, or cancelled the compaction) or
+/// `failed` (with `reason`: exit code, timeout, bad output).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRunData {
+    /// The event, e.g. `PreToolUse`.
+    pub event: String,
+    /// The hook's matcher as configured (empty: everything).
+    pub matcher: String,
+    /// The hook's shell command.
+    pub command: String,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+    /// `ok`, `rewrote`, `blocked` or `failed`.
+    pub outcome: String,
+    /// Why it blocked or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The tool call it ran for (`PreToolUse`, `PostToolUse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// `loop.guard` data: what the loop's guard saw and did.

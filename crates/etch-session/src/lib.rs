@@ -32,7 +32,7 @@ mod testlines;
 
 pub use error::{ResolveError, SessionError};
 pub use event::{
-    AssistantData, BranchSummaryData, Event, GuardData, ReasoningData, ResponseData,
+    AssistantData, BranchSummaryData, Event, GuardData, HookRunData, ReasoningData, ResponseData,
     SessionStarted, SummaryData, ToolData, UserData, types,
 };
 pub use index::IndexRow;

@@ -49,6 +49,9 @@ pub struct SessionStats {
     pub tool_errors: usize,
     /// Compactions by trigger (`manual`, `auto`, `overflow`).
     pub compactions: BTreeMap<String, usize>,
+    /// `hook.run` events by outcome (`ok`, `rewrote`, `blocked`,
+    /// `failed`).
+    pub hook_runs: BTreeMap<String, usize>,
     /// Bytes of the `data` of message events.
     pub message_bytes: u64,
     /// Approximate time waiting for the model: gaps ending at assistant
@@ -158,6 +161,11 @@ pub fn session_stats(session: &LoadedSession) -> SessionStats {
             types::CONTEXT_SUMMARY => {
                 if let Ok(summary) = event.parse_data::<SummaryData>() {
                     *stats.compactions.entry(summary.trigger).or_default() += 1;
+                }
+            }
+            types::HOOK_RUN => {
+                if let Ok(run) = event.parse_data::<crate::event::HookRunData>() {
+                    *stats.hook_runs.entry(run.outcome).or_default() += 1;
                 }
             }
             _ => {}

@@ -2,7 +2,8 @@
 //! manual compaction with trigger `manual`, using the provider flags or the
 //! session's recorded provider for the summary request.
 //!
-//! The compaction itself lives in `etch-compact`; this module opens the
+//! The compaction itself lives in `etch-compact` (with the compaction
+//! hooks around it in `etch-core`); this module opens the
 //! session (holding its lock, so a running `etch` cannot append meanwhile),
 //! picks the client, and reports what happened: a skip is not an error, a
 //! failed summary is (and leaves the log untouched).
@@ -15,7 +16,9 @@ use crate::output::print_line;
 use crate::provider;
 use crate::run::{Place, watch_sigint};
 use crate::session_arg;
+use etch_core::Compaction;
 use etch_runtime::context::compact_settings;
+use etch_runtime::hooks::SessionHooks;
 
 /// Compacts the session `prefix` names.
 pub async fn run(
@@ -38,18 +41,28 @@ pub async fn run(
             "etch compact does not take {what}; it accepts the provider flags and --focus TEXT to steer the summary"
         )));
     }
+    let hooks = etch_runtime::hooks::load(place).map_err(crate::run::open_failure)?;
     let (loaded, mut writer) = session_arg::open(&place.session_dir, prefix)?;
     let selection = provider::select_for_session(args, &place.config, &loaded).await?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
-    let outcome = etch_compact::compact(
+    // The compaction hooks (PreCompact, PostCompact) run here as in a
+    // session's own compactions.
+    let hooks = (!hooks.is_empty())
+        .then(|| SessionHooks::new(hooks, &place.cwd, loaded.session_id(), &loaded.path));
+    let settings = compact_settings(&place.config);
+    let outcome = etch_core::compact_session(
         &loaded,
         &mut writer,
-        selection.client.as_ref(),
-        Trigger::Manual,
-        focus,
-        &compact_settings(&place.config),
+        &Compaction {
+            client: selection.client.as_ref(),
+            trigger: Trigger::Manual,
+            focus,
+            settings: &settings,
+            intercept: hooks.as_ref().map(|h| h as &dyn etch_core::Intercept),
+        },
         &cancel,
+        &mut |_| {},
     )
     .await;
     watcher.abort();

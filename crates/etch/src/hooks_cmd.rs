@@ -1,4 +1,5 @@
-//! `etch hooks list` and `etch hooks test EVENT`: the configured hooks
+//! `etch hooks list` and `etch hooks test EVENT` (and `etch hooks import`,
+//! in `hooks_import`): the configured hooks
 //! with where each comes from, and a dry run of the hooks an event would
 //! run, with a sample envelope, showing what each answered, so a hook can
 //! be debugged without a model or a session. Running hooks and reading
@@ -32,12 +33,25 @@ pub enum HooksCommand {
         #[arg(long, value_name = "SUBJECT")]
         subject: Option<String>,
     },
+    /// Print the hooks of the project's Claude Code settings
+    /// (.claude/settings.json, .claude/settings.local.json) as
+    /// .etch/config.toml entries with protocol = "claude".
+    Import {
+        /// Append the entries .etch/config.toml does not have yet,
+        /// instead of printing them.
+        #[arg(long)]
+        write: bool,
+        /// Read this Claude Code settings file instead.
+        #[arg(long, value_name = "FILE")]
+        from: Option<std::path::PathBuf>,
+    },
 }
 
 /// Runs an `etch hooks` action.
 pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
     let hooks_of = |entries| Hooks::from_config(entries).map_err(|e| Failure::new(exit::FAILED, e));
     match command {
+        HooksCommand::Import { write, from } => crate::hooks_import::run(place, from, write),
         HooksCommand::List => {
             let entries = &place.config.hooks;
             if entries.is_empty() {
@@ -69,13 +83,18 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                 };
                 let _ = writeln!(
                     out,
-                    "{:<16} {:<14} {}{}\n                 {} · timeout {} s · {}",
+                    "{:<16} {:<14} {}{}\n                 {} · timeout {} s{} · {}",
                     entry.event,
                     matcher,
                     entry.command,
                     if entry.disabled { "   (disabled)" } else { "" },
                     origin,
                     entry.timeout_seconds,
+                    if entry.protocol == "claude" {
+                        " · Claude Code protocol"
+                    } else {
+                        ""
+                    },
                     entry.source.display()
                 );
             }
@@ -129,6 +148,10 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                     Outcome::Failed(why) => {
                         failed = true;
                         format!("failed: {why}")
+                    }
+                    Outcome::NonBlocking(why) => {
+                        failed = true;
+                        format!("failed (the action would go on): {why}")
                     }
                 };
                 crate::output::print_line(&format!(

@@ -14,6 +14,7 @@ mod config_cmd;
 mod context_cmd;
 mod exit;
 mod hooks_cmd;
+mod hooks_import;
 mod markdown;
 mod output;
 mod prompt_input;

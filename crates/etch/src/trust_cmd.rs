@@ -4,28 +4,12 @@
 //! `etch_config::trust`; this module only prints and asks nothing.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
-use etch_config::Config;
+pub use etch_config::trust::project_files;
 use etch_config::trust::{TrustState, TrustStore, project_entries};
 
 use crate::exit::{self, Failure};
 use crate::run::Place;
-
-/// The project files among the sources of `config`'s executable entries:
-/// every source that is not the user's own configuration.
-pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
-    let user = home.map(|h| h.join(".etch").join("config.toml"));
-    let mut files: Vec<PathBuf> = config
-        .hooks
-        .iter()
-        .map(|h| h.source.clone())
-        .filter(|s| Some(s) != user.as_ref())
-        .collect();
-    files.sort();
-    files.dedup();
-    files
-}
 
 /// The trust state of `file`'s entries, in words for listings.
 pub fn describe(state: TrustState) -> &'static str {

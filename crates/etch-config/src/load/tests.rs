@@ -136,6 +136,7 @@ fn array_tables_append_user_first() {
             command: "project-1".into(),
             timeout_seconds: 5,
             disabled: false,
+            protocol: "etch".into(),
             source: fixture.project_file(),
         }
     );

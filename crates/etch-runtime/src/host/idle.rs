@@ -112,7 +112,7 @@ impl Host {
                 flags.reasoning_effort = Some(level_name(level).to_owned());
                 self.reconfigure(&mut session, id.clone(), flags).await
             }
-            CommandBody::Fork { entry_id } => match session.fork(&entry_id) {
+            CommandBody::Fork { entry_id } => match session.fork(&entry_id).await {
                 Ok((forked, text)) => {
                     session = forked;
                     Ok(Some(json!({
@@ -128,7 +128,7 @@ impl Host {
                     || "new session".to_owned(),
                     |parent| format!("new session after {parent}"),
                 );
-                match session.fresh(title) {
+                match session.fresh(title).await {
                     Ok((fresh, _)) => {
                         session = fresh;
                         Ok(Some(

@@ -88,6 +88,20 @@ pub fn status_text(s: &SessionStats, path: &Path) -> String {
             .join(", ")
     };
     let _ = writeln!(out, "compactions  {compactions}");
+    let hook_runs: usize = s.hook_runs.values().sum();
+    if hook_runs > 0 {
+        let outcomes: Vec<String> = s
+            .hook_runs
+            .iter()
+            .map(|(outcome, n)| format!("{outcome} {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "hooks        {} ({})",
+            count(hook_runs, "run", "runs"),
+            outcomes.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "time         model ~{} · tools ~{} (from gaps between events)",

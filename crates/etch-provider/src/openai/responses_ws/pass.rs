@@ -171,7 +171,18 @@ impl Run<'_> {
         reused: bool,
     ) -> Option<Ended> {
         loop {
-            let plan = continuation::plan(chain.as_ref(), &self.pass.request.messages);
+            let plan = if self.pass.request.options.no_continuation {
+                Plan::Full {
+                    fallback: chain.as_ref().map(|c| {
+                        format!(
+                            "a ContextBuild hook rewrites the context; sent the full context instead of continuing {}",
+                            c.response_id
+                        )
+                    }),
+                }
+            } else {
+                continuation::plan(chain.as_ref(), &self.pass.request.messages)
+            };
             if chain.take().is_some() {
                 self.pass.metrics.continuation_attempts += 1;
             }
