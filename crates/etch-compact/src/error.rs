@@ -21,7 +21,7 @@ pub enum CompactError {
     Cancelled,
     /// A compaction hook failed (or answered what its event does not
     /// accept): a `PreCompact` or `PostCompact` hook (G6).
-    #[error("{0}; the session was not changed")]
+    #[error("{0}; no summary was appended")]
     Hook(String),
     /// The summary could not be appended to the session file.
     #[error("could not record the summary: {0}")]

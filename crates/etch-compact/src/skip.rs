@@ -93,7 +93,7 @@ impl fmt::Display for Skip {
                 if let Some(reason) = reason {
                     write!(f, ": {reason}")?;
                 }
-                write!(f, "; the session was not changed")
+                write!(f, "; no summary was appended")
             }
         }
     }

@@ -543,7 +543,7 @@ const HOOKS: &[KeySpec] = &[
         .default(Literal::Bool(false)),
     KeySpec::string(
         "protocol",
-        "Wire format: etch (the JSON envelope) or claude (a script written for Claude Code hooks).",
+        "Wire format: etch (the JSON envelope) or claude (Claude Code's hook format).",
     )
     .default(Literal::Str("etch"))
     .allowed(HOOK_PROTOCOLS),

@@ -221,17 +221,34 @@ impl Agent {
         }
     }
 
+    /// The number of the turn about to start: the user messages on the
+    /// log's active branch plus this one. Counted from the log (only when
+    /// a turn hook wants it), so compaction, which replaces messages in
+    /// the projection but never in the log, does not change it.
+    fn turn_number(&self, state: &RunState<'_>) -> u32 {
+        if self.at(Point::TurnStart).is_none() && self.at(Point::TurnComplete).is_none() {
+            return 0;
+        }
+        let earlier = etch_session::load_session(state.writer.path()).map_or(0, |session| {
+            session
+                .active_events()
+                .filter(|e| e.kind == types::MESSAGE_USER)
+                .count()
+        });
+        u32::try_from(earlier + 1).unwrap_or(u32::MAX)
+    }
+
     /// Runs the `TurnStart` point for the prompt just admitted.
     async fn turn_start(
         &self,
         state: &mut RunState<'_>,
+        turn: u32,
         prompt: &str,
         cancel: &CancellationToken,
     ) -> Result<(), RunError> {
         let Some(intercept) = self.at(Point::TurnStart) else {
             return Ok(());
         };
-        let turn = user_turns(state.history);
         let answer = until_cancelled(intercept.turn_start(turn, prompt), cancel)
             .await
             .ok_or(RunError::Cancelled)?;
@@ -255,6 +272,7 @@ impl Agent {
     async fn turn_complete(
         &self,
         state: &mut RunState<'_>,
+        turn: u32,
         result: Result<RunOutcome, RunError>,
     ) -> Result<RunOutcome, RunError> {
         let Some(intercept) = self.at(Point::TurnComplete) else {
@@ -263,7 +281,7 @@ impl Agent {
         let error = result.as_ref().err().map(ToString::to_string);
         let final_text = result.as_ref().map_or("", |o| o.final_text.as_str());
         let end = TurnEnd {
-            turn: user_turns(state.history),
+            turn,
             final_text,
             error: error.as_deref(),
         };
@@ -303,8 +321,9 @@ impl Agent {
         };
         let result = match self.admit(&mut state, prompt, true, cancel).await {
             Ok(Some(prompt)) => {
-                let result = self.run_rounds(&mut state, prompt, cancel).await;
-                self.turn_complete(&mut state, result).await
+                let turn = self.turn_number(&state);
+                let result = self.run_rounds(&mut state, turn, prompt, cancel).await;
+                self.turn_complete(&mut state, turn, result).await
             }
             Ok(None) => Err(RunError::PromptBlocked { reason: None }),
             Err(err) => Err(err),
@@ -320,34 +339,27 @@ impl Agent {
     async fn run_rounds(
         &self,
         state: &mut RunState<'_>,
+        turn: u32,
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let mut round = 0;
         let mut pending_prompts = vec![prompt];
-        let mut admitted = true;
         let mut guard = Guard::new(self.config.guard);
         let mut overflow_recovered = false;
         loop {
             round += 1;
             let started = Instant::now();
             state.observer.agent_event(&AgentEvent::TurnStart { round });
-            for text in std::mem::take(&mut pending_prompts) {
-                // The run's own prompt was admitted before the turn began.
-                let admitted_text = if admitted {
-                    Some(text)
-                } else {
-                    self.admit(state, text, false, cancel).await?
-                };
-                if let Some(text) = admitted_text {
-                    state.user(text)?;
-                }
+            // Every prompt here passed admission already: the run's own
+            // before the run began, later ones when they were drained.
+            for text in pending_prompts.drain(..) {
+                state.user(text)?;
             }
             if round == 1 {
                 let prompt = last_user_text(state.history);
-                self.turn_start(state, &prompt, cancel).await?;
+                self.turn_start(state, turn, &prompt, cancel).await?;
             }
-            admitted = false;
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
             }
@@ -432,6 +444,16 @@ impl Agent {
             if calls.is_empty() && pending_prompts.is_empty() {
                 pending_prompts = state.observer.drain_follow_up();
             }
+            // A refused steering or follow-up prompt is dropped (its
+            // `hook.run` says why); if nothing is left to answer, the run
+            // ends here, with no request for a prompt that never came.
+            let mut admitted = Vec::with_capacity(pending_prompts.len());
+            for text in pending_prompts.drain(..) {
+                if let Some(text) = self.admit(state, text, false, cancel).await? {
+                    admitted.push(text);
+                }
+            }
+            pending_prompts = admitted;
             if calls.is_empty() && pending_prompts.is_empty() {
                 return Ok(RunOutcome {
                     final_text,
@@ -442,10 +464,8 @@ impl Agent {
                 // Steering drained in the last allowed round is never lost:
                 // it goes into the log, so the `etch resume` the error
                 // suggests answers it.
-                for text in std::mem::take(&mut pending_prompts) {
-                    if let Some(text) = self.admit(state, text, false, cancel).await? {
-                        state.user(text)?;
-                    }
+                for text in pending_prompts.drain(..) {
+                    state.user(text)?;
                 }
                 return Err(ToolRoundLimitError {
                     limit: self.config.max_tool_rounds,
@@ -584,15 +604,6 @@ impl Agent {
             }),
         }
     }
-}
-
-/// The number of the user turn a history ends in: its user messages.
-fn user_turns(history: &[Message]) -> u32 {
-    let count = history
-        .iter()
-        .filter(|m| matches!(m, Message::User { .. }))
-        .count();
-    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 /// The text of the latest user message (the prompt a turn started with).

@@ -1327,3 +1327,82 @@ async fn failures_in_a_row_are_noted_then_stopped() {
     );
     assert!(note.contains("last 5 tool calls failed"), "{note}");
 }
+
+/// Refuses prompts that mention "forbidden" at admission (a stand-in for
+/// a `UserPromptSubmit` hook), with a record of each refusal.
+struct RefuseForbidden;
+
+impl etch_core::Intercept for RefuseForbidden {
+    fn wants(&self, point: etch_core::Point) -> bool {
+        point == etch_core::Point::Prompt
+    }
+
+    fn prompt(&self, prompt: String) -> etch_core::InterceptFuture<'_, String> {
+        Box::pin(async move {
+            let refused = prompt.contains("forbidden");
+            etch_core::Intercepted {
+                verdict: if refused {
+                    etch_core::Verdict::Blocked(Some("no".into()))
+                } else {
+                    etch_core::Verdict::Go(prompt)
+                },
+                records: vec![etch_session::HookRunData {
+                    event: "UserPromptSubmit".into(),
+                    matcher: String::new(),
+                    command: "refuse".into(),
+                    duration_ms: 0,
+                    outcome: if refused { "blocked" } else { "ok" }.into(),
+                    reason: None,
+                    tool_call_id: None,
+                }],
+            }
+        })
+    }
+}
+
+/// A refused follow-up is dropped with its record and makes no request:
+/// the run ends with the answer it had; an admitted one after it runs.
+#[tokio::test]
+async fn refused_follow_ups_make_no_request() {
+    let client = Scripted::new(vec![text_pass("first"), text_pass("second")]);
+    let Fixture {
+        _dir: dir,
+        writer,
+        agent,
+    } = fixture(client.clone(), vec![], 32);
+    let mut f = Fixture {
+        _dir: dir,
+        writer,
+        agent: agent.with_intercept(Arc::new(RefuseForbidden)),
+    };
+    let mut rec = Recorder {
+        follow_ups: vec!["the forbidden one".into()],
+        ..Recorder::default()
+    };
+    let outcome = f
+        .run("go", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.final_text, "first");
+    assert_eq!(client.requests.lock().unwrap().len(), 1);
+    let types = logged_types(&f.writer);
+    assert_eq!(
+        types.iter().filter(|t| *t == "hook.run").count(),
+        2,
+        "{types:?}"
+    );
+    assert_eq!(types.iter().filter(|t| *t == "message.user").count(), 1);
+
+    let mut rec = Recorder {
+        follow_ups: vec!["the forbidden one".into(), "fine".into()],
+        ..Recorder::default()
+    };
+    let blocked = f
+        .run("forbidden", &mut rec, &CancellationToken::new())
+        .await;
+    assert!(
+        matches!(blocked, Err(RunError::PromptBlocked { reason: Some(ref r) }) if r == "no"),
+        "{blocked:?}"
+    );
+    assert_eq!(client.requests.lock().unwrap().len(), 1);
+}

@@ -81,8 +81,20 @@ pub fn tool_to_claude(name: &str) -> &str {
         .map_or(name, |(_, claude)| claude)
 }
 
-/// What a Claude Code matcher is matched against: the Claude Code tool
-/// name, `startup` or `resume`, `manual` or `auto`.
+/// What a Claude Code matcher may match: the Claude Code tool name (an
+/// edit is `Edit` or, with several replacements, `MultiEdit`, so either
+/// matches), `startup` or `resume`, `manual` or `auto`.
+pub fn subjects(event: HookEvent, subject: &str) -> Vec<String> {
+    let one = self::subject(event, subject);
+    if one == "Edit" {
+        vec![one, "MultiEdit".to_owned()]
+    } else {
+        vec![one]
+    }
+}
+
+/// The Claude Code name of a subject: the tool name, `startup` or
+/// `resume`, `manual` or `auto`.
 pub fn subject(event: HookEvent, subject: &str) -> String {
     match (event, subject) {
         (HookEvent::PreToolUse | HookEvent::PostToolUse, tool) => tool_to_claude(tool).to_owned(),
@@ -133,6 +145,13 @@ pub fn arguments_to_claude(tool: &str, arguments: &Value) -> Value {
             }
         }
         "edit" => {
+            // The schema also takes the edits as JSON text; a hook sees
+            // them as the list they are.
+            if let Some(Value::String(text)) = out.get("edits")
+                && let Ok(list @ Value::Array(_)) = serde_json::from_str::<Value>(text)
+            {
+                out.insert("edits".into(), list);
+            }
             let single = match out.get("edits") {
                 Some(Value::Array(edits)) if edits.len() == 1 => edits.first().cloned(),
                 _ => None,
@@ -224,9 +243,16 @@ pub fn input(envelope: &Value) -> Value {
                 .as_str()
                 .and_then(|text| serde_json::from_str::<Value>(text).ok())
                 .unwrap_or_else(|| json!({}));
+            let input = arguments_to_claude(tool, &arguments);
+            // Several replacements are Claude Code's MultiEdit.
+            let name = if tool == "edit" && input.get("edits").is_some() {
+                "MultiEdit"
+            } else {
+                tool_to_claude(tool)
+            };
             let mut fields = json!({
-                "tool_name": tool_to_claude(tool),
-                "tool_input": arguments_to_claude(tool, &arguments),
+                "tool_name": name,
+                "tool_input": input,
                 "tool_use_id": payload["tool"]["id"],
             });
             if event == HookEvent::PostToolUse {
@@ -281,6 +307,13 @@ pub fn interpret(
     };
     if code == 2 && event.exit_2_blocks() {
         return Outcome::Blocked((!stderr.is_empty()).then(|| stderr.to_owned()));
+    }
+    if code == 2 && event == HookEvent::PostToolUse {
+        // Claude Code shows the model this stderr beside the result.
+        let text = envelope["payload"]["output"]["text"].as_str().unwrap_or("");
+        let mut fields = Map::new();
+        fields.insert("output".into(), json!(appended(text, stderr)));
+        return Outcome::Ok(fields);
     }
     if code != 0 {
         // Claude Code reports such a failure and goes on; so does etch.

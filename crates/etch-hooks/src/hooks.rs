@@ -44,7 +44,9 @@ impl Hook {
         }
         match self.protocol {
             Protocol::Etch => self.matcher.matches(subject),
-            Protocol::Claude => self.matcher.matches(&claude::subject(self.event, subject)),
+            Protocol::Claude => claude::subjects(self.event, subject)
+                .iter()
+                .any(|s| self.matcher.matches(s)),
         }
     }
 }

@@ -44,6 +44,18 @@ impl Context {
         })
     }
 
+    /// [`Self::build`] for looking, not running (`etch context`): no
+    /// hooks, so no trust is needed.
+    pub fn inspect(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
+        let tools = active_tools(settings, &place.config)?;
+        let assembled = assemble(place, &tools.names());
+        Ok(Self {
+            tools,
+            assembled,
+            hooks: etch_hooks::Hooks::default(),
+        })
+    }
+
     /// The compaction policy for runs with this context.
     pub fn compaction_policy(&self, config: &Config) -> CompactionPolicy {
         compaction_policy(config, &self.assembled, &self.tools)

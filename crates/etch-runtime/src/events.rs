@@ -47,10 +47,35 @@ impl Observer for EventBridge {
     /// Usage and metrics exist only as log lines; they become events so a
     /// front end's counters move as requests finish (E-CHAT-16).
     fn durable_line(&mut self, line: &str) {
-        if let Some(body) = counters(line) {
+        if let Some(body) = counters(line).or_else(|| hook_notice(line)) {
             self.emit_body(body);
         }
     }
+}
+
+/// A warning for a `hook.run` line whose hook blocked or failed, so a
+/// front end says why a prompt or call did not go through (the log has
+/// the same record); `None` for every other line.
+pub fn hook_notice(line: &str) -> Option<EventBody> {
+    if !line.contains("\"type\":\"hook.run\"") {
+        return None;
+    }
+    let event: serde_json::Value = serde_json::from_str(line).ok()?;
+    let data: etch_session::HookRunData =
+        serde_json::from_value(event.get("data")?.clone()).ok()?;
+    let what = match data.outcome.as_str() {
+        "blocked" => "blocked",
+        "failed" => "failed",
+        _ => return None,
+    };
+    let mut message = format!("{} hook `{}` {what}", data.event, data.command);
+    if let Some(reason) = data.reason {
+        message = format!("{message}: {reason}");
+    }
+    Some(EventBody::Notice {
+        level: etch_protocol::NoticeLevel::Warning,
+        message,
+    })
 }
 
 /// The `model_usage` or `model_metrics` event for a log line of that

@@ -238,11 +238,12 @@ impl Intercept for SessionHooks {
                 let wire: Vec<WireMessage> = serde_json::from_value(list).map_err(|e| {
                     format!("`messages` is not a list of messages ({e}); each is {{\"role\":\"user\"|\"assistant\"|\"toolResult\", \"content\":[…]}} as the hook received them")
                 })?;
-                let rewritten: Vec<Message> = wire.into_iter().map(message_from_wire).collect();
-                if rewritten == *messages {
+                let sent: Vec<WireMessage> = messages.iter().filter_map(wire_message).collect();
+                if wire == sent {
                     return Ok(Step::Same);
                 }
-                *messages = rewritten;
+                let rewritten: Vec<Message> = wire.into_iter().map(message_from_wire).collect();
+                *messages = with_provider_items(messages, rewritten);
                 Ok(Step::Rewrote)
             },
         ))
@@ -259,7 +260,18 @@ impl Intercept for SessionHooks {
             Some(&call.id),
             arguments,
             move |arguments| fields([("tool", tool(call, arguments))]),
-            |arguments, answer| Ok(take_string(arguments, &answer, "arguments")),
+            |arguments, answer| {
+                if let Some(new) = answer.get("arguments").and_then(Value::as_str) {
+                    match serde_json::from_str::<Value>(new) {
+                        Ok(Value::Object(_)) => {}
+                        Ok(_) => {
+                            return Err("`arguments` is not a JSON object; it must hold the tool's arguments as one object, as JSON text".to_owned());
+                        }
+                        Err(e) => return Err(format!("`arguments` is not valid JSON ({e})")),
+                    }
+                }
+                Ok(take_string(arguments, &answer, "arguments"))
+            },
         ))
     }
 
@@ -356,6 +368,44 @@ impl Intercept for SessionHooks {
     }
 }
 
+/// `rewritten` with the provider-native items of `original` (which hooks
+/// never see) put back after the assistant message they followed, where
+/// that message is still in the list: some providers refuse a tool call
+/// whose reasoning item went missing.
+fn with_provider_items(original: &[Message], rewritten: Vec<Message>) -> Vec<Message> {
+    let mut items: Vec<(&Message, Vec<Message>)> = Vec::new();
+    let mut owner: Option<&Message> = None;
+    for message in original {
+        match message {
+            Message::ProviderItem(_) => {
+                if let Some(owner) = owner {
+                    match items.last_mut() {
+                        Some((previous, following)) if std::ptr::eq(*previous, owner) => {
+                            following.push(message.clone());
+                        }
+                        _ => items.push((owner, vec![message.clone()])),
+                    }
+                }
+            }
+            Message::Assistant { .. } => owner = Some(message),
+            _ => owner = None,
+        }
+    }
+    if items.is_empty() {
+        return rewritten;
+    }
+    let mut out = Vec::with_capacity(rewritten.len());
+    for message in rewritten {
+        let following = items
+            .iter()
+            .position(|(owner, _)| **owner == message)
+            .map(|i| items.remove(i).1);
+        out.push(message);
+        out.extend(following.into_iter().flatten());
+    }
+    out
+}
+
 /// The hook event served at `point`.
 fn event_of(point: Point) -> HookEvent {
     match point {
@@ -412,5 +462,36 @@ fn record(
         outcome: outcome.to_owned(),
         reason,
         tool_call_id: tool_call_id.map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etch_model::{ContentPart, ProviderItem};
+
+    /// A provider item follows its assistant message into a rewritten
+    /// list, and goes where that message is gone.
+    #[test]
+    fn provider_items_follow_their_message() {
+        let answer = Message::Assistant {
+            content: vec![ContentPart::text("a")],
+        };
+        let item = Message::ProviderItem(ProviderItem {
+            provider: "openai".into(),
+            api: "responses".into(),
+            item_type: "reasoning".into(),
+            item: serde_json::json!({"type": "reasoning"}),
+        });
+        let original = vec![Message::user_text("q"), answer.clone(), item.clone()];
+        let rewritten = vec![Message::user_text("short"), answer.clone()];
+        assert_eq!(
+            with_provider_items(&original, rewritten),
+            vec![Message::user_text("short"), answer, item]
+        );
+        assert_eq!(
+            with_provider_items(&original, vec![Message::user_text("x")]),
+            vec![Message::user_text("x")]
+        );
     }
 }

@@ -59,6 +59,9 @@ pub struct Session {
     writer: SessionWriter,
     /// The projected history of the active branch.
     history: Vec<Message>,
+    /// Lines appended while no observer was listening (the `SessionStart`
+    /// hooks of a new session), handed to the next run's observer.
+    unsent: Vec<String>,
 }
 
 impl Session {
@@ -95,16 +98,34 @@ impl Session {
             selection,
             writer,
             history: Vec::new(),
+            unsent: Vec::new(),
         };
-        session.started("new", &mut |_| {}).await?;
+        session.started("new", None).await?;
         Ok((session, first))
     }
 
     /// Runs the `SessionStart` hooks for a session just created (`new`)
     /// or opened (`resume`); their records are appended (each line goes
-    /// to `on_line`), and a failure fails the opening before any model
-    /// request (G6).
-    pub async fn started(
+    /// to `on_line`, or with none to the next run's observer), and a
+    /// failure fails the opening before any model request (G6).
+    async fn started(
+        &mut self,
+        reason: &str,
+        on_line: Option<&mut dyn FnMut(&str)>,
+    ) -> Result<(), OpenError> {
+        let mut unsent = Vec::new();
+        let mut keep = |line: &str| unsent.push(line.to_owned());
+        let on_line: &mut dyn FnMut(&str) = match on_line {
+            Some(on_line) => on_line,
+            None => &mut keep,
+        };
+        let started = self.run_session_start(reason, on_line).await;
+        self.unsent.extend(unsent);
+        started
+    }
+
+    /// [`Self::started`] proper.
+    async fn run_session_start(
         &mut self,
         reason: &str,
         on_line: &mut dyn FnMut(&str),
@@ -209,9 +230,13 @@ impl Session {
             selection,
             writer,
             history: projection.messages,
+            unsent: Vec::new(),
         };
         session
-            .started("resume", &mut |line| observer.durable_line(line))
+            .started(
+                "resume",
+                Some(&mut |line: &str| observer.durable_line(line)),
+            )
             .await?;
         Ok((session, loaded))
     }
@@ -223,6 +248,9 @@ impl Session {
         observer: &mut dyn Observer,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
+        for line in self.unsent.drain(..) {
+            observer.durable_line(&line);
+        }
         let agent = self.agent();
         agent
             .run(
@@ -409,7 +437,7 @@ impl Session {
             .map(|data| etch_model::content::joined_text(&data.content));
         let mut forked = self.sibling(writer);
         forked.reproject()?;
-        forked.started("new", &mut |_| {}).await?;
+        forked.started("new", None).await?;
         Ok((forked, text))
     }
 
@@ -419,7 +447,7 @@ impl Session {
         let store = SessionStore::new(&self.place.session_dir);
         let (writer, first) = store.create(&new_session(&self.place, &self.selection, title))?;
         let mut fresh = self.sibling(writer);
-        fresh.started("new", &mut |_| {}).await?;
+        fresh.started("new", None).await?;
         Ok((fresh, first))
     }
 
@@ -438,6 +466,7 @@ impl Session {
             },
             writer,
             history: Vec::new(),
+            unsent: Vec::new(),
         }
     }
 

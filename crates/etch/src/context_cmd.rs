@@ -31,7 +31,7 @@ pub fn run(
     // What a run with the default settings would offer: the same context
     // the runtime builds for `etch -p`.
     let context =
-        Context::build(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
+        Context::inspect(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
     match action {
         Some(ContextAction::Dump { path }) => {
             dump(place, session.as_ref(), &context, path.as_deref())

@@ -231,9 +231,8 @@ fn pre_tool_failures_and_bad_rewrites_are_tool_errors() {
     assert!(!ws.path().join("ran").exists());
     let write = result_text(&ws, "c2");
     assert!(
-        write.starts_with(
-            "tool error: PreToolUse hook failed: the rewritten \"arguments\" is not valid JSON"
-        ),
+        write.starts_with("tool error: PreToolUse hook failed: `")
+            && write.contains("`arguments` is not valid JSON"),
         "{write}"
     );
     assert!(!ws.path().join("w.txt").exists());
@@ -251,7 +250,10 @@ fn pre_tool_failures_and_bad_rewrites_are_tool_errors() {
         .iter()
         .filter(|r| r["outcome"] == "failed")
         .count();
-    assert_eq!(failed, 2, "a bad rewrite is the hook's outcome `rewrote`");
+    assert_eq!(
+        failed, 3,
+        "a rewrite into invalid JSON is the hook's failure"
+    );
 }
 
 /// A hook that sleeps past its timeout while its child holds stdout open
@@ -520,6 +522,20 @@ fn context_build_rewrites_the_request_messages() {
         "the log keeps what the user said"
     );
     assert_eq!(hook_runs(&ws)[0]["outcome"], "rewrote");
+
+    let broken = hook(&ws, "broken.sh", r#"echo '{"messages":"not a list"}'"#);
+    ws.user_config(&format!("[[hooks.ContextBuild]]\ncommand = \"{broken}\"\n"));
+    std::fs::remove_file(ws.only_session()).unwrap();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("never"))]).unwrap();
+    let out = run(&ws, &server, &["-p", "again"]);
+    assert_eq!(out.code(), 1);
+    assert!(
+        out.stderr().contains("ContextBuild hook failed: `")
+            && out.stderr().contains("`messages` as a string"),
+        "{}",
+        out.stderr()
+    );
+    assert!(server.requests().is_empty());
 }
 
 /// A long session to compact (as in the context tests): nothing kept raw
@@ -581,7 +597,7 @@ fn compaction_hooks_supply_rewrite_cancel_and_fail() {
     assert_eq!(out.code(), 1);
     assert!(
         out.stderr().contains("exited with code 1")
-            && out.stderr().contains("the session was not changed"),
+            && out.stderr().contains("no summary was appended"),
         "{}",
         out.stderr()
     );

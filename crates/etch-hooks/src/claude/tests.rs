@@ -196,3 +196,39 @@ fn other_failures_do_not_stop_the_action() {
     };
     assert_eq!(fields["output"], "raw out\n\ntests fail now");
 }
+
+/// Several replacements, or edits sent as JSON text, reach a Claude Code
+/// hook as `MultiEdit` with every `new_string`, and a matcher for either
+/// `Edit` or `MultiEdit` sees them.
+#[test]
+fn multi_edits_are_shown_whole() {
+    let edits = json!([{"oldText": "a", "newText": "SECRET"}, {"oldText": "c", "newText": "d"}]);
+    for arguments in [
+        json!({"path": "f", "edits": edits}),
+        json!({"path": "f", "edits": edits.to_string()}),
+    ] {
+        let input = input(&tool_envelope("PreToolUse", "edit", &arguments));
+        assert_eq!(input["tool_name"], "MultiEdit");
+        assert_eq!(input["tool_input"]["edits"][0]["new_string"], "SECRET");
+    }
+    assert_eq!(
+        subjects(HookEvent::PreToolUse, "edit"),
+        ["Edit", "MultiEdit"]
+    );
+}
+
+/// Exit 2 from a PostToolUse hook shows its stderr to the model beside
+/// the result, as Claude Code does.
+#[test]
+fn post_tool_exit_2_adds_stderr() {
+    let envelope = tool_envelope("PostToolUse", "bash", &json!({"command": "ls"}));
+    let Outcome::Ok(fields) = interpret(
+        HookEvent::PostToolUse,
+        &done(2, "", "lint: 3 warnings\n"),
+        30,
+        &envelope,
+    ) else {
+        panic!("stderr goes to the model");
+    };
+    assert_eq!(fields["output"], "raw out\n\nlint: 3 warnings");
+}
