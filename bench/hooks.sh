@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Hook cost benchmark (issue 14): etch against the local bench server
-# (bench/server.py) with one `bash` tool call per round, in one run:
+# (bench/server.py) with one call of the in-process `ls` tool per round
+# (so a round costs little but etch itself), in one run:
 #   - no hooks at all (the reference)
 #   - one no-op PreToolUse hook (`true`) on every call
 #   - ten PreToolUse hooks whose matcher never matches, plus hooks on
 #     other tools' names: they must cost nothing measurable
-# Each figure is the median time per extra tool round (11 rounds minus 1
-# round, over 10), so process start-up cancels out; the cost of one hook
+# Each figure is the median time per extra tool round (41 rounds minus 1
+# round, over 40), so process start-up cancels out; the cost of one hook
 # is printed beside `sh -c true` measured alone, which is its floor.
 #
 # Usage: bench/hooks.sh [RUNS]   (default 20)
@@ -21,7 +22,8 @@ etch, port, runs, config = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[
 
 def cmd(scenario):
     return [etch, "--provider", "openai", "--api-key", "unused", "--model", "bench",
-            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "-p", "go"]
+            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "--max-tool-rounds", "64",
+            "-p", "go"]
 
 def median_ms(argv):
     for _ in range(3):
@@ -36,7 +38,7 @@ def median_ms(argv):
 def per_round(hooks):
     with open(config, "w") as f:
         f.write(hooks)
-    return (median_ms(cmd("rounds-11")) - median_ms(cmd("rounds-1"))) / 10
+    return (median_ms(cmd("ls-rounds-41")) - median_ms(cmd("ls-rounds-1"))) / 40
 
 none = per_round("")
 noop = per_round('[[hooks.PreToolUse]]\ncommand = "true"\n')

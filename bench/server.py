@@ -1,8 +1,10 @@
 """A local OpenAI-compatible server for the whole-process benchmarks
 (bench/agent.sh, bench/rpc.sh): it answers at once, so the figures are
 etch's own cost. The first path segment picks the scenario: `text` (one
-short answer), `rounds-N` (N bash tool rounds, then an answer), `big`
-(512 KB of streamed text). Prints the port it listens on."""
+short answer), `rounds-N` (N bash tool rounds, then an answer),
+`ls-rounds-N` (N rounds of the in-process `ls` tool, so a round costs
+little but etch itself), `big` (512 KB of streamed text). Prints the port
+it listens on."""
 import json, sys
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
@@ -17,12 +19,18 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         scenario = self.path.split("/")[1]
         frames = []
-        if scenario.startswith("rounds-"):
-            wanted = int(scenario.split("-")[1])
+        if scenario.startswith("rounds-") or scenario.startswith("ls-rounds-"):
+            wanted = int(scenario.split("-")[-1])
             done = sum(1 for m in body["messages"] if m["role"] == "tool")
             if done < wanted:
+                # A different call each round: the loop's guard stops a run
+                # that repeats the same call with the same result.
+                if scenario.startswith("ls-"):
+                    name, args = "ls", {"path": ".", "limit": 1000 + done}
+                else:
+                    name, args = "bash", {"command": f"echo hi {done}"}
                 frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{done}", "type": "function",
-                    "function": {"name": "bash", "arguments": "{\"command\":\"echo hi\"}"}}]}))
+                    "function": {"name": name, "arguments": json.dumps(args)}}]}))
                 frames.append(chunk({}, "tool_calls"))
             else:
                 frames.append(chunk({"content": "done"}))

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::event::HookEvent;
-use crate::outcome::{Outcome, failure};
+use crate::outcome::{Outcome, exit_code};
 use crate::process::Finished;
 
 /// A hook's wire format.
@@ -301,13 +301,10 @@ pub fn interpret(
     envelope: &Value,
 ) -> Outcome {
     let stderr = finished.stderr.trim();
-    let code = match failure(finished, timeout_seconds) {
+    let code = match exit_code(event, finished, timeout_seconds) {
         Ok(code) => code,
         Err(outcome) => return outcome,
     };
-    if code == 2 && event.exit_2_blocks() {
-        return Outcome::Blocked((!stderr.is_empty()).then(|| stderr.to_owned()));
-    }
     if code == 2 && event == HookEvent::PostToolUse {
         // Claude Code shows the model this stderr beside the result.
         let text = envelope["payload"]["output"]["text"].as_str().unwrap_or("");

@@ -27,10 +27,20 @@ pub enum Outcome {
     NonBlocking(String),
 }
 
-/// The exit code of a hook that ran to its end, or the failure of one
-/// that did not (timed out, flooded stdout, killed by a signal).
-pub(crate) fn failure(finished: &Finished, timeout_seconds: u64) -> Result<i32, Outcome> {
+/// The exit code of a hook that ran to its end, or what it already
+/// means: the failure of one that did not (timed out, flooded stdout,
+/// killed by a signal), or the block of exit code 2 where that blocks
+/// (C12), with the trimmed stderr as the reason.
+pub(crate) fn exit_code(
+    event: HookEvent,
+    finished: &Finished,
+    timeout_seconds: u64,
+) -> Result<i32, Outcome> {
+    let stderr = finished.stderr.trim();
     match finished.exit {
+        Exit::Code(2) if event.exit_2_blocks() => Err(Outcome::Blocked(
+            (!stderr.is_empty()).then(|| stderr.to_owned()),
+        )),
         Exit::TimedOut => Err(Outcome::Failed(format!(
             "timed out after {timeout_seconds} s and was killed with its process group (raise timeout_seconds if it needs longer)"
         ))),
@@ -47,13 +57,10 @@ pub(crate) fn failure(finished: &Finished, timeout_seconds: u64) -> Result<i32, 
 /// timed out.
 pub fn interpret(event: HookEvent, finished: &Finished, timeout_seconds: u64) -> Outcome {
     let stderr = finished.stderr.trim();
-    let code = match failure(finished, timeout_seconds) {
+    let code = match exit_code(event, finished, timeout_seconds) {
         Ok(code) => code,
         Err(outcome) => return outcome,
     };
-    if code == 2 && event.exit_2_blocks() {
-        return Outcome::Blocked((!stderr.is_empty()).then(|| stderr.to_owned()));
-    }
     if code != 0 {
         let why = match code {
             127 => "the command was not found (exit 127)".to_owned(),
