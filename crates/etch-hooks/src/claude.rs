@@ -451,7 +451,8 @@ fn answer(event: HookEvent, envelope: &Value, read: Answer) -> Outcome {
         Some("deny") => {
             return Outcome::Blocked(read.permission_reason.filter(|r| !r.trim().is_empty()));
         }
-        Some("ask") => {
+        // `defer` hands the decision to the user as `ask` does.
+        Some("ask" | "defer") => {
             let why = read.permission_reason.unwrap_or_default();
             return Outcome::Blocked(Some(format!(
                 "a hook asked for the user's approval, which etch does not ask for; the call was not run{}",
@@ -464,7 +465,7 @@ fn answer(event: HookEvent, envelope: &Value, read: Answer) -> Outcome {
         }
         Some(other) => {
             return Outcome::Failed(format!(
-                "returned permissionDecision `{other}`; it must be allow, deny or ask"
+                "returned permissionDecision `{other}`; it must be allow, deny, ask or defer"
             ));
         }
     }
