@@ -94,6 +94,20 @@ impl RunState<'_> {
         Ok(answer.verdict)
     }
 
+    /// Appends what the tool sources (plugins) reported since the last
+    /// look, as `plugin.diagnostic` events.
+    fn source_diagnostics(&mut self, registry: &ToolRegistry) -> Result<(), RunError> {
+        for source in registry.sources() {
+            for (plugin, message) in source.diagnostics() {
+                self.append(
+                    types::PLUGIN_DIAGNOSTIC,
+                    &etch_session::PluginDiagnosticData { plugin, message },
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     /// Appends `hook.run` records.
     fn hook_runs(&mut self, records: &[HookRunData]) -> Result<(), RunError> {
         for data in records {
@@ -363,6 +377,7 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
             }
+            state.source_diagnostics(&self.tools)?;
             self.maybe_compact(state, cancel).await?;
             let pass = match self.model_pass(state, cancel).await {
                 // P-OVF-02: compact once and retry once per run; a second

@@ -148,7 +148,7 @@ fn preflight(
     }
     let access = tool.access(&call.arguments, cwd);
     Ok(Ready {
-        tool: Arc::clone(tool),
+        tool: Arc::clone(&tool),
         args: call.arguments.clone(),
         access,
         call: call.clone(),
@@ -245,6 +245,14 @@ pub async fn run_batch<S: BuildHasher>(
     let mut results: Vec<Option<CallResult>> = vec![None; n];
     let mut pending: Vec<Option<Ready>> = Vec::with_capacity(n);
     observer.agent_event(&AgentEvent::ToolBatchStart { calls });
+    // A call to a tool no one offers yet may be for a plugin still
+    // starting: wait for start-up before calling it unknown.
+    if env.registry.pending() && calls.iter().any(|c| env.registry.get(&c.name).is_none()) {
+        tokio::select! {
+            () = env.registry.settle() => {}
+            () = env.cancel.cancelled() => {}
+        }
+    }
     for (i, call) in calls.iter().enumerate() {
         observer.agent_event(&AgentEvent::ToolExecutionStart { call });
         let intercept = env.intercept.filter(|i| i.wants(Point::PreTool));

@@ -8,12 +8,14 @@
 //! providers exist or how anything is drawn. The shapes follow Pi's RPC
 //! mode (commands tagged by `type`, camelCase fields, responses echoing the
 //! command `id`), with one deliberate difference: every event caused by a
-//! command carries that command's `id`.
+//! command carries that command's `id`. `plugin` holds the other wire
+//! protocol etch speaks: JSONL-RPC with out-of-process plugins.
 
 pub mod command;
 pub mod event;
 pub mod framing;
 pub mod message;
+pub mod plugin;
 pub mod response;
 
 pub use command::{Command, CommandBody, QueueMode, StreamingBehavior, ThinkingLevel};

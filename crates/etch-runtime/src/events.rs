@@ -47,16 +47,27 @@ impl Observer for EventBridge {
     /// Usage and metrics exist only as log lines; they become events so a
     /// front end's counters move as requests finish (E-CHAT-16).
     fn durable_line(&mut self, line: &str) {
-        if let Some(body) = counters(line).or_else(|| hook_notice(line)) {
+        if let Some(body) = counters(line).or_else(|| {
+            line_notice(line).map(|message| EventBody::Notice {
+                level: etch_protocol::NoticeLevel::Warning,
+                message,
+            })
+        }) {
             self.emit_body(body);
         }
     }
 }
 
-/// A warning for a `hook.run` line whose hook blocked or failed, so a
-/// front end says why a prompt or call did not go through (the log has
-/// the same record); `None` for every other line.
-pub fn hook_notice(line: &str) -> Option<EventBody> {
+/// The warning a log line carries for the user, the same record the log
+/// keeps: a `hook.run` whose hook blocked or failed (why a prompt or call
+/// did not go through), a `plugin.diagnostic`; `None` for other lines.
+pub fn line_notice(line: &str) -> Option<String> {
+    if line.contains("\"type\":\"plugin.diagnostic\"") {
+        let event: serde_json::Value = serde_json::from_str(line).ok()?;
+        let data: etch_session::PluginDiagnosticData =
+            serde_json::from_value(event.get("data")?.clone()).ok()?;
+        return Some(format!("plugin {}: {}", data.plugin, data.message));
+    }
     if !line.contains("\"type\":\"hook.run\"") {
         return None;
     }
@@ -72,10 +83,7 @@ pub fn hook_notice(line: &str) -> Option<EventBody> {
     if let Some(reason) = data.reason {
         message = format!("{message}: {reason}");
     }
-    Some(EventBody::Notice {
-        level: etch_protocol::NoticeLevel::Warning,
-        message,
-    })
+    Some(message)
 }
 
 /// The `model_usage` or `model_metrics` event for a log line of that

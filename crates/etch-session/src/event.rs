@@ -48,6 +48,9 @@ pub mod types {
     /// One external hook ran: what it was, how long it took, and what it
     /// decided, so "why did my tool call not run" is answered by the log.
     pub const HOOK_RUN: &str = "hook.run";
+    /// A plugin could not start, or stopped, or offered a tool etch
+    /// rejected: what the user needs to know to fix it.
+    pub const PLUGIN_DIAGNOSTIC: &str = "plugin.diagnostic";
 }
 
 /// One loaded event. `data` stays raw JSON until someone needs it typed, which
@@ -250,6 +253,15 @@ pub struct HookRunData {
     /// The tool call it ran for (`PreToolUse`, `PostToolUse`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+}
+
+/// `plugin.diagnostic` data: a plugin's trouble, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginDiagnosticData {
+    /// The plugin's configured name.
+    pub plugin: String,
+    /// What happened and what to do.
+    pub message: String,
 }
 
 /// `loop.guard` data: what the loop's guard saw and did.

@@ -32,8 +32,8 @@ mod testlines;
 
 pub use error::{ResolveError, SessionError};
 pub use event::{
-    AssistantData, BranchSummaryData, Event, GuardData, HookRunData, ReasoningData, ResponseData,
-    SessionStarted, SummaryData, ToolData, UserData, types,
+    AssistantData, BranchSummaryData, Event, GuardData, HookRunData, PluginDiagnosticData,
+    ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData, UserData, types,
 };
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};

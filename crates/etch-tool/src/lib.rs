@@ -17,5 +17,5 @@ pub mod schema;
 pub mod tool;
 
 pub use access::Access;
-pub use registry::{RegistryError, ToolRegistry};
+pub use registry::{RegistryError, ToolRegistry, ToolSource, check_tool};
 pub use tool::{CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};

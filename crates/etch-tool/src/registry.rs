@@ -1,11 +1,34 @@
-//! The registry of active tools: one sorted, unified list (E-TOOL-02).
+//! The registry of active tools: one sorted, unified list (E-TOOL-02) of
+//! the tools registered up front (built-ins) and those [`ToolSource`]s
+//! offer as they become ready (plugins, which start in the background).
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use etch_model::ToolSpec;
 
 use crate::tool::Tool;
+
+/// Tools that become available over time: a set of plugin processes
+/// starting in the background. The registry asks it for what is ready
+/// whenever it lists or looks up tools.
+pub trait ToolSource: Send + Sync {
+    /// The tools ready now, in the order they should win on a name clash
+    /// (a source never offers a name twice or a registered tool's name).
+    fn ready(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// Whether tools may still arrive (something is starting).
+    fn pending(&self) -> bool;
+
+    /// Waits until nothing is starting any more.
+    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+
+    /// What went wrong since the last call (a plugin that would not start,
+    /// one that died), as (source name, message); each is returned once.
+    fn diagnostics(&self) -> Vec<(String, String)>;
+}
 
 /// A tool that cannot be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,12 +49,27 @@ pub enum RegistryError {
 pub struct ToolRegistry {
     /// Tools sorted by name.
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Where more tools come from.
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.tools.keys()).finish()
     }
+}
+
+/// Whether `name` is a valid tool name and `parameters` an object schema
+/// (E-PLUG-10), as [`ToolRegistry::register`] checks; for sources that
+/// vet tools before offering them.
+pub fn check_tool(name: &str, parameters: &serde_json::Value) -> Result<(), RegistryError> {
+    if !valid_name(name) {
+        return Err(RegistryError::InvalidName(name.to_owned()));
+    }
+    if parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(RegistryError::InvalidSchema(name.to_owned()));
+    }
+    Ok(())
 }
 
 /// Whether a name matches `^[A-Za-z0-9_-]{1,64}$`.
@@ -51,12 +89,7 @@ impl ToolRegistry {
     /// Adds a tool after checking its name and schema shape.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
         let spec = tool.spec();
-        if !valid_name(&spec.name) {
-            return Err(RegistryError::InvalidName(spec.name.clone()));
-        }
-        if spec.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
-            return Err(RegistryError::InvalidSchema(spec.name.clone()));
-        }
+        check_tool(&spec.name, &spec.parameters)?;
         if self.tools.contains_key(&spec.name) {
             return Err(RegistryError::Duplicate(spec.name.clone()));
         }
@@ -64,15 +97,63 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Looks a tool up by name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    /// Adds a source of tools that become ready later.
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// The sources of later tools.
+    pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
+        &self.sources
+    }
+
+    /// Looks a tool up by name: registered first, then what the sources
+    /// have ready.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        if let Some(tool) = self.tools.get(name) {
+            return Some(Arc::clone(tool));
+        }
+        self.sources
+            .iter()
+            .flat_map(|s| s.ready())
+            .find(|t| t.spec().name == name)
+    }
+
+    /// Whether a source is still starting, so a name not found now may
+    /// still come.
+    pub fn pending(&self) -> bool {
+        self.sources.iter().any(|s| s.pending())
+    }
+
+    /// Waits until no source is starting.
+    pub async fn settle(&self) {
+        for source in &self.sources {
+            source.settle().await;
+        }
+    }
+
+    /// Every tool now (registered and ready), sorted by name; a source's
+    /// tool whose name is taken is left out.
+    fn all(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for tool in self.sources.iter().flat_map(|s| s.ready()) {
+            all.entry(tool.spec().name.clone()).or_insert(tool);
+        }
+        all
     }
 
     /// Specs of every tool that is available now, sorted by name, as sent
     /// to the model: a tool whose backing process died is not offered.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
+        if self.sources.is_empty() {
+            return self
+                .tools
+                .values()
+                .filter(|t| t.available())
+                .map(|t| t.spec().clone())
+                .collect();
+        }
+        self.all()
             .values()
             .filter(|t| t.available())
             .map(|t| t.spec().clone())

@@ -118,4 +118,10 @@ impl Observer for Quiet {
     fn agent_event(&mut self, event: &AgentEvent<'_>) {
         notice(event);
     }
+
+    fn durable_line(&mut self, line: &str) {
+        if let Some(message) = etch_runtime::events::line_notice(line) {
+            eprintln!("etch: warning: {message}");
+        }
+    }
 }
