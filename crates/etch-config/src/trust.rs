@@ -1,6 +1,6 @@
 //! Trust for what a project's `.etch/config.toml` would run: a repository
 //! someone clones must not run commands on their machine just because
-//! etch was started in it. The project's executable entries (hooks; later
+//! etch was started in it. The project's executable entries (hooks and
 //! plugins) are hashed (SHA-256 of a canonical form); the hashes the user
 //! trusted are kept in `~/.etch/trust.json`, by project file. A project
 //! whose entries are new or changed since they were trusted is not
@@ -64,6 +64,7 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
         .hooks
         .iter()
         .map(|h| h.source.clone())
+        .chain(config.plugins.iter().map(|p| p.source.clone()))
         .filter(|s| Some(s) != user.as_ref())
         .collect();
     files.sort();
@@ -94,6 +95,22 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
             }
             entry
         })
+        .chain(
+            config
+                .plugins
+                .iter()
+                .filter(|p| p.source == project_file)
+                .map(|p| {
+                    json!({
+                        "kind": "plugin",
+                        "name": p.name,
+                        "command": p.command,
+                        "timeoutSeconds": p.timeout_seconds,
+                        "env": p.env,
+                        "disabled": p.disabled,
+                    })
+                }),
+        )
         .collect()
 }
 

@@ -8,10 +8,14 @@
 //! to show them. This module must not know who asked or how anything is
 //! shown.
 
+use std::sync::Arc;
+
 use etch_config::Config;
 use etch_core::CompactionPolicy;
+use etch_plugins::PluginSet;
 use etch_prompt::{Assembled, PromptInputs};
 use etch_tool::ToolRegistry;
+use etch_tool::ToolSource;
 use etch_tools::builtin::{self, BuiltinOptions};
 
 use crate::error::OpenError;
@@ -27,20 +31,31 @@ pub struct Context {
     pub assembled: Assembled,
     /// The enabled hooks, past the trust gate.
     pub hooks: etch_hooks::Hooks,
+    /// The configured plugins (their tools are a source in `tools`).
+    pub plugins: Arc<PluginSet>,
 }
 
 impl Context {
     /// Builds the tools `settings` ask for and the prompt for them in
     /// `place`; the assembly's diagnostics are in `assembled.diagnostics`.
     /// Project hooks the user has not trusted refuse the build.
+    /// Plugins start here, in the background: a run does not wait for
+    /// them until the model calls a tool no one offers yet.
     pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
-        let tools = active_tools(settings, &place.config)?;
+        let mut tools = active_tools(settings, &place.config)?;
+        let plugins = Arc::new(PluginSet::start(
+            &place.config.plugins,
+            &place.cwd,
+            tools.names().iter().map(|n| (*n).to_owned()).collect(),
+        ));
+        tools.add_source(Arc::clone(&plugins) as Arc<dyn ToolSource>);
         let assembled = assemble(place, &tools.names());
         Ok(Self {
             tools,
             assembled,
             hooks,
+            plugins,
         })
     }
 
@@ -53,6 +68,7 @@ impl Context {
             tools,
             assembled,
             hooks: etch_hooks::Hooks::default(),
+            plugins: Arc::new(PluginSet::empty()),
         })
     }
 

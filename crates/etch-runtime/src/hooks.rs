@@ -28,20 +28,30 @@ use crate::events::{message_from_wire, wire_message};
 use crate::settings::Place;
 
 /// The hooks a session in `place` may run: every enabled entry, after the
-/// trust gate. A project file whose hooks the user has not trusted (or
-/// that changed since) refuses the whole session, saying how to review and
-/// trust them; there is no prompt to ask in a headless run, and running
-/// without a project's policy hooks would be worse than not running.
+/// trust gate ([`check_trust`]).
 pub fn load(place: &Place) -> Result<Hooks, OpenError> {
+    check_trust(place)?;
+    Hooks::from_config(&place.config.hooks).map_err(|e| OpenError::Usage(e.to_string()))
+}
+
+/// The trust gate for what a project's configuration runs (hooks and
+/// plugins): a project file whose entries the user has not trusted (or
+/// that changed since) refuses the whole session, saying how to review
+/// and trust them; there is no prompt to ask in a headless run, and
+/// running without a project's policy hooks would be worse than not
+/// running.
+pub fn check_trust(place: &Place) -> Result<(), OpenError> {
     let config = &place.config;
-    if config.hooks.iter().all(|h| h.disabled) {
-        return Hooks::from_config(&config.hooks).map_err(|e| OpenError::Usage(e.to_string()));
+    let runs_nothing =
+        config.hooks.iter().all(|h| h.disabled) && config.plugins.iter().all(|p| p.disabled);
+    if runs_nothing {
+        return Ok(());
     }
     let projects = project_files(config, place.home.as_deref());
     if !projects.is_empty() {
         let Some(home) = place.home.as_deref() else {
             return Err(OpenError::Failed(format!(
-                "{} defines hooks, but HOME is not set, so etch cannot know whether you trusted them; set HOME or remove the hooks",
+                "{} defines hooks or plugins, but HOME is not set, so etch cannot know whether you trusted them; set HOME or remove them",
                 projects[0].display()
             )));
         };
@@ -53,13 +63,13 @@ pub fn load(place: &Place) -> Result<Hooks, OpenError> {
                 TrustState::Changed => "changed since you trusted them",
             };
             return Err(OpenError::Failed(format!(
-                "the hooks in {} {why}, so etch will not run them; review what they run with `etch trust` in {}, then trust exactly that with `etch trust --yes`",
+                "the hooks and plugins in {} {why}, so etch will not run them; review what they run with `etch trust` in {}, then trust exactly that with `etch trust --yes`",
                 file.display(),
                 place.cwd.display()
             )));
         }
     }
-    Hooks::from_config(&config.hooks).map_err(|e| OpenError::Usage(e.to_string()))
+    Ok(())
 }
 
 /// A session's hooks, ready to intercept its runs.

@@ -294,9 +294,17 @@ pub enum Command {
         after_help = "Examples:\n  etch hooks list\n  etch hooks test PreToolUse --subject write\n  etch hooks test UserPromptSubmit"
     )]
     Hooks(crate::hooks_cmd::HooksCommand),
-    /// Show what this project's .etch/config.toml would run (its hooks)
-    /// and whether you trusted exactly that; --yes trusts it. Project
-    /// hooks do not run until trusted; your own ~/.etch/config.toml is.
+    /// List the configured plugins with their state and tools, or start
+    /// each once to check it.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  etch plugins list\n  etch plugins check"
+    )]
+    Plugins(crate::plugins_cmd::PluginsCommand),
+    /// Show what this project's .etch/config.toml would run (its hooks
+    /// and plugins) and whether you trusted exactly that; --yes trusts
+    /// it. Project entries do not run until trusted; your own
+    /// ~/.etch/config.toml is.
     #[command(after_help = "Examples:\n  etch trust\n  etch trust --yes")]
     Trust {
         /// Trust the entries listed.
@@ -421,6 +429,7 @@ impl Command {
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
             Self::Hooks(_) => "hooks",
+            Self::Plugins(_) => "plugins",
             Self::Trust { .. } => "trust",
             Self::Auth(_) => "auth",
             Self::Status { .. } => "status",

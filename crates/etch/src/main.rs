@@ -17,6 +17,7 @@ mod hooks_cmd;
 mod hooks_import;
 mod markdown;
 mod output;
+mod plugins_cmd;
 mod prompt_input;
 mod provider;
 mod rpc_cmd;
@@ -172,6 +173,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Auth(command)) => runtime()?.block_on(auth_cmd::run(command, None)),
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Hooks(command)) => runtime()?.block_on(hooks_cmd::run(&place, command)),
+        Some(Command::Plugins(command)) => runtime()?.block_on(plugins_cmd::run(&place, command)),
         Some(Command::Trust { yes }) => trust_cmd::run(&place, yes),
         Some(Command::Resume {
             last,

@@ -139,6 +139,7 @@ async fn execute(
     cancel: &CancellationToken,
 ) -> Result<(), Failure> {
     let result = session.run(prompt, observer.as_mut(), cancel).await;
+    session.context().plugins.shutdown().await;
     if let Some(notice) = session.tidy() {
         print_notice(notice);
     }

@@ -1,5 +1,5 @@
 //! `etch trust [--yes]`: what the project's `.etch/config.toml` would run
-//! (its hooks; later its plugins), whether the user trusted exactly that,
+//! (its hooks and plugins), whether the user trusted exactly that,
 //! and with `--yes` trusting it. The hashing and the store are
 //! `etch_config::trust`; this module only prints and asks nothing.
 
@@ -42,20 +42,28 @@ pub fn run(place: &Place, yes: bool) -> Result<(), Failure> {
         let state = store.state(&place.config, file);
         let _ = writeln!(out, "{} ({}):", file.display(), describe(state));
         for entry in project_entries(&place.config, file) {
+            let disabled = if entry["disabled"] == true {
+                " (disabled)"
+            } else {
+                ""
+            };
+            let command = entry["command"].as_str().unwrap_or("");
+            if entry["kind"] == "plugin" {
+                let _ = writeln!(
+                    out,
+                    "  plugin {}: {command}{disabled}",
+                    entry["name"].as_str().unwrap_or("")
+                );
+                continue;
+            }
             let matcher = entry["matcher"]
                 .as_str()
                 .filter(|m| !m.trim().is_empty())
                 .unwrap_or("*");
             let _ = writeln!(
                 out,
-                "  hook {} [{matcher}]: {}{}",
+                "  hook {} [{matcher}]: {command}{disabled}",
                 entry["event"].as_str().unwrap_or(""),
-                entry["command"].as_str().unwrap_or(""),
-                if entry["disabled"] == true {
-                    " (disabled)"
-                } else {
-                    ""
-                }
             );
         }
         if yes && state != TrustState::Trusted {

@@ -1,0 +1,425 @@
+//! Plugins through the real binary (E-PLUG, issue 15): a Python test
+//! plugin that serves tools or misbehaves in each way the issue names,
+//! the example plugin built from this workspace, and the fake model
+//! server. Assertions are on stdout, stderr, exit codes, the requests
+//! the model got and the session log.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use etch_test_support::{FakeServer, Reply, chat_text, chat_tool_calls};
+use serde_json::Value;
+use support::{Workspace, jsonl};
+
+/// The test plugin script.
+const PLUGIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/plugin.py");
+
+/// A `[[plugins]]` table for the test plugin in `mode`, named `name`.
+fn entry(name: &str, mode: &str, extra: &str) -> String {
+    format!(
+        "[[plugins]]\nname = \"{name}\"\ncommand = \"python3 {PLUGIN} {mode} {name}\"\n{extra}\n"
+    )
+}
+
+/// Runs etch against `server` with `env` set.
+fn run(ws: &Workspace, server: &FakeServer, extra: &[&str], env: &[(&str, &str)]) -> support::Run {
+    let base = format!("{}/v1", server.url());
+    let mut args = vec![
+        "--provider",
+        "openai",
+        "--base-url",
+        base.as_str(),
+        "--api-key",
+        "k",
+        "--model",
+        "m1",
+    ];
+    args.extend_from_slice(extra);
+    ws.run_env(&args, env)
+}
+
+/// The text of the result for call `id`.
+fn result_text(ws: &Workspace, id: &str) -> String {
+    jsonl(&ws.only_session())
+        .into_iter()
+        .find(|e| e["type"] == "message.tool" && e["data"]["toolCallId"] == id)
+        .map_or_else(
+            || panic!("no result for {id}"),
+            |e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned(),
+        )
+}
+
+/// The tool names of recorded request `n`.
+fn tool_names(server: &FakeServer, n: usize) -> Vec<String> {
+    server.requests()[n].json()["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A file in HOME.
+fn home_file(ws: &Workspace, name: &str) -> PathBuf {
+    ws.home.path().join(name)
+}
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    stat.is_empty() || stat.contains(") Z ")
+}
+
+/// A plugin's tools join the registry (sorted with the built-ins) and run
+/// on the model's first call, though they were not ready for the first
+/// request; the plugin sees the sanitized environment plus its allowlist,
+/// never a credential, even allowlisted.
+#[test]
+fn plugin_tools_run_and_join_the_list() {
+    let ws = Workspace::new();
+    ws.user_config(&entry(
+        "alpha",
+        "ok",
+        "env = [\"PLUGIN_VISIBLE\", \"ANTHROPIC_API_KEY\"]",
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "alpha_echo", r#"{"text":"hi"}"#),
+            ("c2", "alpha_env", "{}"),
+            ("c3", "alpha_echo", r#"{"text":"fail"}"#),
+            ("c4", "alpha_echo", r#"{"text":"error"}"#),
+        ])),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = run(
+        &ws,
+        &server,
+        &["-p", "go"],
+        &[
+            ("PLUGIN_VISIBLE", "1"),
+            ("PLUGIN_HIDDEN", "1"),
+            ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+        ],
+    );
+    assert_eq!(out.ok(), "done\n");
+    assert_eq!(result_text(&ws, "c1"), "echo: hi");
+    let env = result_text(&ws, "c2");
+    assert!(
+        env.contains("PLUGIN_VISIBLE") && env.contains("PATH"),
+        "{env}"
+    );
+    assert!(
+        !env.contains("PLUGIN_HIDDEN") && !env.contains("ANTHROPIC"),
+        "{env}"
+    );
+    assert_eq!(result_text(&ws, "c3"), "tool error: echo failed on purpose");
+    assert_eq!(result_text(&ws, "c4"), "tool error: an error object");
+    let names = tool_names(&server, 1);
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    assert!(names.contains(&"alpha_echo".to_owned()) && names.contains(&"read".to_owned()));
+    assert!(
+        out.stderr()
+            .contains("plugin alpha: its env allowlist names ANTHROPIC_API_KEY"),
+        "{}",
+        out.stderr()
+    );
+}
+
+/// Calls to two plugins overlap (one waits for a file the other makes),
+/// a second call to the same plugin queues in its lane, and results keep
+/// the model's order.
+#[test]
+fn plugins_overlap_and_each_has_one_lane() {
+    let ws = Workspace::new();
+    ws.user_config(&format!(
+        "{}{}",
+        entry("alpha", "ok", ""),
+        entry("beta", "ok", "")
+    ));
+    let flag = home_file(&ws, "from_beta");
+    let wait = format!(r#"{{"wait":"{}"}}"#, flag.display());
+    let make = format!(r#"{{"make":"{}"}}"#, flag.display());
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "alpha_wait", &wait),
+            ("c2", "alpha_echo", r#"{"text":"queued"}"#),
+            ("c3", "beta_wait", &make),
+        ])),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    run(&ws, &server, &["-p", "go"], &[]).ok();
+    assert_eq!(result_text(&ws, "c1"), "saw True");
+    assert_eq!(result_text(&ws, "c2"), "echo: queued");
+    let ids: Vec<String> = jsonl(&ws.only_session())
+        .into_iter()
+        .filter(|e| e["type"] == "message.tool")
+        .map(|e| e["data"]["toolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["c1", "c2", "c3"]);
+}
+
+/// A protocol violation mid-session stops the plugin: the call is a tool
+/// error naming it, its tools leave the next request, the log has a
+/// `plugin.diagnostic`, and the session goes on.
+#[test]
+fn fatal_failures_drop_the_plugin_tools() {
+    for (how, said) in [
+        (
+            "garbage",
+            "wrote something that is not JSON to stdout: \"oops, a log line\"",
+        ),
+        ("die", "closed its stdout before answering tool.execute"),
+        ("image", "returned a \"image\" content part"),
+    ] {
+        let ws = Workspace::new();
+        ws.user_config(&entry("alpha", "ok", ""));
+        let server = FakeServer::start(vec![
+            Reply::sse(chat_tool_calls(&[(
+                "c1",
+                "alpha_misbehave",
+                &format!(r#"{{"how":"{how}"}}"#),
+            )])),
+            Reply::sse(chat_text("went on")),
+        ])
+        .unwrap();
+        let out = run(&ws, &server, &["-p", "go"], &[]);
+        assert_eq!(out.ok(), "went on\n");
+        let text = result_text(&ws, "c1");
+        assert!(
+            text.starts_with("tool error: plugin alpha stopped: ") && text.contains(said),
+            "{how}: {text}"
+        );
+        assert!(
+            text.ends_with("its tools are no longer available"),
+            "{text}"
+        );
+        assert!(
+            !tool_names(&server, 1)
+                .iter()
+                .any(|n| n.starts_with("alpha_")),
+            "{how}"
+        );
+        let diagnostics: Vec<Value> = jsonl(&ws.only_session())
+            .into_iter()
+            .filter(|e| e["type"] == "plugin.diagnostic")
+            .collect();
+        assert_eq!(diagnostics.len(), 1, "{how}: {diagnostics:?}");
+        assert_eq!(diagnostics[0]["data"]["plugin"], "alpha");
+    }
+}
+
+/// Long results are capped before they are stored.
+#[test]
+fn long_results_are_capped() {
+    let ws = Workspace::new();
+    ws.user_config(&entry("alpha", "ok", ""));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "alpha_misbehave",
+            r#"{"how":"huge_text"}"#,
+        )])),
+        Reply::sse(chat_text("ok")),
+    ])
+    .unwrap();
+    run(&ws, &server, &["-p", "go"], &[]).ok();
+    let text = result_text(&ws, "c1");
+    assert!(text.len() < 70_000, "{}", text.len());
+    assert!(text.ends_with(
+        "[output truncated: the plugin returned 100000 bytes; etch keeps the first 65536]"
+    ));
+}
+
+/// Each bad start leaves a clear diagnostic naming the plugin (`etch
+/// plugins check` exits 1), and a run with all of them configured goes
+/// on without them.
+#[test]
+fn bad_plugins_are_named_and_the_session_goes_on() {
+    let ws = Workspace::new();
+    let cases = [
+        (
+            "exit",
+            "closed its stdout before answering initialize; it exited with code 3",
+        ),
+        ("silent", "did not answer initialize within 1 s"),
+        (
+            "malformed",
+            "wrote something that is not JSON to stdout: \"{not json\"",
+        ),
+        (
+            "wrong_id",
+            "answered request 99 when request 1 (initialize) was waiting",
+        ),
+        ("no_id", "answered initialize without an id"),
+        ("array", "sent JSON that is not an object"),
+        ("big", "sent a line over 4 MiB"),
+        (
+            "logs",
+            "wrote something that is not JSON to stdout: \"starting up the plugin...\"",
+        ),
+    ];
+    let mut config = String::new();
+    for (mode, _) in &cases {
+        config.push_str(&entry(mode, mode, "timeout_seconds = 1"));
+    }
+    config.push_str(&entry("bad_tools", "bad_tools", ""));
+    ws.user_config(&config);
+    let check = ws.run(&["plugins", "check"]);
+    assert_eq!(check.code(), 1);
+    let out = check.stdout();
+    for (mode, said) in &cases {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{mode}  ")))
+            .unwrap_or_else(|| panic!("{mode} not listed: {out}"));
+        assert!(
+            line.contains(&format!("failed: plugin {mode} stopped: ")) && line.contains(said),
+            "{mode}: {line}"
+        );
+    }
+    for rejected in [
+        "rejected: tool name \"has space\" is invalid",
+        "rejected: read: a built-in tool or an earlier plugin already has this name",
+        "rejected: tool \"not_object\" has parameters that are not a JSON object schema",
+        "rejected: bad_tools_ok: declared twice",
+        "tool bad_tools_ok",
+    ] {
+        assert!(out.contains(rejected), "{rejected}: {out}");
+    }
+    let server = FakeServer::start(vec![Reply::sse(chat_text("fine"))]).unwrap();
+    assert_eq!(run(&ws, &server, &["-p", "go"], &[]).ok(), "fine\n");
+}
+
+/// A plugin that hangs while a grandchild holds its stdout is killed with
+/// its whole group at the timeout; nothing it started is left.
+#[test]
+fn a_hanging_plugin_is_killed_with_its_group() {
+    let ws = Workspace::new();
+    let record = home_file(&ws, "record");
+    ws.user_config(&entry(
+        "hang",
+        "hang",
+        "timeout_seconds = 1\nenv = [\"PLUGIN_RECORD\"]",
+    ));
+    let check = ws.run_env(
+        &["plugins", "check"],
+        &[("PLUGIN_RECORD", record.to_str().unwrap())],
+    );
+    assert!(
+        check
+            .stdout()
+            .contains("did not answer initialize within 1 s and was killed with its process group"),
+        "{}",
+        check.stdout()
+    );
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    let pid = recorded.trim().strip_prefix("grandchild ").unwrap();
+    assert!(gone(pid), "grandchild {pid} outlived its plugin");
+}
+
+/// Disabled plugins never start; hooks wrap plugin tools like any other
+/// (a blocked call never reaches the plugin); untrusted project plugins
+/// refuse the run.
+#[test]
+fn disabled_hooked_and_untrusted_plugins() {
+    let ws = Workspace::new();
+    let record = home_file(&ws, "record");
+    let hook = home_file(&ws, "block.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho '{\"block\":true,\"reason\":\"no echo today\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    ws.user_config(&format!(
+        "{}{}[[hooks.PreToolUse]]\nmatcher = \"alpha_echo\"\ncommand = \"{}\"\n",
+        entry(
+            "idle",
+            "started",
+            "disabled = true\nenv = [\"PLUGIN_RECORD\"]"
+        ),
+        entry("alpha", "ok", "env = [\"PLUGIN_RECORD\"]"),
+        hook.display()
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "alpha_echo", r#"{"text":"hi"}"#)])),
+        Reply::sse(chat_text("ok")),
+    ])
+    .unwrap();
+    run(
+        &ws,
+        &server,
+        &["-p", "go"],
+        &[("PLUGIN_RECORD", record.to_str().unwrap())],
+    )
+    .ok();
+    assert_eq!(result_text(&ws, "c1"), "tool error: no echo today");
+    assert!(!record.exists(), "the disabled plugin started");
+    let listed = ws.run(&["plugins", "list"]).ok();
+    assert!(listed.contains("idle  disabled"), "{listed}");
+
+    ws.project_config(&entry("project", "ok", ""));
+    let refused = run(&ws, &server, &["-p", "go"], &[]);
+    assert_eq!(refused.code(), 1);
+    assert!(
+        refused.stderr().contains("are not trusted yet"),
+        "{}",
+        refused.stderr()
+    );
+}
+
+/// The example plugin (E-PLUG-18), built from this workspace, through a
+/// model turn.
+#[test]
+fn the_example_plugin_serves_its_tools() {
+    let ws = Workspace::new();
+    let binary = example_binary();
+    ws.user_config(&format!(
+        "[[plugins]]\nname = \"example\"\ncommand = \"{}\"\n",
+        binary.display()
+    ));
+    std::fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "plugin_echo", r#"{"text":"two words"}"#),
+            ("c2", "project_files", "{}"),
+        ])),
+        Reply::sse(chat_text("ok")),
+    ])
+    .unwrap();
+    run(&ws, &server, &["-p", "go"], &[]).ok();
+    assert_eq!(
+        result_text(&ws, "c1"),
+        "two words\n\n9 characters, 2 words, 1 lines, 9 bytes"
+    );
+    assert!(
+        result_text(&ws, "c2").starts_with("1 files, 6 bytes under ."),
+        "{}",
+        result_text(&ws, "c2")
+    );
+}
+
+/// The example plugin's binary, built beside etch's (it is a workspace
+/// member), or built now.
+fn example_binary() -> PathBuf {
+    let etch = Path::new(env!("CARGO_BIN_EXE_etch"));
+    let binary = etch.with_file_name("etch-plugin-example");
+    if !binary.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "etch-plugin-example"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    binary
+}
