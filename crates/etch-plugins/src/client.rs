@@ -129,7 +129,7 @@ impl Client {
         let answer = match exchange(process, &encoded, &id, method, self.timeout).await {
             Ok(answer) => answer,
             Err(why) => {
-                let why = self.explain(process, why);
+                let why = self.explain(process, why).await;
                 process.kill();
                 *lane = None;
                 return Err(self.set_stopped(why));
@@ -205,8 +205,13 @@ impl Client {
     }
 
     /// `why`, with how the process exited and its last stderr line.
-    fn explain(&self, process: &mut Process, why: String) -> String {
+    async fn explain(&self, process: &mut Process, why: String) -> String {
         let mut out = why;
+        if out.contains("closed its stdout") {
+            // Closed stdout usually means it is exiting: give it a moment,
+            // so the message can say how.
+            let _ = tokio::time::timeout(Duration::from_millis(200), process.child.wait()).await;
+        }
         if let Some(status) = process.exit_status() {
             out = format!("{out}; it {status}");
         }
