@@ -423,3 +423,35 @@ fn example_binary() -> PathBuf {
     }
     binary
 }
+
+/// The README's Python plugin works as printed.
+#[test]
+fn the_readme_python_plugin_works() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let start = readme.find("```python\n").unwrap() + "```python\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let ws = Workspace::new();
+    let script = ws.home.path().join("words.py");
+    std::fs::write(&script, &readme[start..end]).unwrap();
+    ws.user_config(&format!(
+        "[[plugins]]\nname = \"words\"\ncommand = \"python3 {}\"\n",
+        script.display()
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "word_count",
+            r#"{"text":"one two three"}"#,
+        )])),
+        Reply::sse(chat_text("ok")),
+    ])
+    .unwrap();
+    run(&ws, &server, &["-p", "go"], &[]).ok();
+    assert_eq!(result_text(&ws, "c1"), "3");
+    assert!(
+        ws.run(&["plugins", "check"])
+            .ok()
+            .contains("tool word_count (overlaps): Count the words in a text.")
+    );
+}
