@@ -3,7 +3,8 @@
 etch's own cost. The first path segment picks the scenario: `text` (one
 short answer), `rounds-N` (N bash tool rounds, then an answer),
 `ls-rounds-N` (N rounds of the in-process `ls` tool, so a round costs
-little but etch itself), `big` (512 KB of streamed text). Prints the port
+little but etch itself), `plugin-rounds-N` (N calls of the example
+plugin's `plugin_echo`), `big` (512 KB of streamed text). Prints the port
 it listens on."""
 import json, sys
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -19,7 +20,7 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         scenario = self.path.split("/")[1]
         frames = []
-        if scenario.startswith("rounds-") or scenario.startswith("ls-rounds-"):
+        if "rounds-" in scenario:
             wanted = int(scenario.split("-")[-1])
             done = sum(1 for m in body["messages"] if m["role"] == "tool")
             if done < wanted:
@@ -27,6 +28,8 @@ class Handler(BaseHTTPRequestHandler):
                 # that repeats the same call with the same result.
                 if scenario.startswith("ls-"):
                     name, args = "ls", {"path": ".", "limit": 1000 + done}
+                elif scenario.startswith("plugin-"):
+                    name, args = "plugin_echo", {"text": f"hi {done}"}
                 else:
                     name, args = "bash", {"command": f"echo hi {done}"}
                 frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{done}", "type": "function",

@@ -342,6 +342,12 @@ impl Agent {
             Ok(None) => Err(RunError::PromptBlocked { reason: None }),
             Err(err) => Err(err),
         };
+        // What went wrong with plugins during the last round is said now,
+        // not at the start of a run that may never come.
+        let result = match state.source_diagnostics(&self.tools) {
+            Err(err) if result.is_ok() => Err(err),
+            _ => result,
+        };
         let message = result.as_ref().err().map(ToString::to_string);
         state.observer.agent_event(&AgentEvent::AgentEnd {
             error: message.as_deref(),

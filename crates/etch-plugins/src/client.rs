@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etch_protocol::plugin::{
-    INITIALIZE, InitializeParams, InitializeResult, PROTOCOL_VERSION, PluginRequest, PluginResponse,
+    INITIALIZE, InitializeParams, PROTOCOL_VERSION, PluginRequest, PluginResponse,
 };
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -41,15 +41,16 @@ pub struct Client {
 }
 
 impl Client {
-    /// Starts the plugin and initializes it. Its tools are in the result,
-    /// unchecked.
+    /// Starts the plugin and initializes it. Its tools come back as sent,
+    /// each to be checked on its own (one bad tool must not cost the
+    /// others).
     pub async fn start(
         name: &str,
         command: &str,
         cwd: &Path,
         env: &[(OsString, OsString)],
         timeout: Duration,
-    ) -> Result<(Arc<Self>, InitializeResult), PluginError> {
+    ) -> Result<(Arc<Self>, Vec<Value>), PluginError> {
         let process = spawn(command, cwd, env).map_err(|e| PluginError::Spawn {
             plugin: name.to_owned(),
             why: e.to_string(),
@@ -83,18 +84,16 @@ impl Client {
             }
             Err(err) => return Err(err),
         };
-        match serde_json::from_value::<InitializeResult>(result) {
-            Ok(init) => Ok((client, init)),
-            Err(err) => {
-                let why =
-                    format!("its initialize result is not {{\"name\", \"tools\": [...]}} ({err})");
-                client.fail(&why).await;
-                Err(PluginError::Fatal {
-                    plugin: name.to_owned(),
-                    why,
-                })
-            }
+        if let Some(Value::Array(tools)) = result.get("tools").cloned() {
+            return Ok((client, tools));
         }
+        let why = "its initialize result has no \"tools\" list ({\"name\": …, \"tools\": [...]})"
+            .to_owned();
+        client.fail(&why).await;
+        Err(PluginError::Fatal {
+            plugin: name.to_owned(),
+            why,
+        })
     }
 
     /// Its configured name.
@@ -115,6 +114,13 @@ impl Client {
     /// Sends one request and waits for its answer (in the lane).
     pub async fn call(self: Arc<Self>, method: &str, params: Value) -> Result<Value, PluginError> {
         let mut lane = self.lane.lock().await;
+        if !self.alive() {
+            // Stopped while this call queued: it must not reach the process.
+            if let Some(mut process) = lane.take() {
+                process.kill();
+            }
+            return Err(self.stopped_error());
+        }
         let Some(process) = lane.as_mut() else {
             return Err(self.stopped_error());
         };
@@ -162,7 +168,13 @@ impl Client {
         }
     }
 
-    /// Kills its process group now (also from a drop).
+    /// Stops it at once, without a word to it (etch is shutting down).
+    pub(crate) fn abandon(&self) {
+        self.mark_stopped("etch shut it down");
+        self.kill_group();
+    }
+
+    /// Kills its process group now.
     pub fn kill_group(&self) {
         if let Some(pgid) = self.group {
             let _ = killpg(pgid, Signal::SIGKILL);
@@ -173,6 +185,8 @@ impl Client {
     /// broke the protocol only once read), recording why.
     pub(crate) async fn fail(&self, why: &str) {
         self.mark_stopped(why);
+        // Now, not once the lane is free: calls may be queued behind.
+        self.kill_group();
         if let Some(mut process) = self.lane.lock().await.take() {
             process.kill();
         }
@@ -225,12 +239,6 @@ impl Client {
     }
 }
 
-impl Drop for Client {
-    fn drop(&mut self) {
-        self.kill_group();
-    }
-}
-
 /// Writes `line` and reads the answer to request `id`; `Err` is why the
 /// exchange broke the protocol.
 async fn exchange(
@@ -240,7 +248,11 @@ async fn exchange(
     method: &str,
     timeout: Duration,
 ) -> Result<PluginResponse, String> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let now = tokio::time::Instant::now();
+    // A huge timeout_seconds means "no deadline", not an overflow.
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
     let Some(stdin) = process.stdin.as_mut() else {
         return Err("its stdin is closed".to_owned());
     };

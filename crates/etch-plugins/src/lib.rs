@@ -17,12 +17,14 @@ mod client;
 mod env;
 mod error;
 mod process;
+mod registry;
 mod set;
 mod tool;
 
 pub use client::Client;
 pub use env::plugin_env;
 pub use error::PluginError;
+pub use registry::kill_all;
 pub use set::{PluginSet, Status};
 pub use tool::PluginTool;
 

@@ -16,6 +16,8 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+use crate::registry;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
@@ -65,6 +67,9 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
+        if let Some(pgid) = self.0 {
+            registry::remove(pgid);
+        }
     }
 }
 
@@ -92,6 +97,9 @@ pub(crate) fn spawn(
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw),
     );
+    if let Some(pgid) = group.0 {
+        registry::add(pgid);
+    }
     let (tx, frames) = mpsc::channel(16);
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(read_frames(stdout, tx));
@@ -144,15 +152,28 @@ async fn read_frames(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Frame>) {
     }
 }
 
-/// Keeps the last lines of `stderr`.
+/// Longest stderr line kept (the rest of a longer one is dropped).
+const STDERR_LINE: usize = 4096;
+
+/// Keeps the last lines of `stderr`, reading it to its end whatever it
+/// holds (invalid UTF-8, endless lines), so the plugin never writes into
+/// a closed pipe.
 async fn keep_tail(stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        line.truncate(STDERR_LINE);
+        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
         if let Ok(mut tail) = tail.lock() {
             if tail.len() == STDERR_LINES {
                 tail.pop_front();
             }
-            tail.push_back(line);
+            tail.push_back(text);
         }
     }
 }

@@ -11,13 +11,15 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etch_config::PluginEntry;
 use etch_model::ToolSpec;
-use etch_protocol::plugin::InitializeResult;
+use etch_protocol::plugin::PluginTool as WireTool;
 use etch_tool::{Tool, ToolSource, check_tool};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::client::Client;
@@ -73,6 +75,30 @@ struct Inner {
     reported: Mutex<HashSet<(String, String)>>,
     /// Plugins still starting.
     starting: watch::Sender<usize>,
+    /// Set by `shutdown`: a plugin that finishes starting afterwards is
+    /// stopped at once.
+    shutting_down: AtomicBool,
+}
+
+/// Settles a start-up slot when its task ends without doing so.
+struct Settling {
+    /// The set.
+    inner: Arc<Inner>,
+    /// The slot.
+    index: usize,
+    /// Whether the task settled it.
+    done: bool,
+}
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        if !self.done {
+            self.inner.settle(
+                self.index,
+                Err("its start-up was interrupted (etch stopped waiting for it)".to_owned()),
+            );
+        }
+    }
 }
 
 /// The plugins of a session.
@@ -110,6 +136,7 @@ impl PluginSet {
             diagnostics: Mutex::new(Vec::new()),
             reported: Mutex::new(HashSet::new()),
             starting: watch::Sender::new(starting),
+            shutting_down: AtomicBool::new(false),
         });
         let runtime = tokio::runtime::Handle::try_current();
         for (index, entry) in entries.iter().enumerate().filter(|(_, e)| !e.disabled) {
@@ -119,7 +146,15 @@ impl PluginSet {
             match &runtime {
                 Ok(handle) => {
                     handle.spawn(async move {
+                        // Settles the slot even if this task is dropped or
+                        // panics, so no one waits for it forever.
+                        let mut guard = Settling {
+                            inner: Arc::clone(&inner),
+                            index,
+                            done: false,
+                        };
                         let started = start_one(&entry, &cwd, &inner).await;
+                        guard.done = true;
                         inner.settle(index, started);
                     });
                 }
@@ -160,18 +195,21 @@ impl PluginSet {
             .unwrap_or_default()
     }
 
-    /// Stops every plugin (E-PLUG-04); those still starting are killed.
+    /// Stops every plugin (E-PLUG-04), all at once; one still starting
+    /// is killed as soon as it has started.
     pub async fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
         let clients: Vec<Arc<Client>> = self
             .inner
             .slots
             .lock()
             .map(|slots| slots.iter().filter_map(|s| s.client.clone()).collect())
             .unwrap_or_default();
-        let stops = clients.iter().map(|c| c.stop(STOP_GRACE));
-        for stop in stops {
-            stop.await;
+        let mut stops = tokio::task::JoinSet::new();
+        for client in clients {
+            stops.spawn(async move { client.stop(STOP_GRACE).await });
         }
+        while stops.join_next().await.is_some() {}
     }
 }
 
@@ -181,7 +219,7 @@ async fn start_one(
     entry: &PluginEntry,
     cwd: &Path,
     inner: &Inner,
-) -> Result<(Arc<Client>, InitializeResult), String> {
+) -> Result<(Arc<Client>, Vec<Value>), String> {
     let (env, refused) = plugin_env(std::env::vars_os(), &entry.env);
     for name in refused {
         inner.diagnose(
@@ -204,7 +242,12 @@ impl Inner {
     }
 
     /// Records how plugin `index` started and republishes the tools.
-    fn settle(&self, index: usize, started: Result<(Arc<Client>, InitializeResult), String>) {
+    fn settle(&self, index: usize, started: Result<(Arc<Client>, Vec<Value>), String>) {
+        if self.shutting_down.load(Ordering::SeqCst)
+            && let Ok((client, _)) = &started
+        {
+            client.abandon();
+        }
         let name = self
             .slots
             .lock()
@@ -219,8 +262,8 @@ impl Inner {
                 );
                 (Status::Failed(why), None, Vec::new())
             }
-            Ok((client, init)) => {
-                let (tools, rejected) = checked_tools(&client, init);
+            Ok((client, declared)) => {
+                let (tools, rejected) = checked_tools(&client, declared);
                 for why in &rejected {
                     self.diagnose(&name, format!("tool rejected: {why}"));
                 }
@@ -291,16 +334,27 @@ impl Inner {
     }
 }
 
-/// The tools of `init` that pass their own checks (E-PLUG-10), and why
-/// the others were rejected.
+/// The tools a plugin declared that pass their own checks (E-PLUG-10),
+/// and why the others were rejected.
 fn checked_tools(
     client: &Arc<Client>,
-    init: InitializeResult,
+    declared: Vec<Value>,
 ) -> (Vec<Arc<PluginTool>>, Vec<String>) {
     let mut tools = Vec::new();
     let mut rejected = Vec::new();
     let mut seen = HashSet::new();
-    for tool in init.tools {
+    for (index, value) in declared.into_iter().enumerate() {
+        let label = value
+            .get("name")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("tool #{}", index + 1), str::to_owned);
+        let tool = match serde_json::from_value::<WireTool>(value) {
+            Ok(tool) => tool,
+            Err(err) => {
+                rejected.push(format!("{label}: {err}"));
+                continue;
+            }
+        };
         if let Err(err) = check_tool(&tool.name, &tool.parameters) {
             rejected.push(err.to_string());
             continue;

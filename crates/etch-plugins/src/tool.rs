@@ -131,14 +131,15 @@ fn capped(mut text: String) -> String {
         return text;
     }
     let total = text.len();
-    let mut end = MAX_RESULT;
+    // Room for the notice, so the whole stays within the bound.
+    let mut end = MAX_RESULT - 128;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     text.truncate(end);
     let _ = write!(
         text,
-        "\n[output truncated: the plugin returned {total} bytes; etch keeps the first {MAX_RESULT}]"
+        "\n[output truncated: the plugin returned {total} bytes; etch keeps the first {end}]"
     );
     text
 }

@@ -58,6 +58,7 @@ pub struct PluginResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PluginError {
     /// What went wrong, for the model or the user.
+    #[serde(default)]
     pub message: String,
 }
 

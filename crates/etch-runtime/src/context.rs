@@ -44,10 +44,12 @@ impl Context {
     pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
         let mut tools = active_tools(settings, &place.config)?;
+        // Every built-in name is reserved, active or not: a plugin's `bash`
+        // must not pass for the built-in under --read-only.
         let plugins = Arc::new(PluginSet::start(
             &place.config.plugins,
             &place.cwd,
-            tools.names().iter().map(|n| (*n).to_owned()).collect(),
+            builtin::ALL.iter().map(|n| (*n).to_owned()).collect(),
         ));
         tools.add_source(Arc::clone(&plugins) as Arc<dyn ToolSource>);
         let assembled = assemble(place, &tools.names());

@@ -40,6 +40,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     }
     let settings = settings(args);
     let context = Context::build(place, &settings).map_err(open_failure)?;
+    let plugins = std::sync::Arc::clone(&context.plugins);
     let mut notices: Vec<Notice> = context
         .assembled
         .diagnostics
@@ -177,6 +178,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     } else {
         Box::pin(etch_chat::run::run(launch, start, color)).await
     };
+    plugins.shutdown().await;
     let outcome = outcome.map_err(|e| Failure::new(exit::FAILED, anyhow::anyhow!(e)))?;
     match outcome.ended {
         Ended::Quit => Ok(()),

@@ -64,6 +64,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     }
     let session = open(place, prefix, args).await?;
     let path = session.path().to_path_buf();
+    let plugins = std::sync::Arc::clone(&session.context().plugins);
     let mut interrupts = crate::run::interrupts()?;
     let (outbox, writer) = Outbox::start();
     let mut host = Host::new(session, outbox.sink());
@@ -95,6 +96,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     };
     let unsent = host.abort_and_settle().await;
     drop(host);
+    plugins.shutdown().await;
     if !unsent.is_empty() {
         eprintln!(
             "etch: warning: {} queued prompt(s) were not run because etch rpc stopped: {}",

@@ -168,6 +168,9 @@ pub fn watch_sigint(cancel: CancellationToken) -> Result<tokio::task::JoinHandle
             cancel.cancel();
             if interrupts.recv().await.is_some() {
                 eprintln!("etch: interrupted twice; exiting without waiting for tools");
+                // Plugins run in their own process groups and never saw
+                // the Ctrl-C; exit skips the destructors that stop them.
+                etch_plugins::kill_all();
                 std::process::exit(i32::from(exit::INTERRUPTED));
             }
         }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Plugin benchmark (issue 15): etch against the local bench server
+# (bench/server.py), in one run:
+#   - a plugin tool call round trip (the example plugin's plugin_echo)
+#     against a call of the built-in `ls`, per round (41 rounds minus 1,
+#     over 40, so start-up cancels out); target: under 1 ms more
+#   - `etch -p hello` with three configured plugins (small Python
+#     programs, ~30 ms to start) against none; target: within 2 ms, since
+#     plugins start off the critical path
+#
+# Usage: bench/plugins.sh [RUNS]   (default 20)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-20}"
+cargo build --release --locked -q -p etch-plugin-example
+example="$PWD/target/release/etch-plugin-example"
+. bench/lib.sh
+mkdir -p "$HOME/.etch"
+cat > "$HOME/slow_plugin.py" <<'PY'
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["method"] == "initialize":
+        out = {"result": {"name": sys.argv[1], "tools": [{"name": sys.argv[1] + "_t", "parameters": {"type": "object"}}]}}
+    else:
+        out = {"result": {"content": [{"type": "text", "text": "ok"}]}}
+    print(json.dumps({"id": r["id"], **out}), flush=True)
+PY
+python3 - "$etch" "$port" "$runs" "$HOME/.etch/config.toml" "$example" "$HOME/slow_plugin.py" <<'PY'
+import statistics, subprocess, sys, time
+etch, port, runs, config, example, slow = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+
+def cmd(scenario):
+    return [etch, "--provider", "openai", "--api-key", "unused", "--model", "bench",
+            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "--max-tool-rounds", "64",
+            "-p", "hello"]
+
+def configure(text):
+    with open(config, "w") as f:
+        f.write(text)
+
+def median_ms(argv):
+    for _ in range(3):
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+def per_round(tool):
+    return (median_ms(cmd(f"{tool}-rounds-41")) - median_ms(cmd(f"{tool}-rounds-1"))) / 40
+
+configure(f'[[plugins]]\nname = "example"\ncommand = "{example}"\n')
+plugin = per_round("plugin")
+ls = per_round("ls")
+configure("")
+none = median_ms(cmd("text"))
+configure("".join(f'[[plugins]]\nname = "p{i}"\ncommand = "python3 {slow} p{i}"\n\n' for i in range(3)))
+three = median_ms(cmd("text"))
+print(f"runs per figure:                    {runs}")
+print(f"per round, built-in ls:             {ls:7.2f} ms  (reference)")
+print(f"per round, plugin_echo (example):   {plugin:7.2f} ms  (+{plugin - ls:.2f} ms per call; target under 1 ms more)")
+print(f"-p hello, no plugins:               {none:7.2f} ms  (reference)")
+print(f"-p hello, three Python plugins:     {three:7.2f} ms  ({three - none:+.2f} ms; target within 2 ms)")
+PY
