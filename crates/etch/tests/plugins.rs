@@ -469,19 +469,69 @@ fn the_example_plugin_serves_its_tools() {
     );
 }
 
-/// The example plugin's binary, built beside etch's (it is a workspace
-/// member), or built now.
-fn example_binary() -> PathBuf {
+/// A plugin binary of this workspace, built beside etch's (plugins are
+/// workspace members), or built now.
+fn plugin_binary(package: &str) -> PathBuf {
     let etch = Path::new(env!("CARGO_BIN_EXE_etch"));
-    let binary = etch.with_file_name("etch-plugin-example");
+    let binary = etch.with_file_name(package);
     if !binary.exists() {
         let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "etch-plugin-example"])
+            .args(["build", "-q", "-p", package])
             .status()
             .unwrap();
         assert!(status.success());
     }
     binary
+}
+
+/// The example plugin's binary.
+fn example_binary() -> PathBuf {
+    plugin_binary("etch-plugin-example")
+}
+
+/// `rust_inspect` (the rust-intel plugin) through a model turn on a
+/// fixture crate: a method's signature and doc by its `Type::method`
+/// name, and a zero-result answer that says what was parsed.
+#[test]
+fn rust_inspect_reads_a_fixture_crate() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(
+        ws.path().join("Cargo.toml"),
+        "[package]\nname = \"demo-geo\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("src/lib.rs"),
+        "//! Geometry.\n\n/// A point.\npub struct Point {\n    pub x: i32,\n    pub y: i32,\n}\n\nimpl Point {\n    /// Manhattan length.\n    pub fn norm(&self) -> i32 {\n        self.x.abs() + self.y.abs()\n    }\n}\n",
+    )
+    .unwrap();
+    ws.user_config(&format!(
+        "[[plugins]]\nname = \"rust-intel\"\ncommand = \"{}\"\n",
+        plugin_binary("etch-rust-intel").display()
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "rust_inspect", r#"{"name":"Point::norm"}"#),
+            ("c2", "rust_inspect", r#"{"name":"^nothing$"}"#),
+        ])),
+        Reply::sse(chat_text("ok")),
+    ])
+    .unwrap();
+    run(&ws, &server, &["-p", "go"], &[]).ok();
+    let found = result_text(&ws, "c1");
+    assert!(
+        found.contains("demo_geo::Point::norm")
+            && found.contains("src/lib.rs:11")
+            && found.contains("/// Manhattan length.")
+            && found.contains("pub fn norm(&self) -> i32"),
+        "{found}"
+    );
+    let none = result_text(&ws, "c2");
+    assert!(
+        none.contains("nothing matched") && none.contains("1 crate (demo_geo)"),
+        "{none}"
+    );
 }
 
 /// The README's Python plugin works as printed.
