@@ -12,13 +12,13 @@
 //! pipeline) and `render` (the answer). Configure it with
 //!
 //! ```toml
+//! # after: cargo install --locked --path plugins/rust-intel
 //! [[plugins]]
 //! name = "rust-intel"
-//! command = "cargo run -q --manifest-path plugins/rust-intel/Cargo.toml"
+//! command = "etch-rust-intel"
 //! ```
 //!
-//! (or the built `etch-rust-intel` binary's path). It knows nothing of
-//! etch beyond the SDK.
+//! (or the built binary's path). It knows nothing of etch beyond the SDK.
 
 mod filter;
 #[cfg(test)]
