@@ -16,23 +16,18 @@ if [ ! -x /usr/bin/time ]; then
   apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
 fi
 . bench/lib.sh
-python3 - "$etch" "$port" "$runs" <<'PY'
-import statistics, subprocess, sys, time
-etch, port, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+python3 - "$etch" "$port" "$runs" "$bench_dir" <<'PY'
+import subprocess, sys
+etch, port, runs, bench_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
 def cmd(scenario):
-    return [etch, "--provider", "openai", "--api-key", "unused", "--model", "bench",
-            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "-p", "go"]
+    return timing.etch_cmd(etch, port, scenario)
+
+sys.path.insert(0, bench_dir)
+import timing
 
 def median_ms(argv):
-    for _ in range(3):
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return timing.median_ms(argv, runs)
 
 def peak_mib(argv):
     out = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, stdout=subprocess.DEVNULL,

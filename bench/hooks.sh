@@ -16,24 +16,18 @@ cd "$(dirname "$0")/.."
 runs="${1:-20}"
 . bench/lib.sh
 mkdir -p "$HOME/.etch"
-python3 - "$etch" "$port" "$runs" "$HOME/.etch/config.toml" <<'PY'
-import statistics, subprocess, sys, time
-etch, port, runs, config = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+python3 - "$etch" "$port" "$runs" "$HOME/.etch/config.toml" "$bench_dir" <<'PY'
+import sys
+etch, port, runs, config, bench_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 
 def cmd(scenario):
-    return [etch, "--provider", "openai", "--api-key", "unused", "--model", "bench",
-            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "--max-tool-rounds", "64",
-            "-p", "go"]
+    return timing.etch_cmd(etch, port, scenario, extra=("--max-tool-rounds", "64"))
+
+sys.path.insert(0, bench_dir)
+import timing
 
 def median_ms(argv):
-    for _ in range(3):
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return timing.median_ms(argv, runs)
 
 def per_round(hooks):
     with open(config, "w") as f:

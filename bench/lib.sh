@@ -5,6 +5,7 @@
 # figures are etch's own cost.
 cargo build --release --locked -q -p etch
 etch="$PWD/target/release/etch"
+bench_dir="$PWD/bench"
 work="$(mktemp -d)"
 trap 'kill "$server_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 python3 bench/server.py > "$work/port" &

@@ -35,25 +35,20 @@ PY
 python3 - "$etch" "$port" "$runs" "$HOME/.etch/config.toml" "$example" "$HOME/slow_plugin.py" "$intel" "$repo" <<'PY'
 import json, statistics, subprocess, sys, time
 etch, port, runs, config, example, slow, intel, repo = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8]
+bench_dir = repo + "/bench"
 
 def cmd(scenario):
-    return [etch, "--provider", "openai", "--api-key", "unused", "--model", "bench",
-            "--base-url", f"http://127.0.0.1:{port}/{scenario}/v1", "--max-tool-rounds", "64",
-            "-p", "hello"]
+    return timing.etch_cmd(etch, port, scenario, prompt="hello", extra=("--max-tool-rounds", "64"))
 
 def configure(text):
     with open(config, "w") as f:
         f.write(text)
 
+sys.path.insert(0, bench_dir)
+import timing
+
 def median_ms(argv):
-    for _ in range(3):
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return timing.median_ms(argv, runs)
 
 def per_round(tool):
     return (median_ms(cmd(f"{tool}-rounds-41")) - median_ms(cmd(f"{tool}-rounds-1"))) / 40
