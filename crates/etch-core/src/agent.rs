@@ -266,17 +266,7 @@ impl Agent {
         let answer = until_cancelled(intercept.turn_start(turn, prompt), cancel)
             .await
             .ok_or(RunError::Cancelled)?;
-        match state.records(answer)? {
-            Verdict::Go(()) => Ok(()),
-            Verdict::Blocked(_) => Err(RunError::Hook {
-                event: "TurnStart",
-                detail: "a TurnStart hook cannot block".to_owned(),
-            }),
-            Verdict::Failed(detail) => Err(RunError::Hook {
-                event: "TurnStart",
-                detail,
-            }),
-        }
+        hook_result(state.records(answer)?, "TurnStart")
     }
 
     /// Runs the `TurnComplete` point after a turn that got past admission.
@@ -300,19 +290,9 @@ impl Agent {
             error: error.as_deref(),
         };
         let answer = intercept.turn_complete(end).await;
-        let verdict = state.records(answer)?;
-        match (verdict, result) {
-            (_, Err(err)) => Err(err),
-            (Verdict::Go(()), Ok(outcome)) => Ok(outcome),
-            (Verdict::Blocked(_), Ok(_)) => Err(RunError::Hook {
-                event: "TurnComplete",
-                detail: "a TurnComplete hook cannot block".to_owned(),
-            }),
-            (Verdict::Failed(detail), Ok(_)) => Err(RunError::Hook {
-                event: "TurnComplete",
-                detail,
-            }),
-        }
+        let verdict = hook_result(state.records(answer)?, "TurnComplete");
+        let outcome = result?;
+        verdict.map(|()| outcome)
     }
 
     /// Runs one prompt to completion: appends it, then alternates model passes
@@ -518,23 +498,7 @@ impl Agent {
                 let answer = until_cancelled(intercept.context(state.history.clone()), cancel)
                     .await
                     .ok_or(RunError::Cancelled)?;
-                match state.records(answer)? {
-                    Verdict::Go(messages) => messages,
-                    Verdict::Blocked(_) => {
-                        return Err(RunError::Hook {
-                            event: "ContextBuild",
-                            detail:
-                                "a ContextBuild hook cannot block; it may only rewrite the messages"
-                                    .to_owned(),
-                        });
-                    }
-                    Verdict::Failed(detail) => {
-                        return Err(RunError::Hook {
-                            event: "ContextBuild",
-                            detail,
-                        });
-                    }
-                }
+                hook_result(state.records(answer)?, "ContextBuild")?
             }
         };
         let request = ModelRequest {
@@ -624,6 +588,20 @@ impl Agent {
                 source,
             }),
         }
+    }
+}
+
+/// A verdict of a point that may only go on or fail (TurnStart,
+/// TurnComplete, ContextBuild) as the run's result: a block there is a
+/// failure too (G6).
+fn hook_result<T>(verdict: Verdict<T>, event: &'static str) -> Result<T, RunError> {
+    match verdict {
+        Verdict::Go(value) => Ok(value),
+        Verdict::Blocked(_) => Err(RunError::Hook {
+            event,
+            detail: format!("a {event} hook cannot block; it may only observe or rewrite"),
+        }),
+        Verdict::Failed(detail) => Err(RunError::Hook { event, detail }),
     }
 }
 

@@ -145,14 +145,6 @@ impl ToolRegistry {
     /// Specs of every tool that is available now, sorted by name, as sent
     /// to the model: a tool whose backing process died is not offered.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        if self.sources.is_empty() {
-            return self
-                .tools
-                .values()
-                .filter(|t| t.available())
-                .map(|t| t.spec().clone())
-                .collect();
-        }
         self.all()
             .values()
             .filter(|t| t.available())

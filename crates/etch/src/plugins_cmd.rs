@@ -6,7 +6,6 @@
 //! talking to plugins is `etch_plugins`; this module only prints.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::Instant;
 
 use clap::Subcommand;
@@ -92,7 +91,7 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
             entry.command,
             entry.timeout_seconds,
             origin,
-            display(&entry.source)
+            entry.source.display()
         );
         if let Status::Ready {
             tools: names,
@@ -128,9 +127,4 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
         return Err(Failure::silent(exit::FAILED));
     }
     Ok(())
-}
-
-/// A path for a listing.
-fn display(path: &Path) -> String {
-    path.display().to_string()
 }

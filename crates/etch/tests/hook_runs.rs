@@ -28,23 +28,6 @@ fn out_file(ws: &Workspace, name: &str) -> PathBuf {
     ws.home.path().join(name)
 }
 
-/// Runs etch against `server` with an explicit provider.
-fn run(ws: &Workspace, server: &FakeServer, extra: &[&str]) -> support::Run {
-    let base = format!("{}/v1", server.url());
-    let mut args = vec![
-        "--provider",
-        "openai",
-        "--base-url",
-        base.as_str(),
-        "--api-key",
-        "k",
-        "--model",
-        "m1",
-    ];
-    args.extend_from_slice(extra);
-    ws.run(&args)
-}
-
 /// The data of the `hook.run` events of the session.
 fn hook_runs(ws: &Workspace) -> Vec<Value> {
     jsonl(&ws.only_session())
@@ -99,7 +82,7 @@ fn pre_tool_hooks_chain_their_rewrites() {
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    assert_eq!(run(&ws, &server, &["-p", "go"]).ok(), "done\n");
+    assert_eq!(ws.run_model(&server, &["-p", "go"], &[]).ok(), "done\n");
     assert_eq!(result_text(&ws, "call_1"), "three\n");
     let second_request = server.requests()[1].json();
     let messages = second_request["messages"].as_array().unwrap();
@@ -155,7 +138,7 @@ fn pre_tool_blocks_answer_the_call_and_nothing_runs() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     assert_eq!(
         result_text(&ws, "c_write"),
         "tool error: writes to .env are blocked"
@@ -221,7 +204,10 @@ fn pre_tool_failures_and_bad_rewrites_are_tool_errors() {
         Reply::sse(chat_text("recovered")),
     ])
     .unwrap();
-    assert_eq!(run(&ws, &server, &["-p", "go"]).ok(), "recovered\n");
+    assert_eq!(
+        ws.run_model(&server, &["-p", "go"], &[]).ok(),
+        "recovered\n"
+    );
     let bash = result_text(&ws, "c1");
     assert!(
         bash.starts_with("tool error: PreToolUse hook failed: `")
@@ -275,18 +261,17 @@ fn a_hook_past_its_timeout_is_killed_with_its_children() {
         Reply::sse(chat_text("went on")),
     ])
     .unwrap();
-    assert_eq!(run(&ws, &server, &["-p", "go"]).ok(), "went on\n");
+    assert_eq!(ws.run_model(&server, &["-p", "go"], &[]).ok(), "went on\n");
     let text = result_text(&ws, "c1");
     assert!(
         text.contains("PreToolUse hook failed") && text.contains("timed out after 1 s"),
         "{text}"
     );
     let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let alive = std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
-        && !std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .unwrap_or_default()
-            .contains(") Z ");
-    assert!(!alive, "the hook's child {pid} outlived it");
+    assert!(
+        support::process_gone(&pid),
+        "the hook's child {pid} outlived it"
+    );
 }
 
 /// `PostToolUse` redaction reaches both the log and the next request; the
@@ -313,7 +298,7 @@ fn post_tool_rewrites_reach_the_log_and_the_model() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     assert_eq!(result_text(&ws, "c1"), "token=[redacted]");
     let bash = result_text(&ws, "c2");
     assert!(
@@ -346,7 +331,10 @@ echo '{"prompt":"rewritten prompt"}'"#,
         "[[hooks.UserPromptSubmit]]\ncommand = \"{rewrite}\"\n"
     ));
     let server = FakeServer::start(vec![Reply::sse(chat_text("fine"))]).unwrap();
-    assert_eq!(run(&ws, &server, &["-p", "xyzzy-original"]).ok(), "fine\n");
+    assert_eq!(
+        ws.run_model(&server, &["-p", "xyzzy-original"], &[]).ok(),
+        "fine\n"
+    );
     let request = server.requests()[0].body_text();
     assert!(
         request.contains("rewritten prompt") && !request.contains("xyzzy-original"),
@@ -360,7 +348,7 @@ echo '{"prompt":"rewritten prompt"}'"#,
     std::fs::remove_file(ws.only_session()).unwrap();
 
     let server = FakeServer::start(vec![Reply::sse(chat_text("never"))]).unwrap();
-    let blocked = run(&ws, &server, &["-p", "the forbidden thing"]);
+    let blocked = ws.run_model(&server, &["-p", "the forbidden thing"], &[]);
     assert_eq!(blocked.code(), 1);
     assert!(
         blocked.stderr().contains(
@@ -379,7 +367,7 @@ echo '{"prompt":"rewritten prompt"}'"#,
     ws.user_config(&format!(
         "[[hooks.UserPromptSubmit]]\ncommand = \"{failing}\"\n"
     ));
-    let failed = run(&ws, &server, &["-p", "hello"]);
+    let failed = ws.run_model(&server, &["-p", "hello"], &[]);
     assert_eq!(failed.code(), 1);
     assert!(
         failed.stderr().contains("UserPromptSubmit hook failed: `")
@@ -417,14 +405,15 @@ fn turn_and_session_hooks_see_their_payloads() {
         Reply::sse(chat_text("second answer")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "first"]).ok();
+    ws.run_model(&server, &["-p", "first"], &[]).ok();
     let id = ws
         .only_session()
         .file_stem()
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    run(&ws, &server, &["resume", &id, "-p", "second"]).ok();
+    ws.run_model(&server, &["resume", &id, "-p", "second"], &[])
+        .ok();
     let read = |name: &str| -> Vec<Value> {
         std::fs::read_to_string(out_file(&ws, &format!("{name}.jsonl")))
             .unwrap()
@@ -454,7 +443,7 @@ fn turn_and_session_hooks_see_their_payloads() {
     let bad = hook(&ws, "bad.sh", "exit 1");
     ws.user_config(&format!("[[hooks.TurnComplete]]\ncommand = \"{bad}\"\n"));
     let server = FakeServer::start(vec![Reply::sse(chat_text("third answer"))]).unwrap();
-    let out = run(&ws, &server, &["resume", &id, "-p", "third"]);
+    let out = ws.run_model(&server, &["resume", &id, "-p", "third"], &[]);
     assert_eq!(out.code(), 1);
     assert!(
         out.stderr().contains("TurnComplete hook failed"),
@@ -466,7 +455,7 @@ fn turn_and_session_hooks_see_their_payloads() {
 
     ws.user_config(&format!("[[hooks.TurnStart]]\ncommand = \"{bad}\"\n"));
     let server = FakeServer::start(vec![Reply::sse(chat_text("never"))]).unwrap();
-    let out = run(&ws, &server, &["resume", &id, "-p", "fourth"]);
+    let out = ws.run_model(&server, &["resume", &id, "-p", "fourth"], &[]);
     assert_eq!(out.code(), 1);
     assert!(
         out.stderr().contains("TurnStart hook failed"),
@@ -476,7 +465,7 @@ fn turn_and_session_hooks_see_their_payloads() {
     assert!(server.requests().is_empty());
 
     ws.user_config(&format!("[[hooks.SessionStart]]\ncommand = \"{bad}\"\n"));
-    let out = run(&ws, &server, &["resume", &id, "-p", "fifth"]);
+    let out = ws.run_model(&server, &["resume", &id, "-p", "fifth"], &[]);
     assert_eq!(out.code(), 1);
     assert!(
         out.stderr().contains("SessionStart hook failed"),
@@ -503,7 +492,7 @@ fn context_build_rewrites_the_request_messages() {
         "[[hooks.ContextBuild]]\ncommand = \"{rewrite}\"\n"
     ));
     let server = FakeServer::start(vec![Reply::sse(chat_text("ok"))]).unwrap();
-    run(&ws, &server, &["-p", "the real prompt"]).ok();
+    ws.run_model(&server, &["-p", "the real prompt"], &[]).ok();
     let request = server.requests()[0].json();
     let messages = request["messages"].as_array().unwrap();
     assert_eq!(messages.last().unwrap()["content"], "only this");
@@ -527,7 +516,7 @@ fn context_build_rewrites_the_request_messages() {
     ws.user_config(&format!("[[hooks.ContextBuild]]\ncommand = \"{broken}\"\n"));
     std::fs::remove_file(ws.only_session()).unwrap();
     let server = FakeServer::start(vec![Reply::sse(chat_text("never"))]).unwrap();
-    let out = run(&ws, &server, &["-p", "again"]);
+    let out = ws.run_model(&server, &["-p", "again"], &[]);
     assert_eq!(out.code(), 1);
     assert!(
         out.stderr().contains("ContextBuild hook failed: `")
@@ -546,7 +535,7 @@ fn long_session(ws: &Workspace) -> String {
     frames.retain(|f| !f.contains("\"prompt_tokens\""));
     let server = FakeServer::start(vec![Reply::sse(frames)]).unwrap();
     let prompt = "please explain the whole codebase ".repeat(100);
-    run(ws, &server, &["-p", &prompt]).ok();
+    ws.run_model(&server, &["-p", &prompt], &[]).ok();
     ws.only_session()
         .file_stem()
         .unwrap()
@@ -577,7 +566,9 @@ fn compaction_hooks_supply_rewrite_cancel_and_fail() {
     ws.user_config(&format!("[[hooks.PreCompact]]\ncommand = \"{cancel}\"\n"));
     let server = FakeServer::start(vec![Reply::sse(chat_text("never asked"))]).unwrap();
     let before = std::fs::read_to_string(ws.only_session()).unwrap();
-    let out = run(&ws, &server, &["compact", "--session", &id]).ok();
+    let out = &ws
+        .run_model(&server, &["compact", "--session", &id], &[])
+        .ok();
     assert!(
         out.contains(
             "compaction cancelled by a PreCompact hook: compaction is done by the nightly job"
@@ -593,7 +584,7 @@ fn compaction_hooks_supply_rewrite_cancel_and_fail() {
     ws.user_config(&format!("[[hooks.PostCompact]]\ncommand = \"{failing}\"\n"));
     let server =
         FakeServer::start(vec![Reply::sse(chat_text("## Goal\nFrom the model."))]).unwrap();
-    let out = run(&ws, &server, &["compact", "--session", &id]);
+    let out = ws.run_model(&server, &["compact", "--session", &id], &[]);
     assert_eq!(out.code(), 1);
     assert!(
         out.stderr().contains("exited with code 1")
@@ -620,7 +611,7 @@ fn compaction_hooks_supply_rewrite_cancel_and_fail() {
         "[[hooks.PreCompact]]\nmatcher = \"manual\"\ncommand = \"{supply}\"\n\n[[hooks.PostCompact]]\ncommand = \"{post}\"\n"
     ));
     let server = FakeServer::start(vec![Reply::sse(chat_text("never asked"))]).unwrap();
-    let out = run(&ws, &server, &["compact", "--session", &id]);
+    let out = ws.run_model(&server, &["compact", "--session", &id], &[]);
     assert!(out.ok().starts_with(&format!("compacted session {id}")));
     assert!(server.requests().is_empty(), "no summarizer request");
     let pre: Value =
@@ -665,7 +656,7 @@ fn the_trust_gate_guards_runs() {
         Reply::sse(chat_text("two")),
     ])
     .unwrap();
-    let refused = run(&ws, &server, &["-p", "hi"]);
+    let refused = ws.run_model(&server, &["-p", "hi"], &[]);
     assert_eq!(refused.code(), 1);
     assert!(
         refused.stderr().contains("are not trusted yet")
@@ -676,7 +667,7 @@ fn the_trust_gate_guards_runs() {
     assert!(server.requests().is_empty());
     assert!(ws.session_files().is_empty(), "nothing was started");
     ws.run(&["trust", "--yes"]).ok();
-    assert_eq!(run(&ws, &server, &["-p", "hi"]).ok(), "one\n");
+    assert_eq!(ws.run_model(&server, &["-p", "hi"], &[]).ok(), "one\n");
     assert_eq!(
         std::fs::read_to_string(out_file(&ws, "marks")).unwrap(),
         "ran\n"
@@ -684,7 +675,7 @@ fn the_trust_gate_guards_runs() {
     ws.project_config(&format!(
         "[[hooks.TurnStart]]\ncommand = \"{mark} --again\"\n"
     ));
-    let changed = run(&ws, &server, &["-p", "hi"]);
+    let changed = ws.run_model(&server, &["-p", "hi"], &[]);
     assert_eq!(changed.code(), 1);
     assert!(
         changed.stderr().contains("changed since you trusted them"),
@@ -833,7 +824,10 @@ print(json.dumps({"continue": False, "stopReason": "no"}))
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    assert_eq!(run(&ws, &server, &["-p", "clean up"]).ok(), "done\n");
+    assert_eq!(
+        ws.run_model(&server, &["-p", "clean up"], &[]).ok(),
+        "done\n"
+    );
     assert_eq!(
         result_text(&ws, "c_rm"),
         "tool error: Use trash instead of rm -rf"

@@ -24,23 +24,6 @@ fn entry(name: &str, mode: &str, extra: &str) -> String {
     )
 }
 
-/// Runs etch against `server` with `env` set.
-fn run(ws: &Workspace, server: &FakeServer, extra: &[&str], env: &[(&str, &str)]) -> support::Run {
-    let base = format!("{}/v1", server.url());
-    let mut args = vec![
-        "--provider",
-        "openai",
-        "--base-url",
-        base.as_str(),
-        "--api-key",
-        "k",
-        "--model",
-        "m1",
-    ];
-    args.extend_from_slice(extra);
-    ws.run_env(&args, env)
-}
-
 /// The text of the result for call `id`.
 fn result_text(ws: &Workspace, id: &str) -> String {
     jsonl(&ws.only_session())
@@ -70,12 +53,6 @@ fn home_file(ws: &Workspace, name: &str) -> PathBuf {
     ws.home.path().join(name)
 }
 
-/// Whether process `pid` is gone (or a zombie waiting to be reaped).
-fn gone(pid: &str) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-    stat.is_empty() || stat.contains(") Z ")
-}
-
 /// A plugin's tools join the registry (sorted with the built-ins) and run
 /// on the model's first call, though they were not ready for the first
 /// request; the plugin sees the sanitized environment plus its allowlist,
@@ -98,8 +75,7 @@ fn plugin_tools_run_and_join_the_list() {
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    let out = run(
-        &ws,
+    let out = ws.run_model(
         &server,
         &["-p", "go"],
         &[
@@ -157,7 +133,7 @@ fn plugins_overlap_and_each_has_one_lane() {
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"], &[]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     assert_eq!(result_text(&ws, "c1"), "saw True");
     assert_eq!(result_text(&ws, "c2"), "echo: queued");
     let order: Vec<String> = jsonl(&ws.only_session())
@@ -187,8 +163,7 @@ fn serial_plugin_tools_are_barriers() {
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    run(
-        &ws,
+    ws.run_model(
         &server,
         &["-p", "go"],
         &[("PLUGIN_RECORD", record.to_str().unwrap())],
@@ -224,7 +199,7 @@ fn fatal_failures_drop_the_plugin_tools() {
             Reply::sse(chat_text("went on")),
         ])
         .unwrap();
-        let out = run(&ws, &server, &["-p", "go"], &[]);
+        let out = ws.run_model(&server, &["-p", "go"], &[]);
         assert_eq!(out.ok(), "went on\n");
         let text = result_text(&ws, "c1");
         assert!(
@@ -264,7 +239,7 @@ fn long_results_are_capped() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"], &[]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     let text = result_text(&ws, "c1");
     assert!(text.len() <= 65_536, "{}", text.len());
     assert!(text.ends_with(
@@ -337,7 +312,7 @@ fn bad_plugins_are_named_and_the_session_goes_on() {
         Reply::sse(chat_text("fine")),
     ])
     .unwrap();
-    let out = run(&ws, &server, &["-p", "go"], &[]);
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "fine\n");
     for (mode, said) in &cases {
         assert!(
@@ -379,12 +354,10 @@ fn a_hanging_plugin_is_killed_with_its_group() {
     );
     let recorded = std::fs::read_to_string(&record).unwrap();
     let pid = recorded.trim().strip_prefix("grandchild ").unwrap();
-    // Killed at once; reaping by init may take a moment.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !gone(pid) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(gone(pid), "grandchild {pid} outlived its plugin");
+    assert!(
+        support::process_gone(pid),
+        "grandchild {pid} outlived its plugin"
+    );
 }
 
 /// Disabled plugins never start; hooks wrap plugin tools like any other
@@ -416,8 +389,7 @@ fn disabled_hooked_and_untrusted_plugins() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(
-        &ws,
+    ws.run_model(
         &server,
         &["-p", "go"],
         &[("PLUGIN_RECORD", record.to_str().unwrap())],
@@ -429,7 +401,7 @@ fn disabled_hooked_and_untrusted_plugins() {
     assert!(listed.contains("idle  disabled"), "{listed}");
 
     ws.project_config(&entry("project", "ok", ""));
-    let refused = run(&ws, &server, &["-p", "go"], &[]);
+    let refused = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(refused.code(), 1);
     assert!(
         refused.stderr().contains("are not trusted yet"),
@@ -457,7 +429,7 @@ fn the_example_plugin_serves_its_tools() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"], &[]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     assert_eq!(
         result_text(&ws, "c1"),
         "two words\n\n9 characters, 2 words, 1 lines, 9 bytes"
@@ -518,7 +490,7 @@ fn rust_inspect_reads_a_fixture_crate() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"], &[]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     let found = result_text(&ws, "c1");
     assert!(
         found.contains("demo_geo::Point::norm")
@@ -557,7 +529,7 @@ fn the_readme_python_plugin_works() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
-    run(&ws, &server, &["-p", "go"], &[]).ok();
+    ws.run_model(&server, &["-p", "go"], &[]).ok();
     assert_eq!(result_text(&ws, "c1"), "3");
     assert!(
         ws.run(&["plugins", "check"])

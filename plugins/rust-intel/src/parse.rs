@@ -206,16 +206,7 @@ impl Walker<'_> {
                 let context = Some(format!("trait {trait_name}"));
                 for member in &t.items {
                     if let TraitItem::Fn(f) = member {
-                        let sig = |src: &Source<'_>, head| src.signature(head, &f.sig);
-                        let method = format!("{trait_name}::{}", name(&f.sig.ident));
-                        self.push(
-                            Kind::Method,
-                            method,
-                            &f.attrs,
-                            f.span(),
-                            context.clone(),
-                            sig,
-                        );
+                        self.method(&trait_name, &f.sig, &f.attrs, f.span(), context.clone());
                     }
                 }
             }
@@ -272,18 +263,24 @@ impl Walker<'_> {
         });
         for member in &block.items {
             if let ImplItem::Fn(f) = member {
-                let sig = |src: &Source<'_>, head| src.signature(head, &f.sig);
-                let method = format!("{ty}::{}", name(&f.sig.ident));
-                self.push(
-                    Kind::Method,
-                    method,
-                    &f.attrs,
-                    f.span(),
-                    context.clone(),
-                    sig,
-                );
+                self.method(&ty, &f.sig, &f.attrs, f.span(), context.clone());
             }
         }
+    }
+
+    /// Records a method of `owner` (a type or a trait) as `Owner::method`.
+    fn method(
+        &mut self,
+        owner: &str,
+        sig: &syn::Signature,
+        attrs: &[Attribute],
+        whole: Span,
+        context: Option<String>,
+    ) {
+        let method = format!("{owner}::{}", name(&sig.ident));
+        self.push(Kind::Method, method, attrs, whole, context, |src, head| {
+            src.signature(head, sig)
+        });
     }
 
     /// Records one item; `text` renders its signature or shape from

@@ -204,3 +204,45 @@ impl Workspace {
         std::fs::write(self.home.path().join(".etch/config.toml"), text).unwrap();
     }
 }
+
+impl Workspace {
+    /// Runs etch with the OpenAI provider against `server` (key `k`,
+    /// model `m1`), then `args`, with `env` set.
+    pub fn run_model(
+        &self,
+        server: &etch_test_support::FakeServer,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Run {
+        let base = format!("{}/v1", server.url());
+        let mut all = vec![
+            "--provider",
+            "openai",
+            "--base-url",
+            base.as_str(),
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+        ];
+        all.extend_from_slice(args);
+        self.run_env(&all, env)
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie) within a few seconds: a
+/// killed process's orphaned children are reaped by init a moment later.
+pub fn process_gone(pid: &str) -> bool {
+    let stat = || std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let now = stat();
+        if now.is_empty() || now.contains(") Z ") {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
