@@ -4,7 +4,8 @@ etch's own cost. The first path segment picks the scenario: `text` (one
 short answer), `rounds-N` (N bash tool rounds, then an answer),
 `ls-rounds-N` (N rounds of the in-process `ls` tool, so a round costs
 little but etch itself), `plugin-rounds-N` (N calls of the example
-plugin's `plugin_echo`), `big` (512 KB of streamed text). Prints the port
+plugin's `plugin_echo`), `mcp-rounds-N` (N calls of server-everything's
+`echo` through etch's MCP bridge), `big` (512 KB of streamed text). Prints the port
 it listens on."""
 import json, sys
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -30,6 +31,8 @@ class Handler(BaseHTTPRequestHandler):
                     name, args = "ls", {"path": ".", "limit": 1000 + done}
                 elif scenario.startswith("plugin-"):
                     name, args = "plugin_echo", {"text": f"hi {done}"}
+                elif scenario.startswith("mcp-"):
+                    name, args = "mcp__everything__echo", {"message": f"hi {done}"}
                 else:
                     name, args = "bash", {"command": f"echo hi {done}"}
                 frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{done}", "type": "function",

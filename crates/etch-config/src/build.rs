@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::{
-    Config, ContextConfig, HookEntry, OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig,
-    SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
+    Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry, PromptConfig,
+    ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -76,6 +76,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
                 .collect(),
         },
         plugins: entries_of(entries, "plugins").map(plugin).collect(),
+        mcp_servers: entries_of(entries, "mcp.servers").map(mcp_server).collect(),
         hooks: entries_of(entries, HOOKS_TABLE).map(hook).collect(),
     }
 }
@@ -125,6 +126,28 @@ fn plugin(entry: &Entry) -> PluginEntry {
         timeout_seconds: values.u64("timeout_seconds"),
         env: values.strings("env"),
         disabled: values.bool("disabled"),
+        source: entry.source.clone(),
+    }
+}
+
+/// A `[[mcp.servers]]` entry.
+fn mcp_server(entry: &Entry) -> McpServerEntry {
+    let values = entry_values(entry);
+    McpServerEntry {
+        name: values.string("name"),
+        command: values.string("command"),
+        args: values.strings("args"),
+        url: values.string("url"),
+        headers: values.strings("headers"),
+        bearer_token_env: values.string("bearer_token_env"),
+        env: values.strings("env"),
+        timeout_seconds: values.u64("timeout_seconds"),
+        disabled: values.bool("disabled"),
+        enabled_tools: values
+            .set("enabled_tools")
+            .and_then(Value::as_strings)
+            .map(<[String]>::to_vec),
+        disabled_tools: values.strings("disabled_tools"),
         source: entry.source.clone(),
     }
 }
@@ -275,6 +298,7 @@ mod tests {
         assert_eq!(config.subagents.max_concurrent, 2);
         assert!(config.subagents.profiles.is_empty());
         assert!(config.plugins.is_empty());
+        assert!(config.mcp_servers.is_empty());
         assert!(config.hooks.is_empty());
     }
 

@@ -26,6 +26,8 @@ pub struct Config {
     pub subagents: SubagentsConfig,
     /// `[[plugins]]` entries, user entries first (M2).
     pub plugins: Vec<PluginEntry>,
+    /// `[[mcp.servers]]` entries, user entries first (E-CFG-23, M2).
+    pub mcp_servers: Vec<McpServerEntry>,
     /// `[[hooks.<Event>]]` entries in source order, user entries first (M2).
     pub hooks: Vec<HookEntry>,
 }
@@ -182,6 +184,36 @@ pub struct PluginEntry {
     pub env: Vec<String>,
     /// Whether the plugin is switched off.
     pub disabled: bool,
+    /// The file that declared it.
+    pub source: PathBuf,
+}
+
+/// One `[[mcp.servers]]` (E-CFG-23, M2): an MCP server whose tools etch
+/// offers through its MCP bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerEntry {
+    /// Server name (`^[A-Za-z0-9_-]{1,32}$`).
+    pub name: String,
+    /// Program of a stdio server; empty for an HTTP server.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Streamable HTTP endpoint; empty for a stdio server.
+    pub url: String,
+    /// Extra headers, `Name: value`, `${VAR}` not yet expanded.
+    pub headers: Vec<String>,
+    /// Variable holding a bearer token; empty when none.
+    pub bearer_token_env: String,
+    /// Extra environment variables passed through (stdio).
+    pub env: Vec<String>,
+    /// Start-up and per-call timeout.
+    pub timeout_seconds: u64,
+    /// Whether the server is switched off.
+    pub disabled: bool,
+    /// Only these server tools, when set.
+    pub enabled_tools: Option<Vec<String>>,
+    /// Server tools never offered.
+    pub disabled_tools: Vec<String>,
     /// The file that declared it.
     pub source: PathBuf,
 }

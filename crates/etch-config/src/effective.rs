@@ -83,6 +83,14 @@ pub(crate) fn render(loaded: &Loaded) -> String {
             &reflect::plugin(plugin),
         );
     }
+    for server in &config.mcp_servers {
+        entry(
+            &mut out,
+            "mcp.servers",
+            &server.source,
+            &reflect::mcp_server(server),
+        );
+    }
     for hook in &config.hooks {
         entry(
             &mut out,

@@ -36,6 +36,7 @@ mod parse;
 mod problem;
 mod provenance;
 mod reflect;
+mod rules;
 mod schema;
 mod schema_json;
 mod suggest;
@@ -48,8 +49,8 @@ mod sample_test;
 pub mod trust;
 
 pub use config::{
-    Config, ContextConfig, HookEntry, OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig,
-    SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
+    Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry, PromptConfig,
+    ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{ConfigFiles, discover};

@@ -3,8 +3,9 @@
 //!
 //! This module owns the shape rules: which tables and keys exist where, hook
 //! event names, array tables versus plain tables, required entry keys and
-//! credential-looking keys. Value-level rules live in `validate`. It must not
-//! know other files, merging or precedence: one text in, one layer out.
+//! credential-looking keys. Value-level rules live in `validate`, cross-key
+//! rules of an entry in `rules`. It must not know other files, merging or
+//! precedence: one text in, one layer out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use crate::credentials::looks_like_credential;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::lines::LineIndex;
 use crate::problem::{Problem, did_you_mean};
+use crate::rules;
 use crate::schema::{self, HOOK_EVENTS, HOOKS_TABLE, Requirement, TableKind, TableSpec};
 use crate::validate;
 use crate::value::Value;
@@ -318,14 +320,18 @@ impl Walker<'_> {
         found
     }
 
-    /// Validates one `[[table]]` entry; it joins the layer only when it has
-    /// no errors, so a hook with a broken matcher or no command never runs.
+    /// Validates one `[[table]]` entry: each key, the required keys, then the
+    /// table's cross-key [`EntryRule`](crate::schema::EntryRule). It joins the
+    /// layer only when it has no errors, so a hook with a broken matcher or
+    /// no command never runs.
     fn entry(&mut self, spec: &'static TableSpec, dotted: &str, at: usize, table: &DeTable<'_>) {
         let mut values = BTreeMap::new();
+        let mut spans = BTreeMap::new();
         let mut failed = Vec::new();
         for (key, value) in table {
             let name = key.get_ref().as_ref();
             if let Some(key_spec) = spec.key(name) {
+                spans.insert(key_spec.name, value.span().start);
                 match validate::check(key_spec, value.get_ref()) {
                     Ok(valid) => {
                         values.insert(key_spec.name, valid);
@@ -366,6 +372,17 @@ impl Walker<'_> {
                 };
                 self.error(at, &join(dotted, key_spec.name), &problem);
                 failed.push(key_spec.name);
+            }
+        }
+        // Cross-key rules run only on entries whose keys all passed, so they
+        // never report a consequence of an error already shown.
+        if let Some(rule) = spec.rule
+            && failed.is_empty()
+        {
+            for (key, problem) in rules::check(rule, dotted, &values) {
+                let offset = spans.get(key).copied().unwrap_or(at);
+                self.error(offset, &join(dotted, key), &problem);
+                failed.push(key);
             }
         }
         if failed.is_empty() {

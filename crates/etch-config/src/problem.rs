@@ -104,6 +104,74 @@ pub(crate) enum Problem {
         /// How to keep the entry anyway, or empty.
         unless: &'static str,
     },
+    /// An MCP server name outside `^[A-Za-z0-9_-]{1,32}$` (E-CFG-23).
+    #[error(
+        "{name:?} is not a valid server name; use 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it becomes part of tool names"
+    )]
+    BadServerName {
+        /// The name as written.
+        name: String,
+    },
+    /// A URL that is not `http://` or `https://`. The value is not echoed:
+    /// a URL may carry a token.
+    #[error("the URL must start with http:// or https:// (a Streamable HTTP endpoint)")]
+    BadUrlScheme,
+    /// A header item that is not `Name: value`. The item is not echoed: it
+    /// may hold a secret.
+    #[error(
+        "item {item} is not \"Name: value\": a non-empty name of letters, digits and !#$%&'*+-.^_`|~, a colon, then a value on one line"
+    )]
+    BadHeader {
+        /// 1-based position in the array.
+        item: usize,
+    },
+    /// A credential header (`Authorization`, `X-Api-Key`, …) with a literal
+    /// value (E-CFG-04). The value is never echoed.
+    #[error(
+        "the {name} header (item {item}) puts a secret in the config file; use bearer_token_env = \"VAR\" or a ${{VAR}} reference"
+    )]
+    SecretHeader {
+        /// The header name as written.
+        name: String,
+        /// 1-based position in the array.
+        item: usize,
+    },
+    /// A string that must name an environment variable and does not.
+    #[error(
+        "{name:?} is not an environment variable name; use ASCII letters, digits and `_`, not starting with a digit (^[A-Za-z_][A-Za-z0-9_]*$)"
+    )]
+    BadEnvName {
+        /// The value as written.
+        name: String,
+    },
+    /// An enabled `[[mcp.servers]]` entry with neither `command` nor `url`.
+    #[error(
+        "an enabled [[{table}]] entry needs command (a stdio server) or url (an HTTP server); set disabled = true to keep the entry switched off"
+    )]
+    NoTransport {
+        /// The table as written (`mcp.servers`).
+        table: String,
+    },
+    /// An enabled `[[mcp.servers]]` entry with both `command` and `url`.
+    #[error(
+        "this [[{table}]] entry has both command and url; keep command for a stdio server or url for an HTTP server"
+    )]
+    BothTransports {
+        /// The table as written (`mcp.servers`).
+        table: String,
+    },
+    /// A key of one kind of MCP server on an entry of the other kind.
+    #[error(
+        "{key} applies to {applies} servers and this entry sets {other}; remove {key}, or use {applies} instead of {other}"
+    )]
+    WrongTransport {
+        /// The misplaced key.
+        key: &'static str,
+        /// The key the misplaced one belongs with: `command` or `url`.
+        applies: &'static str,
+        /// The key the entry sets instead.
+        other: &'static str,
+    },
     /// A scalar where a `[table]` belongs.
     #[error("expected a table ([{table}]), found {found}")]
     ExpectedTable {

@@ -5,7 +5,7 @@
 //! This module owns the mapping from struct fields back to dotted keys (the
 //! inverse of `build`). It must not know files, provenance or formatting.
 
-use crate::config::{Config, HookEntry, PluginEntry, SubagentProfile};
+use crate::config::{Config, HookEntry, McpServerEntry, PluginEntry, SubagentProfile};
 use crate::value::Value;
 
 /// The value `config` holds for plain-table key `dotted`; `None` for optional
@@ -103,6 +103,39 @@ pub(crate) fn plugin(entry: &PluginEntry) -> Vec<(&'static str, Value)> {
         ("env", Value::StringArray(entry.env.clone())),
         ("disabled", Value::Boolean(entry.disabled)),
     ]
+}
+
+/// A `[[mcp.servers]]` entry's keys, in schema order: `name`,
+/// `timeout_seconds` and `disabled` always, the other keys only when set
+/// (non-empty; `enabled_tools` when present), so a stdio server shows no
+/// `url` and an HTTP server no `command` and the output loads back.
+pub(crate) fn mcp_server(entry: &McpServerEntry) -> Vec<(&'static str, Value)> {
+    let text = |value: &str| (!value.is_empty()).then(|| Value::String(value.to_owned()));
+    let list = |items: &[String]| (!items.is_empty()).then(|| Value::StringArray(items.to_vec()));
+    let keys = [
+        ("name", Some(Value::String(entry.name.clone()))),
+        ("command", text(&entry.command)),
+        ("args", list(&entry.args)),
+        ("url", text(&entry.url)),
+        ("headers", list(&entry.headers)),
+        ("bearer_token_env", text(&entry.bearer_token_env)),
+        ("env", list(&entry.env)),
+        (
+            "timeout_seconds",
+            Some(Value::Integer(
+                i64::try_from(entry.timeout_seconds).unwrap_or(i64::MAX),
+            )),
+        ),
+        ("disabled", Some(Value::Boolean(entry.disabled))),
+        (
+            "enabled_tools",
+            entry.enabled_tools.clone().map(Value::StringArray),
+        ),
+        ("disabled_tools", list(&entry.disabled_tools)),
+    ];
+    keys.into_iter()
+        .filter_map(|(key, value)| value.map(|value| (key, value)))
+        .collect()
 }
 
 /// A `[[hooks.<Event>]]` entry's keys, in schema order.

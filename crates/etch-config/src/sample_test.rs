@@ -113,6 +113,19 @@ fn sample_loads_cleanly() {
         keys_of(reflect::plugin(&config.plugins[0])),
         names("plugins")
     );
+    // One stdio and one HTTP server: together they set every key.
+    assert_eq!(config.mcp_servers.len(), 2);
+    let mcp_keys: BTreeSet<&str> = config
+        .mcp_servers
+        .iter()
+        .flat_map(|server| keys_of(reflect::mcp_server(server)))
+        .collect();
+    assert_eq!(
+        mcp_keys,
+        names("mcp.servers").into_iter().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(config.mcp_servers[0].command, "mcp-server-git");
+    assert_eq!(config.mcp_servers[1].url, "https://mcp.example.com/mcp");
     assert_eq!(config.hooks.len(), 1);
     assert_eq!(
         keys_of(reflect::hook(&config.hooks[0])),

@@ -76,6 +76,36 @@ impl Requirement {
     }
 }
 
+/// A form a string value (or each item of a string array) must have beyond
+/// its type; `validate` checks it, and empty strings are left to the
+/// entry's requirements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// An MCP server name: `^[A-Za-z0-9_-]{1,32}$`, as it becomes part of
+    /// tool names.
+    ServerName,
+    /// An `http://` or `https://` URL.
+    HttpUrl,
+    /// An HTTP header `Name: value` whose name is made of token characters;
+    /// a credential header (such as `Authorization`) must take its value from
+    /// a `${VAR}` reference.
+    HttpHeader,
+    /// An environment variable name: `^[A-Za-z_][A-Za-z0-9_]*$`.
+    EnvVarName,
+}
+
+impl Form {
+    /// The name used by `config schema`.
+    pub(crate) const fn schema_name(self) -> &'static str {
+        match self {
+            Self::ServerName => "server_name",
+            Self::HttpUrl => "http_url",
+            Self::HttpHeader => "http_header",
+            Self::EnvVarName => "env_var_name",
+        }
+    }
+}
+
 /// One key of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct KeySpec {
@@ -97,6 +127,8 @@ pub(crate) struct KeySpec {
     pub regex: bool,
     /// The value is a path resolved against the project root (E-CFG-21).
     pub path: bool,
+    /// The form the string (or each array item) must have, when there is one.
+    pub form: Option<Form>,
     /// Whether array-table entries must set it.
     pub required: Requirement,
 }
@@ -117,6 +149,7 @@ impl KeySpec {
             max: None,
             regex: false,
             path: false,
+            form: None,
             required: Requirement::Optional,
         }
     }
@@ -168,6 +201,12 @@ impl KeySpec {
         self
     }
 
+    /// Requires a form of the string or of each array item.
+    const fn form(mut self, form: Form) -> Self {
+        self.form = Some(form);
+        self
+    }
+
     /// Sets when array-table entries must carry the key.
     const fn required(mut self, required: Requirement) -> Self {
         self.required = required;
@@ -215,6 +254,16 @@ impl Milestone {
     }
 }
 
+/// A rule across the keys of one array-table entry, for what one key's
+/// [`KeySpec`] cannot say; the `rules` module checks it once every key of
+/// the entry passed on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryRule {
+    /// `[[mcp.servers]]` (E-CFG-23): an enabled entry has exactly one of
+    /// `command` and `url`, and no key of the other kind of server.
+    McpTransport,
+}
+
 /// One table of the schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TableSpec {
@@ -228,6 +277,8 @@ pub(crate) struct TableSpec {
     pub description: &'static str,
     /// Its keys, in the order `--effective` and the sample list them.
     pub keys: &'static [KeySpec],
+    /// The cross-key rule of its entries, when it has one.
+    pub rule: Option<EntryRule>,
 }
 
 impl TableSpec {
@@ -519,6 +570,54 @@ const PLUGINS: &[KeySpec] = &[
         .default(Literal::Bool(false)),
 ];
 
+/// `[[mcp.servers]]` keys (E-CFG-23).
+const MCP_SERVERS: &[KeySpec] = &[
+    KeySpec::string(
+        "name",
+        "Server name, used in tool names (mcp__<name>__<tool>) and diagnostics.",
+    )
+    .required(Requirement::Always)
+    .form(Form::ServerName),
+    KeySpec::string(
+        "command",
+        "Program of a stdio server, run directly (not through a shell) from the project directory.",
+    ),
+    KeySpec::string_array("args", "Arguments of command."),
+    KeySpec::string(
+        "url",
+        "Streamable HTTP endpoint of a remote server (http:// or https://).",
+    )
+    .form(Form::HttpUrl),
+    KeySpec::string_array(
+        "headers",
+        "Extra HTTP headers as \"Name: value\"; ${VAR} in a value is taken from the environment, so tokens stay out of the file.",
+    )
+    .form(Form::HttpHeader),
+    KeySpec::string(
+        "bearer_token_env",
+        "Environment variable holding a bearer token sent as Authorization: Bearer …",
+    )
+    .form(Form::EnvVarName),
+    KeySpec::string_array(
+        "env",
+        "Environment variables passed to a stdio server on top of the sanitized default set (credentials never pass).",
+    ),
+    KeySpec::integer(
+        "timeout_seconds",
+        1,
+        i64::MAX,
+        "Seconds allowed for start-up and for each tool call.",
+    )
+    .default(Literal::Int(30)),
+    KeySpec::boolean("disabled", "Keep the entry but never start the server.")
+        .default(Literal::Bool(false)),
+    KeySpec::string_array(
+        "enabled_tools",
+        "Only these tools of the server are offered (by the server's own tool names).",
+    ),
+    KeySpec::string_array("disabled_tools", "These tools of the server are never offered."),
+];
+
 /// `[[hooks.<Event>]]` keys (E-CFG-15, G7).
 const HOOKS: &[KeySpec] = &[
     KeySpec::string(
@@ -560,6 +659,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Where sessions are stored and how long one prompt may run.",
         keys: SESSION,
+        rule: None,
     },
     TableSpec {
         name: "context",
@@ -567,6 +667,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "What the model context keeps and when it is compacted.",
         keys: CONTEXT,
+        rule: None,
     },
     TableSpec {
         name: "provider",
@@ -574,6 +675,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Which model provider and model run, and how requests are retried.",
         keys: PROVIDER,
+        rule: None,
     },
     TableSpec {
         name: "openai",
@@ -581,6 +683,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Settings of the OpenAI provider. Credentials come from flags or the environment.",
         keys: OPENAI,
+        rule: None,
     },
     TableSpec {
         name: "prompt",
@@ -588,6 +691,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Extra system prompt text.",
         keys: PROMPT,
+        rule: None,
     },
     TableSpec {
         name: "tools",
@@ -595,6 +699,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Which built-in tools are offered.",
         keys: TOOLS,
+        rule: None,
     },
     TableSpec {
         name: "tools.bash",
@@ -602,6 +707,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Settings of the bash tool.",
         keys: TOOLS_BASH,
+        rule: None,
     },
     TableSpec {
         name: "subagents",
@@ -609,6 +715,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "Subagents run through the task tool.",
         keys: SUBAGENTS,
+        rule: None,
     },
     TableSpec {
         name: "subagents.profile",
@@ -616,6 +723,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "One subagent profile; keys left out inherit the parent's settings.",
         keys: SUBAGENT_PROFILE,
+        rule: None,
     },
     TableSpec {
         name: "plugins",
@@ -623,6 +731,15 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "One external plugin process; plugins are configured, never discovered.",
         keys: PLUGINS,
+        rule: None,
+    },
+    TableSpec {
+        name: "mcp.servers",
+        kind: TableKind::ArrayTable,
+        milestone: Milestone::M2,
+        description: "One Model Context Protocol server whose tools etch offers as mcp__<server>__<tool>, through its MCP bridge.",
+        keys: MCP_SERVERS,
+        rule: Some(EntryRule::McpTransport),
     },
     TableSpec {
         name: HOOKS_TABLE,
@@ -630,6 +747,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "One hook command for an event (hooks.<Event>).",
         keys: HOOKS,
+        rule: None,
     },
 ];
 

@@ -6,10 +6,11 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::schema::{HOOK_EVENTS, HOOKS_TABLE, KeySpec, Literal, TABLES, TableKind};
+use crate::schema::{Form, HOOK_EVENTS, HOOKS_TABLE, KeySpec, Literal, TABLES, TableKind};
 
 /// Every table and key with type, default, description, allowed values,
-/// range and merge rule: `{"tables":[{"name":"session","array":false,
+/// range, form (`server_name`, `http_url`, `http_header`, `env_var_name` or
+/// null) and merge rule: `{"tables":[{"name":"session","array":false,
 /// "milestone":"M1","merge":"override","description":…,"keys":[{"key":"dir",
 /// "type":"string","default":".etch/sessions",…}]}],"hook_events":[…]}`.
 /// Hook tables appear once as `hooks.*`, with their valid events.
@@ -64,6 +65,7 @@ fn key_json(key: &KeySpec) -> Json {
         "maximum": key.max,
         "regex": key.regex,
         "path": key.path,
+        "format": key.form.map(Form::schema_name),
         "required": key.required.schema_name(),
     })
 }
@@ -115,6 +117,46 @@ mod tests {
         assert_eq!(plugins["array"], true);
         assert_eq!(plugins["merge"], "append");
         assert_eq!(plugins["milestone"], "M2");
+        let mcp = json["tables"]
+            .as_array()
+            .expect("tables")
+            .iter()
+            .find(|table| table["name"] == "mcp.servers")
+            .expect("mcp.servers");
+        assert_eq!(mcp["array"], true);
+        assert_eq!(mcp["merge"], "append");
+        assert_eq!(mcp["milestone"], "M2");
+        let mcp_keys: Vec<_> = mcp["keys"]
+            .as_array()
+            .expect("keys")
+            .iter()
+            .map(|key| key["key"].as_str().expect("key"))
+            .collect();
+        assert_eq!(
+            mcp_keys,
+            [
+                "name",
+                "command",
+                "args",
+                "url",
+                "headers",
+                "bearer_token_env",
+                "env",
+                "timeout_seconds",
+                "disabled",
+                "enabled_tools",
+                "disabled_tools"
+            ]
+        );
+        assert_eq!(mcp["keys"][0]["required"], "required");
+        assert_eq!(mcp["keys"][0]["format"], "server_name");
+        assert_eq!(mcp["keys"][3]["format"], "http_url");
+        assert_eq!(mcp["keys"][4]["format"], "http_header");
+        assert_eq!(mcp["keys"][5]["format"], "env_var_name");
+        assert_eq!(mcp["keys"][7]["default"], 30);
+        assert_eq!(mcp["keys"][7]["minimum"], 1);
+        assert_eq!(mcp["keys"][8]["default"], false);
+        assert_eq!(session["keys"][0]["format"], Json::Null);
         assert_eq!(json["hook_events"].as_array().map(Vec::len), Some(9));
     }
 }

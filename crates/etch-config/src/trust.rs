@@ -1,7 +1,9 @@
 //! Trust for what a project's `.etch/config.toml` would run: a repository
 //! someone clones must not run commands on their machine just because
-//! etch was started in it. The project's executable entries (hooks and
-//! plugins) are hashed (SHA-256 of a canonical form); the hashes the user
+//! etch was started in it. The project's executable entries (hooks,
+//! plugins and MCP servers: a stdio server runs a program, an HTTP server
+//! gets the user's tokens) are hashed (SHA-256 of a canonical form); the
+//! hashes the user
 //! trusted are kept in `~/.etch/trust.json`, by project file. A project
 //! whose entries are new or changed since they were trusted is not
 //! trusted. Entries from the user's own `~/.etch/config.toml` are always
@@ -65,6 +67,7 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
         .iter()
         .map(|h| h.source.clone())
         .chain(config.plugins.iter().map(|p| p.source.clone()))
+        .chain(config.mcp_servers.iter().map(|m| m.source.clone()))
         .filter(|s| Some(s) != user.as_ref())
         .collect();
     files.sort();
@@ -73,7 +76,8 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// The project's executable entries in a canonical form, for display and
-/// hashing; empty when it has none.
+/// hashing; empty when it has none. Each has a `kind`: `hook`, `plugin` or
+/// `mcp server` (every key of the entry, so any change asks for trust again).
 pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
     config
         .hooks
@@ -108,6 +112,28 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
                         "timeoutSeconds": p.timeout_seconds,
                         "env": p.env,
                         "disabled": p.disabled,
+                    })
+                }),
+        )
+        .chain(
+            config
+                .mcp_servers
+                .iter()
+                .filter(|m| m.source == project_file)
+                .map(|m| {
+                    json!({
+                        "kind": "mcp server",
+                        "name": m.name,
+                        "command": m.command,
+                        "args": m.args,
+                        "url": m.url,
+                        "headers": m.headers,
+                        "bearerTokenEnv": m.bearer_token_env,
+                        "env": m.env,
+                        "timeoutSeconds": m.timeout_seconds,
+                        "disabled": m.disabled,
+                        "enabledTools": m.enabled_tools,
+                        "disabledTools": m.disabled_tools,
                     })
                 }),
         )
@@ -221,7 +247,7 @@ fn key(project_file: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::HookEntry;
+    use crate::{HookEntry, McpServerEntry};
 
     fn config(command: &str, source: &Path) -> Config {
         let mut config = Config::default();
@@ -257,6 +283,67 @@ mod tests {
         // User entries are not the project's.
         let user = config("./guard.sh", Path::new("/home/u/.etch/config.toml"));
         assert_eq!(again.state(&user, project), TrustState::Nothing);
+    }
+
+    /// A project `[[mcp.servers]]` entry with `command` (or `url`).
+    fn mcp(command: &str, url: &str, source: &Path) -> McpServerEntry {
+        McpServerEntry {
+            name: "git".into(),
+            command: command.into(),
+            args: vec!["--repository".into(), ".".into()],
+            url: url.into(),
+            headers: Vec::new(),
+            bearer_token_env: String::new(),
+            env: Vec::new(),
+            timeout_seconds: 30,
+            disabled: false,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            source: source.to_path_buf(),
+        }
+    }
+
+    /// A project file that declares only MCP servers is listed, hashed and
+    /// gated: changing the command (or the URL) asks for trust again.
+    #[test]
+    fn project_mcp_servers_are_gated() {
+        let home = tempfile::tempdir().unwrap();
+        let project = Path::new("/p/.etch/config.toml");
+        let mut first = Config::default();
+        first.mcp_servers.push(mcp("mcp-server-git", "", project));
+        first.mcp_servers.push(mcp(
+            "mcp-server-git",
+            "",
+            &home.path().join(".etch/config.toml"),
+        ));
+        assert_eq!(
+            project_files(&first, Some(home.path())),
+            [project.to_path_buf()]
+        );
+        let entries = project_entries(&first, project);
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0]["kind"], "mcp server");
+        assert_eq!(entries[0]["command"], "mcp-server-git");
+        assert_eq!(entries[0]["args"], json!(["--repository", "."]));
+
+        let mut store = TrustStore::load(home.path()).unwrap();
+        assert_eq!(store.state(&first, project), TrustState::Untrusted);
+        store.trust(&first, project).unwrap();
+        assert_eq!(store.state(&first, project), TrustState::Trusted);
+
+        let mut changed = first.clone();
+        changed.mcp_servers[0].command = "./evil".into();
+        assert_ne!(
+            hash(&project_entries(&changed, project)),
+            hash(&project_entries(&first, project))
+        );
+        assert_eq!(store.state(&changed, project), TrustState::Changed);
+        let mut remote = first.clone();
+        remote.mcp_servers[0] = mcp("", "https://mcp.example.com/mcp", project);
+        assert_eq!(store.state(&remote, project), TrustState::Changed);
+        let mut filtered = first;
+        filtered.mcp_servers[0].enabled_tools = Some(vec!["git_status".into()]);
+        assert_eq!(store.state(&filtered, project), TrustState::Changed);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Checks one TOML value against its [`KeySpec`]: type, allowed set, range
-//! and, for hook matchers, regex syntax (E-CFG-17, G7).
+//! Checks one TOML value against its [`KeySpec`]: type, allowed set, range,
+//! for hook matchers regex syntax (E-CFG-17, G7), and the forms of MCP
+//! server names, URLs, headers and variable names (E-CFG-23).
 //!
 //! This module owns value-level rules only. It must not know files, lines,
 //! tables or merging; the parser decides where a value sits and what to do
@@ -7,8 +8,9 @@
 
 use toml::de::DeValue;
 
+use crate::credentials::looks_like_credential;
 use crate::problem::Problem;
-use crate::schema::{KeySpec, ValueType};
+use crate::schema::{Form, KeySpec, ValueType};
 use crate::value::Value;
 
 /// The validated value of `raw` for `spec`, or what is wrong with it.
@@ -43,7 +45,8 @@ pub(crate) fn check(spec: &KeySpec, raw: &DeValue<'_>) -> Result<Value, Problem>
     Ok(value)
 }
 
-/// Applies the allowed set, the range and the regex rule to a typed value.
+/// Applies the allowed set, the range, the regex rule and the form to a
+/// typed value.
 fn check_rules(spec: &KeySpec, value: &Value) -> Result<(), Problem> {
     if let (Some(allowed), Some(text)) = (spec.allowed, value.as_str())
         && !allowed.contains(&text)
@@ -62,6 +65,86 @@ fn check_rules(spec: &KeySpec, value: &Value) -> Result<(), Problem> {
         && let Some(matcher) = value.as_str()
     {
         check_matcher(matcher)?;
+    }
+    if let Some(form) = spec.form {
+        match value {
+            // An empty string is "not set"; the entry's requirements decide.
+            Value::String(text) if !text.is_empty() => check_form(form, text, 1)?,
+            Value::StringArray(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    check_form(form, item, index + 1)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks `text` against `form`; `item` is its 1-based place in an array
+/// (1 for a plain string), used by the header messages.
+fn check_form(form: Form, text: &str, item: usize) -> Result<(), Problem> {
+    match form {
+        Form::ServerName => {
+            let valid = (1..=32).contains(&text.len())
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if valid {
+                Ok(())
+            } else {
+                Err(Problem::BadServerName {
+                    name: text.to_owned(),
+                })
+            }
+        }
+        Form::HttpUrl => {
+            let lower = text.to_ascii_lowercase();
+            if lower.starts_with("http://") || lower.starts_with("https://") {
+                Ok(())
+            } else {
+                Err(Problem::BadUrlScheme)
+            }
+        }
+        Form::HttpHeader => check_header(text, item),
+        Form::EnvVarName => {
+            let mut bytes = text.bytes();
+            let valid = bytes
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if valid {
+                Ok(())
+            } else {
+                Err(Problem::BadEnvName {
+                    name: text.to_owned(),
+                })
+            }
+        }
+    }
+}
+
+/// A header item is `Name: value`: a non-empty name of HTTP token
+/// characters, a colon, then a value without line breaks or NUL. A
+/// credential header (`Authorization`, `Proxy-Authorization` or a name that
+/// looks like a credential, such as `X-Api-Key`) must take its value from a
+/// `${VAR}` reference, so the secret stays out of the file (E-CFG-04).
+fn check_header(text: &str, item: usize) -> Result<(), Problem> {
+    let Some((name, value)) = text.split_once(':') else {
+        return Err(Problem::BadHeader { item });
+    };
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) || value.contains(['\r', '\n', '\0']) {
+        return Err(Problem::BadHeader { item });
+    }
+    let credential = name.eq_ignore_ascii_case("authorization")
+        || name.eq_ignore_ascii_case("proxy-authorization")
+        || looks_like_credential(name);
+    if credential && !value.contains("${") {
+        return Err(Problem::SecretHeader {
+            name: name.to_owned(),
+            item,
+        });
     }
     Ok(())
 }
@@ -198,6 +281,75 @@ mod tests {
             run("context.keep_recent_tokens", "99999999999999999999"),
             Err("99999999999999999999 is out of range; expected an integer >= 0".into())
         );
+    }
+
+    /// MCP server names, URLs, headers and variable names have their forms;
+    /// empty strings are left to the entry's requirements.
+    #[test]
+    fn checks_forms() {
+        for name in ["git", "a_b-C9", &"x".repeat(32)] {
+            assert!(
+                run("mcp.servers.name", &format!("{name:?}")).is_ok(),
+                "{name}"
+            );
+        }
+        for name in ["my server", "git.hub", "ä", &"x".repeat(33), " "] {
+            let message = run("mcp.servers.name", &format!("{name:?}")).expect_err(name);
+            assert!(message.contains("is not a valid server name"), "{message}");
+        }
+        assert!(run("mcp.servers.name", "\"\"").is_ok());
+
+        assert!(run("mcp.servers.url", "\"https://h/mcp\"").is_ok());
+        assert!(run("mcp.servers.url", "\"HTTP://h\"").is_ok());
+        assert!(run("mcp.servers.url", "\"\"").is_ok());
+        assert_eq!(
+            run("mcp.servers.url", "\"ws://user:pw@h\""),
+            Err("the URL must start with http:// or https:// (a Streamable HTTP endpoint)".into())
+        );
+
+        for header in [
+            "X-Team: core",
+            "X-Empty:",
+            "Authorization: Bearer ${TOKEN}",
+            "X-Api-Key: ${KEY}",
+            "x!#$%&'*+-.^_`|~: v",
+        ] {
+            let text = format!("[{header:?}]");
+            assert!(run("mcp.servers.headers", &text).is_ok(), "{header}");
+        }
+        for header in ["no colon", ": v", "X Team: v", "X-Team: a\nb", ""] {
+            let message =
+                run("mcp.servers.headers", &format!("[\"A: b\", {header:?}]")).expect_err(header);
+            assert!(
+                message.starts_with("item 2 is not \"Name: value\""),
+                "{message}"
+            );
+        }
+        for header in [
+            "Authorization: Bearer abc",
+            "AUTHORIZATION:abc",
+            "Proxy-Authorization: Basic x",
+            "X-Auth-Token: t",
+        ] {
+            let message = run("mcp.servers.headers", &format!("[{header:?}]")).expect_err(header);
+            assert!(
+                message.contains("puts a secret in the config file"),
+                "{message}"
+            );
+            assert!(message.contains("bearer_token_env = \"VAR\""), "{message}");
+        }
+
+        for name in ["TOKEN", "_x1", "a"] {
+            assert!(run("mcp.servers.bearer_token_env", &format!("{name:?}")).is_ok());
+        }
+        for name in ["1A", "A-B", "A B", "$A"] {
+            let message =
+                run("mcp.servers.bearer_token_env", &format!("{name:?}")).expect_err(name);
+            assert!(
+                message.contains("is not an environment variable name"),
+                "{message}"
+            );
+        }
     }
 
     /// Broken regexes are reported on one line with the fallback explained.

@@ -25,6 +25,9 @@ use crate::intercept::{Intercept, Intercepted, Point, TurnEnd, Verdict, until_ca
 use crate::observer::{AgentEvent, Observer};
 use crate::pass::{Pass, collect};
 
+/// Longest a run's first request waits for starting tool sources.
+pub const SOURCE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Settings of a run that do not change between rounds.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -335,6 +338,23 @@ impl Agent {
         result
     }
 
+    /// Before a run's first request, waits for what the tool sources ask
+    /// to be awaited (MCP servers still starting), at most
+    /// [`SOURCE_GRACE`]: a tool the model does not see in a one-shot run
+    /// is no use, but a server that is slow to start must delay only its
+    /// own tools, which join a later request when they are ready.
+    async fn await_sources(&self, cancel: &CancellationToken) {
+        let all = async {
+            for source in self.tools.sources() {
+                source.awaited().await;
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::timeout(SOURCE_GRACE, all) => {}
+            () = cancel.cancelled() => {}
+        }
+    }
+
     /// The rounds of a run; split out so `agent_end` is emitted on every path.
     async fn run_rounds(
         &self,
@@ -362,6 +382,9 @@ impl Agent {
             }
             if cancel.is_cancelled() {
                 return Err(RunError::Cancelled);
+            }
+            if round == 1 {
+                self.await_sources(cancel).await;
             }
             state.source_diagnostics(&self.tools)?;
             self.maybe_compact(state, cancel).await?;

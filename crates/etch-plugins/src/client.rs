@@ -75,7 +75,12 @@ impl Client {
         let result = match Arc::clone(&client).call(INITIALIZE, params).await {
             Ok(result) => result,
             Err(PluginError::Answered(message)) => {
-                let why = format!("it refused initialize: {message}");
+                // An MCP bridge's refusal is already the whole story.
+                let why = if name.starts_with(crate::MCP_PREFIX) {
+                    message
+                } else {
+                    format!("it refused initialize: {message}")
+                };
                 client.fail(&why).await;
                 return Err(PluginError::Fatal {
                     plugin: name.to_owned(),

@@ -6,7 +6,7 @@
 pub enum PluginError {
     /// The plugin broke the protocol, timed out or exited; it was stopped
     /// and its tools are gone.
-    #[error("plugin {plugin} stopped: {why}")]
+    #[error("{} stopped: {why}", who(plugin))]
     Fatal {
         /// The plugin's name.
         plugin: String,
@@ -14,7 +14,7 @@ pub enum PluginError {
         why: String,
     },
     /// The plugin was stopped earlier.
-    #[error("plugin {plugin} is not running (it stopped earlier: {why})")]
+    #[error("{} is not running (it stopped earlier: {why})", who(plugin))]
     Stopped {
         /// The plugin's name.
         plugin: String,
@@ -26,7 +26,7 @@ pub enum PluginError {
     #[error("{0}")]
     Answered(String),
     /// It could not be started at all.
-    #[error("plugin {plugin} could not be started: {why}")]
+    #[error("{} could not be started: {why}", who(plugin))]
     Spawn {
         /// The plugin's name.
         plugin: String,
@@ -34,3 +34,16 @@ pub enum PluginError {
         why: String,
     },
 }
+
+/// How messages name plugin `name`: `MCP server git` for the bridge of
+/// an MCP server (named [`MCP_PREFIX`]`git`), `plugin git` otherwise.
+pub fn who(name: &str) -> String {
+    match name.strip_prefix(MCP_PREFIX) {
+        Some(server) => format!("MCP server {server}"),
+        None => format!("plugin {name}"),
+    }
+}
+
+/// The name prefix of the plugins that bridge MCP servers; configured
+/// plugins cannot use it (see `PluginSet::start`).
+pub const MCP_PREFIX: &str = "mcp:";

@@ -23,7 +23,7 @@ mod tool;
 
 pub use client::Client;
 pub use env::plugin_env;
-pub use error::PluginError;
+pub use error::{MCP_PREFIX, PluginError, who};
 pub use registry::kill_all;
 pub use set::{PluginSet, Status};
 pub use tool::PluginTool;

@@ -6,6 +6,12 @@
 //! a built-in or an earlier plugin already has, is rejected (E-PLUG-10);
 //! a plugin that cannot start, or stops, leaves a diagnostic and the
 //! session goes on without it.
+//!
+//! The bridges of MCP servers (named [`MCP_PREFIX`]`<server>`) are
+//! slots like any other, except that their tool names are namespaced
+//! (`mcp__<server>__…`, a prefix no plugin may use), so nothing they
+//! offer can clash with a later plugin: they publish as soon as they are
+//! ready and never hold back the plugins after them.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -24,6 +30,8 @@ use tokio::sync::watch;
 
 use crate::client::Client;
 use crate::env::plugin_env;
+use crate::error::MCP_PREFIX;
+use crate::error::PluginError;
 use crate::tool::PluginTool;
 
 /// How long a plugin gets to exit after its stdin closes, and again
@@ -59,6 +67,8 @@ struct Slot {
     client: Option<Arc<Client>>,
     /// Its tools that passed their own checks, in its order.
     tools: Vec<Arc<PluginTool>>,
+    /// Whether it bridges an MCP server.
+    mcp: bool,
 }
 
 /// The state shared with the start-up tasks.
@@ -75,6 +85,8 @@ struct Inner {
     reported: Mutex<HashSet<(String, String)>>,
     /// Plugins still starting.
     starting: watch::Sender<usize>,
+    /// MCP bridges still starting (a run's first request waits for them).
+    mcp_starting: watch::Sender<usize>,
     /// Set by `shutdown`: a plugin that finishes starting afterwards is
     /// stopped at once.
     shutting_down: AtomicBool,
@@ -108,13 +120,26 @@ pub struct PluginSet {
 }
 
 impl PluginSet {
-    /// Starts every enabled entry in `entries` from `cwd`, concurrently
-    /// and in the background (on the current tokio runtime); `taken` are
-    /// the built-in tool names.
-    pub fn start(entries: &[PluginEntry], cwd: &Path, taken: Vec<String>) -> Self {
+    /// Starts every enabled entry of `plugins` and of `bridges` (the MCP
+    /// bridges, each named [`MCP_PREFIX`]`<server>`) from `cwd`,
+    /// concurrently and in the background (on the current tokio
+    /// runtime); `taken` are the built-in tool names. A plugin whose name
+    /// starts with [`MCP_PREFIX`] is refused: the prefix is how messages
+    /// tell an MCP server from a plugin.
+    pub fn start(
+        plugins: &[PluginEntry],
+        bridges: &[PluginEntry],
+        cwd: &Path,
+        taken: Vec<String>,
+    ) -> Self {
+        let entries: Vec<(&PluginEntry, bool)> = plugins
+            .iter()
+            .map(|e| (e, false))
+            .chain(bridges.iter().map(|e| (e, true)))
+            .collect();
         let slots = entries
             .iter()
-            .map(|e| Slot {
+            .map(|(e, mcp)| Slot {
                 name: e.name.clone(),
                 status: if e.disabled {
                     Status::Disabled
@@ -123,11 +148,16 @@ impl PluginSet {
                 },
                 client: None,
                 tools: Vec::new(),
+                mcp: *mcp,
             })
             .collect::<Vec<_>>();
         let starting = slots
             .iter()
             .filter(|s| s.status == Status::Starting)
+            .count();
+        let mcp_starting = slots
+            .iter()
+            .filter(|s| s.mcp && s.status == Status::Starting)
             .count();
         let inner = Arc::new(Inner {
             slots: Mutex::new(slots),
@@ -136,12 +166,20 @@ impl PluginSet {
             diagnostics: Mutex::new(Vec::new()),
             reported: Mutex::new(HashSet::new()),
             starting: watch::Sender::new(starting),
+            mcp_starting: watch::Sender::new(mcp_starting),
             shutting_down: AtomicBool::new(false),
         });
         let runtime = tokio::runtime::Handle::try_current();
-        for (index, entry) in entries.iter().enumerate().filter(|(_, e)| !e.disabled) {
+        for (index, (entry, mcp)) in entries.iter().enumerate().filter(|(_, (e, _))| !e.disabled) {
+            if !mcp && entry.name.starts_with(MCP_PREFIX) {
+                inner.settle(
+                    index,
+                    Err(format!("plugin names starting with {MCP_PREFIX:?} are reserved for MCP servers ([[mcp.servers]]); rename it")),
+                );
+                continue;
+            }
             let inner = Arc::clone(&inner);
-            let entry = entry.clone();
+            let entry = (*entry).clone();
             let cwd = cwd.to_path_buf();
             match &runtime {
                 Ok(handle) => {
@@ -169,7 +207,7 @@ impl PluginSet {
 
     /// No plugins.
     pub fn empty() -> Self {
-        Self::start(&[], Path::new("."), Vec::new())
+        Self::start(&[], &[], Path::new("."), Vec::new())
     }
 
     /// Every configured plugin with where it stands, in configuration
@@ -224,13 +262,18 @@ async fn start_one(
     for name in refused {
         inner.diagnose(
             &entry.name,
-            format!("its env allowlist names {name}, a model credential; plugins never get credentials, so it was left out"),
+            format!("its env allowlist names {name}, a model credential; plugins and MCP servers never get credentials, so it was left out"),
         );
     }
     let timeout = Duration::from_secs(entry.timeout_seconds.max(1));
+    // The notice already names the plugin: keep only what happened.
     Client::start(&entry.name, &entry.command, cwd, &env, timeout)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e {
+            PluginError::Fatal { why, .. } => why,
+            PluginError::Spawn { why, .. } => format!("could not be started: {why}"),
+            other => other.to_string(),
+        })
 }
 
 impl Inner {
@@ -248,22 +291,26 @@ impl Inner {
         {
             client.abandon();
         }
-        let name = self
+        let (name, mcp) = self
             .slots
             .lock()
             .ok()
-            .and_then(|s| s.get(index).map(|s| s.name.clone()))
+            .and_then(|s| s.get(index).map(|s| (s.name.clone(), s.mcp)))
             .unwrap_or_default();
         let (status, client, tools) = match started {
             Err(why) => {
+                let check = match name.strip_prefix(MCP_PREFIX) {
+                    Some(server) if mcp => format!("etch mcp check {server}"),
+                    _ => "etch plugins check".to_owned(),
+                };
                 self.diagnose(
                     &name,
-                    format!("{why}; the session goes on without its tools (check it with etch plugins check)"),
+                    format!("{why}; the session goes on without its tools (check it with {check})"),
                 );
                 (Status::Failed(why), None, Vec::new())
             }
             Ok((client, declared)) => {
-                let (tools, rejected) = checked_tools(&client, declared);
+                let (tools, rejected) = checked_tools(&client, declared, mcp);
                 for why in &rejected {
                     self.diagnose(&name, format!("tool rejected: {why}"));
                 }
@@ -286,21 +333,30 @@ impl Inner {
             slot.tools = tools;
         }
         self.publish();
+        if mcp {
+            self.mcp_starting.send_modify(|n| *n = n.saturating_sub(1));
+        }
         self.starting.send_modify(|n| *n = n.saturating_sub(1));
     }
 
     /// Recomputes the offered tools: plugins in configuration order up to
-    /// the first one still starting, names clashing with a built-in or an
-    /// earlier plugin left out (and reported once).
+    /// the first one still starting, and every ready MCP bridge; names
+    /// clashing with a built-in or an earlier plugin left out (and
+    /// reported once).
     fn publish(&self) {
         let Ok(mut slots) = self.slots.lock() else {
             return;
         };
         let mut names: HashSet<String> = self.taken.iter().cloned().collect();
         let mut offered: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut held = false;
         for slot in slots.iter_mut() {
             if slot.status == Status::Starting {
-                break;
+                held |= !slot.mcp;
+                continue;
+            }
+            if held && !slot.mcp {
+                continue;
             }
             let mut clashed = Vec::new();
             for tool in &slot.tools {
@@ -318,7 +374,7 @@ impl Inner {
                     .is_ok_and(|mut r| r.insert((slot.name.clone(), name.clone())));
                 if first {
                     let why = format!(
-                        "{name}: a built-in tool or an earlier plugin already has this name"
+                        "{name}: a built-in tool or an earlier plugin or MCP server already has this name"
                     );
                     self.diagnose(&slot.name, format!("tool rejected: {why}"));
                     if let Status::Ready { tools, rejected } = &mut slot.status {
@@ -335,10 +391,12 @@ impl Inner {
 }
 
 /// The tools a plugin declared that pass their own checks (E-PLUG-10),
-/// and why the others were rejected.
+/// and why the others were rejected; only an MCP bridge (`mcp`) may
+/// offer `mcp__` names.
 fn checked_tools(
     client: &Arc<Client>,
     declared: Vec<Value>,
+    mcp: bool,
 ) -> (Vec<Arc<PluginTool>>, Vec<String>) {
     let mut tools = Vec::new();
     let mut rejected = Vec::new();
@@ -357,6 +415,13 @@ fn checked_tools(
         };
         if let Err(err) = check_tool(&tool.name, &tool.parameters) {
             rejected.push(err.to_string());
+            continue;
+        }
+        if !mcp && tool.name.starts_with("mcp__") {
+            rejected.push(format!(
+                "{}: names starting with mcp__ are reserved for MCP servers",
+                tool.name
+            ));
             continue;
         }
         if !seen.insert(tool.name.clone()) {
@@ -392,6 +457,16 @@ impl ToolSource for PluginSet {
 
     fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         let mut starting = self.inner.starting.subscribe();
+        Box::pin(async move {
+            let _ = starting.wait_for(|n| *n == 0).await;
+        })
+    }
+
+    /// The MCP bridges: a model is meant to see a server's tools from the
+    /// first request, and servers take hundreds of milliseconds to start
+    /// (node, python), where plugins take a few.
+    fn awaited(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        let mut starting = self.inner.mcp_starting.subscribe();
         Box::pin(async move {
             let _ = starting.wait_for(|n| *n == 0).await;
         })

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::MAX_RESULT;
 use crate::client::Client;
-use crate::error::PluginError;
+use crate::error::{PluginError, who};
 
 /// One tool of a running plugin.
 pub struct PluginTool {
@@ -74,7 +74,7 @@ impl Tool for PluginTool {
         let call = tokio::spawn(Arc::clone(&self.client).call(TOOL_EXECUTE, params));
         Box::pin(async move {
             let answer = tokio::select! {
-                joined = call => joined.map_err(|e| ToolError(format!("the call to plugin {} was lost: {e}", self.plugin())))?,
+                joined = call => joined.map_err(|e| ToolError(format!("the call to {} was lost: {e}", who(self.plugin()))))?,
                 () = ctx.cancel.cancelled() => return Err(ToolError("Operation aborted".to_owned())),
             };
             let result = match answer {
@@ -103,8 +103,8 @@ impl Tool for PluginTool {
                 Err(why) => {
                     self.client.fail(&why).await;
                     return Err(ToolError(format!(
-                        "plugin {} stopped: {why}; its tools are no longer available",
-                        self.plugin()
+                        "{} stopped: {why}; its tools are no longer available",
+                        who(self.plugin())
                     )));
                 }
             };

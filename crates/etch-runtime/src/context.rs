@@ -48,6 +48,7 @@ impl Context {
         // must not pass for the built-in under --read-only.
         let plugins = Arc::new(PluginSet::start(
             &place.config.plugins,
+            &crate::mcp::bridge_entries(&place.config.mcp_servers, &etch_exe()),
             &place.cwd,
             builtin::ALL.iter().map(|n| (*n).to_owned()).collect(),
         ));
@@ -98,6 +99,12 @@ impl Context {
             etch_prompt::load_skill_body(skill).map_err(|e| OpenError::Failed(e.to_string()))?;
         Ok(etch_prompt::expand_skill(skill, &body, prompt))
     }
+}
+
+/// The running etch executable, which serves as the MCP bridge; when
+/// it cannot be found, plain `etch` from PATH.
+pub fn etch_exe() -> std::path::PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| "etch".into())
 }
 
 /// The pinned prompt for `tools` in `place`, dated today (local time).

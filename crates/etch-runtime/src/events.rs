@@ -66,7 +66,11 @@ pub fn line_notice(line: &str) -> Option<String> {
         let event: serde_json::Value = serde_json::from_str(line).ok()?;
         let data: etch_session::PluginDiagnosticData =
             serde_json::from_value(event.get("data")?.clone()).ok()?;
-        return Some(format!("plugin {}: {}", data.plugin, data.message));
+        return Some(format!(
+            "{}: {}",
+            etch_plugins::who(&data.plugin),
+            data.message
+        ));
     }
     if !line.contains("\"type\":\"hook.run\"") {
         return None;

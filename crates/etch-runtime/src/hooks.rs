@@ -42,8 +42,9 @@ pub fn load(place: &Place) -> Result<Hooks, OpenError> {
 /// running.
 pub fn check_trust(place: &Place) -> Result<(), OpenError> {
     let config = &place.config;
-    let runs_nothing =
-        config.hooks.iter().all(|h| h.disabled) && config.plugins.iter().all(|p| p.disabled);
+    let runs_nothing = config.hooks.iter().all(|h| h.disabled)
+        && config.plugins.iter().all(|p| p.disabled)
+        && config.mcp_servers.iter().all(|s| s.disabled);
     if runs_nothing {
         return Ok(());
     }
@@ -51,7 +52,7 @@ pub fn check_trust(place: &Place) -> Result<(), OpenError> {
     if !projects.is_empty() {
         let Some(home) = place.home.as_deref() else {
             return Err(OpenError::Failed(format!(
-                "{} defines hooks or plugins, but HOME is not set, so etch cannot know whether you trusted them; set HOME or remove them",
+                "{} defines hooks, plugins or MCP servers, but HOME is not set, so etch cannot know whether you trusted them; set HOME or remove them",
                 projects[0].display()
             )));
         };
@@ -63,7 +64,7 @@ pub fn check_trust(place: &Place) -> Result<(), OpenError> {
                 TrustState::Changed => "changed since you trusted them",
             };
             return Err(OpenError::Failed(format!(
-                "the hooks and plugins in {} {why}, so etch will not run them; review what they run with `etch trust` in {}, then trust exactly that with `etch trust --yes`",
+                "the hooks, plugins and MCP servers in {} {why}, so etch will not run them; review what they run with `etch trust` in {}, then trust exactly that with `etch trust --yes`",
                 file.display(),
                 place.cwd.display()
             )));

@@ -17,6 +17,7 @@ pub mod error;
 pub mod events;
 pub mod hooks;
 pub mod host;
+pub mod mcp;
 pub mod paths;
 pub mod provider;
 pub mod queue;

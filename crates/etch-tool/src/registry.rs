@@ -25,6 +25,13 @@ pub trait ToolSource: Send + Sync {
     /// Waits until nothing is starting any more.
     fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 
+    /// What a run's first request waits for (bounded by the loop): the
+    /// starting parts whose tools the model is meant to see from the
+    /// first request on. Nothing, unless a source says otherwise.
+    fn awaited(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::ready(()))
+    }
+
     /// What went wrong since the last call (a plugin that would not start,
     /// one that died), as (source name, message); each is returned once.
     fn diagnostics(&self) -> Vec<(String, String)>;

@@ -301,6 +301,13 @@ pub enum Command {
         after_help = "Examples:\n  etch plugins list\n  etch plugins check"
     )]
     Plugins(crate::plugins_cmd::PluginsCommand),
+    /// List the configured MCP servers ([[mcp.servers]]) with their state
+    /// and tools, or start one to check it without a model.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  etch mcp list\n  etch mcp check git"
+    )]
+    Mcp(crate::mcp_cmd::McpCommand),
     /// Show what this project's .etch/config.toml would run (its hooks
     /// and plugins) and whether you trusted exactly that; --yes trusts
     /// it. Project entries do not run until trusted; your own
@@ -430,6 +437,7 @@ impl Command {
             Self::Tool(_) => "tool",
             Self::Hooks(_) => "hooks",
             Self::Plugins(_) => "plugins",
+            Self::Mcp(_) => "mcp",
             Self::Trust { .. } => "trust",
             Self::Auth(_) => "auth",
             Self::Status { .. } => "status",

@@ -16,6 +16,7 @@ mod exit;
 mod hooks_cmd;
 mod hooks_import;
 mod markdown;
+mod mcp_cmd;
 mod output;
 mod plugins_cmd;
 mod prompt_input;
@@ -108,6 +109,11 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             anyhow::anyhow!("cannot read the current directory: {e}"),
         )
     })?;
+    // The MCP bridge is etch started by etch as a plugin: it reads no
+    // configuration, everything it needs is in its argument.
+    if let Some(Command::Mcp(mcp_cmd::McpCommand::Bridge { spec })) = &command {
+        return runtime()?.block_on(mcp_cmd::bridge(spec));
+    }
     let command = if let Some(command) = command {
         Some(cli::absorb_outer(command, &outer, &positional_prompt)?)
     } else {
@@ -174,6 +180,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Tool(command)) => runtime()?.block_on(tool_cmd::run(&place.cwd, command)),
         Some(Command::Hooks(command)) => runtime()?.block_on(hooks_cmd::run(&place, command)),
         Some(Command::Plugins(command)) => runtime()?.block_on(plugins_cmd::run(&place, command)),
+        Some(Command::Mcp(command)) => runtime()?.block_on(mcp_cmd::run(&place, command)),
         Some(Command::Trust { yes }) => trust_cmd::run(&place, yes),
         Some(Command::Resume {
             last,

@@ -3,16 +3,20 @@
 //! run) to show the tools each offers; `check` adds each tool's
 //! description and what etch rejected, and fails when a plugin does not
 //! start, so a plugin can be debugged without a model. Starting and
-//! talking to plugins is `etch_plugins`; this module only prints.
+//! talking to plugins is `etch_plugins`; this module only prints. `etch
+//! mcp` reports its servers through the same functions.
 
 use std::fmt::Write as _;
-use std::time::Instant;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use clap::Subcommand;
+use etch_config::PluginEntry;
 use etch_config::trust::{TrustState, TrustStore, project_files};
 use etch_plugins::{PluginSet, Status};
-use etch_tool::{Access, ToolSource};
+use etch_tool::{Access, Tool, ToolSource};
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::exit::{self, Failure};
 use crate::run::Place;
@@ -36,13 +40,54 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
         );
         return Ok(());
     }
-    let home = place.home.as_deref();
-    let projects = project_files(config, home);
-    let store = home
+    let (runnable, origins) = gate(place, &config.plugins);
+    let started = Instant::now();
+    let set = PluginSet::start(&runnable, &[], &place.cwd, builtins());
+    let (statuses, tools) = settled(&set).await;
+    let check = matches!(command, PluginsCommand::Check);
+    let rows: Vec<Row<'_>> = config
+        .plugins
+        .iter()
+        .zip(origins)
+        .zip(statuses)
+        .map(|((entry, origin), (_, status))| Row {
+            name: entry.name.clone(),
+            what: format!("{} · timeout {} s", entry.command, entry.timeout_seconds),
+            disabled: entry.disabled,
+            origin,
+            source: &entry.source,
+            status,
+        })
+        .collect();
+    report(
+        place,
+        &rows,
+        &tools,
+        check,
+        check.then(|| started.elapsed()),
+    )
+}
+
+/// The built-in tool names, which no plugin may take.
+pub fn builtins() -> Vec<String> {
+    etch_tools::builtin::ALL
+        .iter()
+        .map(|n| (*n).to_owned())
+        .collect()
+}
+
+/// `entries` with the untrusted project ones switched off (listed,
+/// never started), and where each comes from (`user` or `project,
+/// <trust>`).
+pub fn gate(place: &Place, entries: &[PluginEntry]) -> (Vec<PluginEntry>, Vec<String>) {
+    let config = &place.config;
+    let projects = project_files(config, place.home.as_deref());
+    let store = place
+        .home
+        .as_deref()
         .and_then(|h| TrustStore::load(h).ok())
         .unwrap_or_default();
-    // Untrusted project plugins are listed, never started.
-    let mut runnable = config.plugins.clone();
+    let mut runnable = entries.to_vec();
     let mut origins = Vec::new();
     for entry in &mut runnable {
         let origin = if projects.contains(&entry.source) {
@@ -56,23 +101,50 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
         };
         origins.push(origin);
     }
-    let builtins: Vec<String> = etch_tools::builtin::ALL
-        .iter()
-        .map(|n| (*n).to_owned())
-        .collect();
-    let started = Instant::now();
-    let set = PluginSet::start(&runnable, &place.cwd, builtins);
+    (runnable, origins)
+}
+
+/// Waits for every plugin in `set` to settle, then stops them all; their
+/// statuses and the tools they offered.
+pub async fn settled(set: &PluginSet) -> (Vec<(String, Status)>, Vec<Arc<dyn Tool>>) {
     set.settle().await;
-    let elapsed = started.elapsed();
     let statuses = set.statuses();
     let tools = set.ready();
     set.shutdown().await;
-    let check = matches!(command, PluginsCommand::Check);
+    (statuses, tools)
+}
+
+/// One configured plugin or server, as reported.
+pub struct Row<'a> {
+    /// Its name.
+    pub name: String,
+    /// What it runs, and its timeout.
+    pub what: String,
+    /// Whether its entry says `disabled = true`.
+    pub disabled: bool,
+    /// `user` or `project, <trust>`.
+    pub origin: String,
+    /// The file declaring it.
+    pub source: &'a Path,
+    /// Where it stands.
+    pub status: Status,
+}
+
+/// Prints `rows` with the `tools` they offered (descriptions and what
+/// was rejected when `check`, and the time it took when given); with
+/// `check`, fails when one did not run.
+pub fn report(
+    place: &Place,
+    rows: &[Row<'_>],
+    tools: &[Arc<dyn Tool>],
+    check: bool,
+    elapsed: Option<Duration>,
+) -> Result<(), Failure> {
     let mut out = String::new();
     let mut failed = false;
-    for ((entry, origin), (_, status)) in config.plugins.iter().zip(&origins).zip(&statuses) {
-        let state = match status {
-            Status::Disabled if entry.disabled => "disabled".to_owned(),
+    for row in rows {
+        let state = match &row.status {
+            Status::Disabled if row.disabled => "disabled".to_owned(),
             Status::Disabled => {
                 failed = true;
                 "not run: not trusted (review with etch trust)".to_owned()
@@ -86,17 +158,16 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
         };
         let _ = writeln!(
             out,
-            "{}  {state}\n  {} · timeout {} s · {} · {}",
-            entry.name,
-            entry.command,
-            entry.timeout_seconds,
-            origin,
-            entry.source.display()
+            "{}  {state}\n  {} · {} · {}",
+            row.name,
+            row.what,
+            row.origin,
+            row.source.display()
         );
         if let Status::Ready {
             tools: names,
             rejected,
-        } = status
+        } = &row.status
         {
             for name in names {
                 let tool = tools.iter().find(|t| t.spec().name == *name);
@@ -119,7 +190,7 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
             }
         }
     }
-    if check {
+    if let Some(elapsed) = elapsed {
         let _ = writeln!(out, "started and stopped in {} ms", elapsed.as_millis());
     }
     crate::output::print_text(&out);

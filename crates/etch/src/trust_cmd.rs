@@ -56,6 +56,25 @@ pub fn run(place: &Place, yes: bool) -> Result<(), Failure> {
                 );
                 continue;
             }
+            if entry["kind"] == "mcp server" {
+                let args: Vec<&str> = entry["args"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+                    .unwrap_or_default();
+                let reached = match entry["url"].as_str().filter(|u| !u.is_empty()) {
+                    Some(url) => url.to_owned(),
+                    None => std::iter::once(command)
+                        .chain(args)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                };
+                let _ = writeln!(
+                    out,
+                    "  mcp server {}: {reached}{disabled}",
+                    entry["name"].as_str().unwrap_or("")
+                );
+                continue;
+            }
             let matcher = entry["matcher"]
                 .as_str()
                 .filter(|m| !m.trim().is_empty())

@@ -2,7 +2,7 @@
 //! broken files, `--effective` and path resolution.
 
 use super::*;
-use crate::config::HookEntry;
+use crate::config::{HookEntry, McpServerEntry};
 
 /// A temporary home with a user file and a project with its own file.
 struct Fixture {
@@ -246,7 +246,7 @@ fn effective_toml_round_trips_with_provenance() {
     );
     let root = toml::Value::Table(parsed.clone());
     for key in crate::schema_keys() {
-        if ["hooks.", "plugins.", "subagents.profile."]
+        if ["hooks.", "plugins.", "subagents.profile.", "mcp.servers."]
             .iter()
             .any(|array| key.starts_with(array))
         {
@@ -323,4 +323,133 @@ fn resolve_path_uses_project_root() {
         loaded.resolve_path(&fixture.nested, "s"),
         fixture.nested.join("s")
     );
+}
+
+/// `[[mcp.servers]]` entries build with their defaults, user entries first,
+/// and `--effective` shows them so they load back unchanged.
+#[test]
+fn mcp_servers_build_and_show() {
+    let fixture = Fixture::new(
+        Some("[[mcp.servers]]\nname = \"docs\"\nurl = \"https://mcp.example.com/mcp\"\n"),
+        Some(
+            "[[mcp.servers]]\nname = \"git\"\ncommand = \"mcp-server-git\"\n\
+             args = [\"--repository\", \".\"]\nenv = [\"GIT_CONFIG_GLOBAL\"]\n\
+             enabled_tools = [\"git_status\"]\n\
+             [[mcp.servers]]\nname = \"remote\"\nurl = \"http://127.0.0.1:9/mcp\"\n\
+             headers = [\"X-Team: ${TEAM}\"]\nbearer_token_env = \"REMOTE_TOKEN\"\n\
+             timeout_seconds = 5\ndisabled = true\ndisabled_tools = [\"drop\"]\n",
+        ),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
+    let servers = &loaded.config.mcp_servers;
+    assert_eq!(
+        servers[0],
+        McpServerEntry {
+            name: "docs".into(),
+            command: String::new(),
+            args: Vec::new(),
+            url: "https://mcp.example.com/mcp".into(),
+            headers: Vec::new(),
+            bearer_token_env: String::new(),
+            env: Vec::new(),
+            timeout_seconds: 30,
+            disabled: false,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            source: fixture.user_file(),
+        }
+    );
+    assert_eq!(
+        servers[1],
+        McpServerEntry {
+            name: "git".into(),
+            command: "mcp-server-git".into(),
+            args: vec!["--repository".into(), ".".into()],
+            url: String::new(),
+            headers: Vec::new(),
+            bearer_token_env: String::new(),
+            env: vec!["GIT_CONFIG_GLOBAL".into()],
+            timeout_seconds: 30,
+            disabled: false,
+            enabled_tools: Some(vec!["git_status".into()]),
+            disabled_tools: Vec::new(),
+            source: fixture.project_file(),
+        }
+    );
+    assert_eq!(servers[2].headers, ["X-Team: ${TEAM}"]);
+    assert_eq!(servers[2].bearer_token_env, "REMOTE_TOKEN");
+    assert_eq!(servers[2].timeout_seconds, 5);
+    assert!(servers[2].disabled);
+    assert_eq!(servers[2].disabled_tools, ["drop"]);
+
+    let text = loaded.effective_toml();
+    let project = fixture.project_file().display().to_string();
+    assert!(
+        text.contains(&format!("[[mcp.servers]]  # from {project}\n")),
+        "{text}"
+    );
+    let parsed: toml::Table =
+        toml::from_str(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let shown = parsed["mcp"]["servers"].as_array().expect("servers");
+    assert_eq!(shown.len(), 3);
+    assert!(shown[0].get("command").is_none(), "{text}");
+    assert!(shown[1].get("url").is_none(), "{text}");
+    // What --effective prints loads back to the same entries.
+    let temp = tempfile::tempdir().expect("tempdir");
+    let again = temp.path().join("effective.toml");
+    fs::write(&again, &text).expect("write");
+    let reloaded = load_files(
+        ConfigFiles {
+            user: None,
+            project: Some(again.clone()),
+        },
+        temp.path(),
+    );
+    assert!(
+        reloaded.diagnostics.is_empty(),
+        "{:#?}",
+        reloaded.diagnostics
+    );
+    let strip = |servers: &[McpServerEntry]| -> Vec<McpServerEntry> {
+        servers
+            .iter()
+            .cloned()
+            .map(|server| McpServerEntry {
+                source: PathBuf::new(),
+                ..server
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip(&reloaded.config.mcp_servers),
+        strip(&loaded.config.mcp_servers)
+    );
+}
+
+/// A broken `[[mcp.servers]]` entry is an error at load (the entry is
+/// dropped, the rest of the file used) and in `config check`.
+#[test]
+fn broken_mcp_server_fails_load_and_check() {
+    let fixture = Fixture::new(
+        None,
+        Some(
+            "[session]\nmax_tool_rounds = 7\n[[mcp.servers]]\nname = \"both\"\n\
+             command = \"srv\"\nurl = \"https://h/mcp\"\n",
+        ),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.has_errors());
+    assert_eq!(loaded.diagnostics.len(), 1);
+    let text = loaded.diagnostics[0].to_string();
+    assert!(
+        text.starts_with(&format!(
+            "{}:6: mcp.servers.url: this [[mcp.servers]] entry has both command and url",
+            fixture.project_file().display()
+        )),
+        "{text}"
+    );
+    assert!(loaded.config.mcp_servers.is_empty());
+    assert_eq!(loaded.config.session.max_tool_rounds, 7);
+    assert!(loaded.strict().has_errors());
 }

@@ -82,7 +82,7 @@ fn unknown_table_lists_valid_tables() {
         only_finding("\n[sesion]\ndir = \"x\"\n"),
         format!(
             "warning: {PATH}:2: sesion: unknown table `sesion`; did you mean `session`?; valid tables: \
-             session, context, provider, openai, prompt, tools, subagents, plugins, hooks"
+             session, context, provider, openai, prompt, tools, subagents, plugins, mcp, hooks"
         )
     );
     assert_eq!(
@@ -369,4 +369,163 @@ fn nested_and_inline_tables() {
         Value::String("responses".into())
     );
     assert_eq!(layer.entries.len(), 1);
+}
+
+/// A valid stdio and a valid HTTP `[[mcp.servers]]` entry join the layer,
+/// under `[mcp]` or inline, and a disabled entry may set neither.
+#[test]
+fn valid_mcp_servers() {
+    let (layer, found) = findings(
+        "[[mcp.servers]]\nname = \"git\"\ncommand = \"mcp-server-git\"\nargs = [\"-r\", \".\"]\n\
+         env = [\"HOME\"]\n\
+         [[mcp.servers]]\nname = \"docs_2\"\nurl = \"https://mcp.example.com/mcp\"\n\
+         headers = [\"X-Team: core\", \"Authorization: Bearer ${DOCS_TOKEN}\"]\n\
+         bearer_token_env = \"DOCS_TOKEN\"\n\
+         [[mcp.servers]]\nname = \"off\"\ndisabled = true\n",
+    );
+    assert!(found.is_empty(), "{found:#?}");
+    let layer = layer.expect("layer");
+    assert_eq!(layer.entries.len(), 3);
+    assert!(
+        layer
+            .entries
+            .iter()
+            .all(|entry| entry.table.name == "mcp.servers" && entry.name == "mcp.servers")
+    );
+
+    let (layer, found) =
+        findings("mcp = { servers = [{ name = \"a-b\", url = \"http://127.0.0.1:8080/mcp\" }] }\n");
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(layer.expect("layer").entries.len(), 1);
+}
+
+/// Each `[[mcp.servers]]` rule names the file, line and key, says what to
+/// do, and drops the entry.
+#[test]
+fn mcp_server_rules() {
+    let cases = [
+        (
+            "[[mcp.servers]]\nname = \"x\"\n",
+            format!(
+                "error: {PATH}:1: mcp.servers.command: an enabled [[mcp.servers]] entry needs \
+                 command (a stdio server) or url (an HTTP server); set disabled = true to keep \
+                 the entry switched off"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncommand = \"srv\"\nurl = \"https://h/mcp\"\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.url: this [[mcp.servers]] entry has both command \
+                 and url; keep command for a stdio server or url for an HTTP server"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"my server\"\ncommand = \"srv\"\n",
+            format!(
+                "error: {PATH}:2: mcp.servers.name: \"my server\" is not a valid server name; use \
+                 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it \
+                 becomes part of tool names"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"ftp://h/mcp\"\n",
+            format!(
+                "error: {PATH}:3: mcp.servers.url: the URL must start with http:// or https:// \
+                 (a Streamable HTTP endpoint)"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"https://h/mcp\"\nargs = [\"-v\"]\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.args: args applies to command servers and this \
+                 entry sets url; remove args, or use command instead of url"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"https://h/mcp\"\nenv = [\"HOME\"]\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.env: env applies to command servers and this \
+                 entry sets url; remove env, or use command instead of url"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncommand = \"srv\"\nheaders = [\"A: b\"]\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.headers: headers applies to url servers and this \
+                 entry sets command; remove headers, or use url instead of command"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncommand = \"srv\"\nbearer_token_env = \"T\"\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.bearer_token_env: bearer_token_env applies to url \
+                 servers and this entry sets command; remove bearer_token_env, or use url \
+                 instead of command"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"https://h\"\nheaders = [\"A: b\", \"No colon\"]\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.headers: item 2 is not \"Name: value\": a non-empty \
+                 name of letters, digits and !#$%&'*+-.^_`|~, a colon, then a value on one line"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"https://h\"\n\
+             headers = [\"authorization: Bearer sk-live-123\"]\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.headers: the authorization header (item 1) puts a \
+                 secret in the config file; use bearer_token_env = \"VAR\" or a ${{VAR}} reference"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"https://h\"\nbearer_token_env = \"1TOKEN\"\n",
+            format!(
+                "error: {PATH}:4: mcp.servers.bearer_token_env: \"1TOKEN\" is not an environment \
+                 variable name; use ASCII letters, digits and `_`, not starting with a digit \
+                 (^[A-Za-z_][A-Za-z0-9_]*$)"
+            ),
+        ),
+        (
+            "[[mcp.servers]]\ncommand = \"srv\"\n",
+            format!(
+                "error: {PATH}:1: mcp.servers.name: every [[mcp.servers]] entry needs a \
+                 non-empty `name`"
+            ),
+        ),
+    ];
+    for (text, expected) in cases {
+        let (layer, found) = findings(text);
+        assert_eq!(found, [expected], "{text}");
+        assert!(layer.expect("layer").entries.is_empty(), "{text}");
+    }
+}
+
+/// A secret in a header is never echoed, and `[mcp]` rejects what is not
+/// `[[mcp.servers]]`.
+#[test]
+fn mcp_server_shapes_and_secrets() {
+    let finding = only_finding(
+        "[[mcp.servers]]\nname = \"x\"\nurl = \"https://h\"\nheaders = [\"X-Api-Key: sk-9\"]\n",
+    );
+    assert!(
+        finding.contains("the X-Api-Key header (item 1) puts a secret"),
+        "{finding}"
+    );
+    assert!(!finding.contains("sk-9"), "{finding}");
+    assert_eq!(
+        only_finding("[mcp]\nservers = 1\n"),
+        format!(
+            "error: {PATH}:2: mcp.servers: expected an array of tables ([[mcp.servers]]), found \
+             an integer"
+        )
+    );
+    let finding = only_finding("[mcp.server]\nname = \"x\"\n");
+    assert!(
+        finding.starts_with(&format!(
+            "warning: {PATH}:1: mcp.server: unknown table `mcp.server`; did you mean \
+             `mcp.servers`?"
+        )),
+        "{finding}"
+    );
 }
