@@ -104,9 +104,10 @@ pub(crate) enum Problem {
         /// How to keep the entry anyway, or empty.
         unless: &'static str,
     },
-    /// An MCP server name outside `^[A-Za-z0-9_-]{1,32}$` (E-CFG-23).
+    /// An MCP server name outside `^[A-Za-z0-9_-]{1,32}$`, or holding
+    /// `__` (E-CFG-23).
     #[error(
-        "{name:?} is not a valid server name; use 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it becomes part of tool names"
+        "{name:?} is not a valid server name; use 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$) without `__`, as it becomes part of tool names (mcp__<name>__<tool>)"
     )]
     BadServerName {
         /// The name as written.

@@ -89,7 +89,11 @@ fn check_form(form: Form, text: &str, item: usize) -> Result<(), Problem> {
             let valid = (1..=32).contains(&text.len())
                 && text
                     .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                // `__` separates the server from the tool in
+                // `mcp__<server>__<tool>`: inside a name it would let two
+                // servers' tools share a name.
+                && !text.contains("__");
             if valid {
                 Ok(())
             } else {

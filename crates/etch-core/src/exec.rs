@@ -245,12 +245,28 @@ pub async fn run_batch<S: BuildHasher>(
     let mut results: Vec<Option<CallResult>> = vec![None; n];
     let mut pending: Vec<Option<Ready>> = Vec::with_capacity(n);
     observer.agent_event(&AgentEvent::ToolBatchStart { calls });
-    // A call to a tool no one offers yet may be for a plugin still
-    // starting: wait for start-up before calling it unknown.
-    if env.registry.pending() && calls.iter().any(|c| env.registry.get(&c.name).is_none()) {
-        tokio::select! {
-            () = env.registry.settle() => {}
-            () = env.cancel.cancelled() => {}
+    // A call to a tool no one offers yet may be for a plugin or MCP
+    // server still starting: wait for whatever could offer it (only
+    // that one, so a slow server delays only its own tools) before
+    // calling it unknown.
+    if env.registry.pending() {
+        let unknown: Vec<&str> = calls
+            .iter()
+            .filter(|c| env.registry.get(&c.name).is_none())
+            .map(|c| c.name.as_str())
+            .collect();
+        if !unknown.is_empty() {
+            let started = async {
+                for source in env.registry.sources() {
+                    for name in &unknown {
+                        source.settle_for(name).await;
+                    }
+                }
+            };
+            tokio::select! {
+                () = started => {}
+                () = env.cancel.cancelled() => {}
+            }
         }
     }
     for (i, call) in calls.iter().enumerate() {

@@ -9,6 +9,8 @@
 //! first line that is not JSON (rmcp skips such lines silently, and a
 //! server logging to stdout would otherwise look like one that never
 //! answers), and its exit status is at hand.
+//!
+//! This module must not know the plugin protocol or tool names.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -16,10 +18,11 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::ClientInitializeError;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::spec::{ServerSpec, Transport};
@@ -31,9 +34,9 @@ pub type Service = RunningService<RoleClient, ClientConfig>;
 /// it wrote to stdout that was not JSON, and the process itself (killed
 /// when this is dropped).
 #[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<Slips>>, Arc<tokio::sync::watch::Sender<bool>>);
+pub struct Traces(Arc<Mutex<Slips>>, Arc<tokio::sync::watch::Sender<bool>>);
 
-/// The parts of [`StderrTail`].
+/// The parts of [`Traces`].
 #[derive(Default)]
 struct Slips {
     /// Last non-empty stderr line.
@@ -44,7 +47,7 @@ struct Slips {
     child: Option<tokio::process::Child>,
 }
 
-impl StderrTail {
+impl Traces {
     /// `why` with how the process exited, what it wrote to stdout that
     /// was not MCP and its last stderr line, when there are such things.
     pub fn explain(&self, why: String) -> String {
@@ -98,7 +101,7 @@ impl StderrTail {
 }
 
 /// Connects to the server and runs MCP's `initialize`.
-pub async fn connect(spec: &ServerSpec, tail: &StderrTail) -> Result<Service, String> {
+pub async fn connect(spec: &ServerSpec, tail: &Traces) -> Result<Service, String> {
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("etch", env!("CARGO_PKG_VERSION")),
@@ -155,7 +158,7 @@ pub async fn connect(spec: &ServerSpec, tail: &StderrTail) -> Result<Service, St
             client
                 .serve(transport)
                 .await
-                .map_err(|e| format!("{url}: {}", http_error(&e.to_string())))
+                .map_err(|e| format!("{url}: {}", http_init_error(&e)))
         }
     }
 }
@@ -180,24 +183,50 @@ fn init_error(text: &str) -> String {
     }
 }
 
-/// A plainer word for rmcp's HTTP errors: what the status means for
-/// the user, else rmcp's own words without its type names.
-pub fn http_error(text: &str) -> String {
-    let lower = text.to_ascii_lowercase();
-    if lower.contains("401") || lower.contains("auth required") || lower.contains("unauthorized") {
-        "the server refused etch (401 Unauthorized): set bearer_token_env to a variable holding a token, or an Authorization header with ${VAR}".to_owned()
-    } else if lower.contains("403") {
+/// Why an HTTP server could not be initialized, saying what to do
+/// about the statuses a user can fix.
+fn http_init_error(err: &ClientInitializeError) -> String {
+    if err.auth_challenge().is_some() {
+        return UNAUTHORIZED.to_owned();
+    }
+    http_status(&err.to_string())
+}
+
+/// What a 401 means for the user.
+const UNAUTHORIZED: &str = "the server refused etch (401 Unauthorized): set bearer_token_env to a variable holding a token, or an Authorization header with ${VAR}";
+
+/// A failed request to a server, in plain words: for an HTTP server the
+/// statuses a user can fix, else rmcp's own words without its type
+/// names.
+pub fn service_error(transport: &Transport, err: &ServiceError) -> String {
+    let text = err.to_string();
+    match transport {
+        Transport::Http { .. } => http_status(&text),
+        Transport::Stdio { .. } => plain(&text),
+    }
+}
+
+/// rmcp's text for an HTTP failure, with the status it reports (as
+/// `HTTP <code>`) explained.
+fn http_status(text: &str) -> String {
+    if text.contains("HTTP 401") || text.contains("Auth required") {
+        UNAUTHORIZED.to_owned()
+    } else if text.contains("HTTP 403") {
         "the server refused etch (403 Forbidden): the token lacks access".to_owned()
-    } else if lower.contains("404") {
+    } else if text.contains("HTTP 404") {
         "no MCP endpoint there (404 Not Found): check url".to_owned()
     } else {
-        // "Send message error Transport [rmcp::…<…>] error: what, when
-        // doing" → "what (doing)".
-        let what = text.rsplit_once("] error: ").map_or(text, |(_, what)| what);
-        match what.rsplit_once(", when ") {
-            Some((what, when)) => format!("{what} ({when})"),
-            None => what.to_owned(),
-        }
+        plain(text)
+    }
+}
+
+/// rmcp's words without its type names: "Send message error Transport
+/// [rmcp::…<…>] error: what, when doing" becomes "what (doing)".
+fn plain(text: &str) -> String {
+    let what = text.rsplit_once("] error: ").map_or(text, |(_, what)| what);
+    match what.rsplit_once(", when ") {
+        Some((what, when)) => format!("{what} ({when})"),
+        None => what.to_owned(),
     }
 }
 
@@ -240,7 +269,7 @@ fn expand(text: &str) -> Result<String, String> {
 }
 
 /// Copies a server's stderr to the bridge's, keeping the last line.
-async fn forward_stderr(stderr: tokio::process::ChildStderr, tail: StderrTail) {
+async fn forward_stderr(stderr: tokio::process::ChildStderr, tail: Traces) {
     let mut lines = BufReader::new(stderr).lines();
     let mut out = tokio::io::stderr();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -260,7 +289,7 @@ async fn forward_stderr(stderr: tokio::process::ChildStderr, tail: StderrTail) {
 async fn filter_stdout(
     stdout: tokio::process::ChildStdout,
     mut sink: tokio::io::DuplexStream,
-    tail: StderrTail,
+    tail: Traces,
 ) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -307,10 +336,17 @@ mod tests {
 
     #[test]
     fn http_statuses_say_what_to_do() {
-        assert!(http_error("Auth required").contains("bearer_token_env"));
-        assert!(http_error("unexpected status 404").contains("check url"));
+        assert!(http_status("error: Auth required, when x").contains("bearer_token_env"));
+        assert!(
+            http_status("unexpected server response: HTTP 404 Not Found").contains("check url")
+        );
+        // A port or a line number is not a status.
         assert_eq!(
-            http_error("Send message error Transport [a::B<c::D>] error: it broke, when send x"),
+            http_status("connection refused for url (http://127.0.0.1:4010/mcp)"),
+            "connection refused for url (http://127.0.0.1:4010/mcp)"
+        );
+        assert_eq!(
+            plain("Send message error Transport [a::B<c::D>] error: it broke, when send x"),
             "it broke (send x)"
         );
     }

@@ -2,8 +2,12 @@
 //! type renames never reach this logic: a tool becomes a plugin tool
 //! (its schema passed through, `read_only` when the server's annotation
 //! says so, else serial), a `tools/call` result becomes text content with
-//! `isError` kept, its structured content when it has no text. Images, audio and binary resources become a text
-//! placeholder, since etch's tool results are text for now.
+//! `isError` kept, its structured content when it has no text. Images,
+//! audio and binary resources become a text placeholder, since etch's
+//! tool results are text for now.
+//!
+//! This module must not know how the server is reached or how the
+//! answer travels to etch.
 
 use std::fmt::Write as _;
 

@@ -1,4 +1,6 @@
 //! How the bridge itself fails before it can speak the protocol.
+//! A server's own failures are not here: they are answers to etch,
+//! sentences naming the server.
 
 /// A bridge that could not run.
 #[derive(Debug, thiserror::Error)]

@@ -4,6 +4,8 @@
 //! or that two server tools would share after the replacement, keeps a
 //! prefix and ends in a hash of the server's own tool name, so the same
 //! tool list always maps to the same names, whatever order it comes in.
+//!
+//! This module must not know MCP or how names are used: it maps strings.
 
 use std::collections::HashMap;
 

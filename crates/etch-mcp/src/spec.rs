@@ -1,6 +1,8 @@
 //! What etch tells a bridge about its server: one JSON argument built
 //! from a `[[mcp.servers]]` entry. Both ends are the same etch build, so
 //! this is not a public format.
+//!
+//! This module must not know the configuration file it was built from.
 
 use serde::{Deserialize, Serialize};
 

@@ -226,7 +226,7 @@ fn answer(plugin: &Plugin, request: PluginRequest) -> PluginResponse {
     let fail = |message: String| PluginResponse {
         id: id.clone(),
         result: None,
-        error: Some(PluginError { message }),
+        error: Some(PluginError::new(message)),
     };
     let result = match request.method.as_str() {
         INITIALIZE => serde_json::to_value(InitializeResult {

@@ -75,12 +75,7 @@ impl Client {
         let result = match Arc::clone(&client).call(INITIALIZE, params).await {
             Ok(result) => result,
             Err(PluginError::Answered(message)) => {
-                // An MCP bridge's refusal is already the whole story.
-                let why = if name.starts_with(crate::MCP_PREFIX) {
-                    message
-                } else {
-                    format!("it refused initialize: {message}")
-                };
+                let why = format!("it refused initialize: {message}");
                 client.fail(&why).await;
                 return Err(PluginError::Fatal {
                     plugin: name.to_owned(),
@@ -147,6 +142,11 @@ impl Client {
             }
         };
         match (answer.result, answer.error) {
+            (_, Some(error)) if error.fatal => {
+                process.kill();
+                *lane = None;
+                Err(self.set_stopped(error.message))
+            }
             (_, Some(error)) => Err(PluginError::Answered(error.message)),
             (Some(result), None) => Ok(result),
             (None, None) => {

@@ -171,6 +171,24 @@ impl PluginSet {
         });
         let runtime = tokio::runtime::Handle::try_current();
         for (index, (entry, mcp)) in entries.iter().enumerate().filter(|(_, (e, _))| !e.disabled) {
+            if let Some((earlier, _)) = entries[..index]
+                .iter()
+                .find(|(e, m)| e.name == entry.name && m == mcp && !e.disabled)
+            {
+                let what = if *mcp {
+                    "[[mcp.servers]]"
+                } else {
+                    "[[plugins]]"
+                };
+                inner.settle(
+                    index,
+                    Err(format!(
+                        "another {what} entry (in {}) has the same name; rename one of them",
+                        earlier.source.display()
+                    )),
+                );
+                continue;
+            }
             if !mcp && entry.name.starts_with(MCP_PREFIX) {
                 inner.settle(
                     index,
@@ -262,7 +280,7 @@ async fn start_one(
     for name in refused {
         inner.diagnose(
             &entry.name,
-            format!("its env allowlist names {name}, a model credential; plugins and MCP servers never get credentials, so it was left out"),
+            format!("{name} is a model credential; plugins and MCP servers never get credentials, so it was left out"),
         );
     }
     let timeout = Duration::from_secs(entry.timeout_seconds.max(1));
@@ -277,6 +295,20 @@ async fn start_one(
 }
 
 impl Inner {
+    /// Whether a slot still starting could offer tool `name`.
+    fn could_still_offer(&self, name: &str) -> bool {
+        let Ok(slots) = self.slots.lock() else {
+            return false;
+        };
+        slots
+            .iter()
+            .filter(|s| s.status == Status::Starting)
+            .any(|s| match s.name.strip_prefix(MCP_PREFIX) {
+                Some(server) if s.mcp => name.starts_with(&format!("mcp__{server}__")),
+                _ => !name.starts_with("mcp__"),
+            })
+    }
+
     /// Records a diagnostic for `plugin`.
     fn diagnose(&self, plugin: &str, message: String) {
         if let Ok(mut list) = self.diagnostics.lock() {
@@ -459,6 +491,18 @@ impl ToolSource for PluginSet {
         let mut starting = self.inner.starting.subscribe();
         Box::pin(async move {
             let _ = starting.wait_for(|n| *n == 0).await;
+        })
+    }
+
+    /// Tools named `mcp__<server>__…` can only come from that server's
+    /// bridge; any other name only from a plugin. Waits for those.
+    fn settle_for(&self, name: &str) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        let name = name.to_owned();
+        let mut starting = self.inner.starting.subscribe();
+        Box::pin(async move {
+            let _ = starting
+                .wait_for(|_| !self.inner.could_still_offer(&name))
+                .await;
         })
     }
 

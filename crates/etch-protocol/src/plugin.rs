@@ -60,6 +60,21 @@ pub struct PluginError {
     /// What went wrong, for the model or the user.
     #[serde(default)]
     pub message: String,
+    /// The plugin cannot go on (what it serves is gone): etch stops it
+    /// after this answer and withdraws its tools at once. Optional, so
+    /// 0.1.0 plugins that never send it are unchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fatal: bool,
+}
+
+impl PluginError {
+    /// An ordinary failure of the request.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            fatal: false,
+        }
+    }
 }
 
 /// `initialize` parameters.
@@ -190,5 +205,21 @@ mod tests {
         let tool: PluginTool =
             serde_json::from_value(json!({"name":"t","parameters":{"type":"object"}})).unwrap();
         assert_eq!(tool.parallel_safety, ParallelSafety::Serial);
+        // `fatal` is optional both ways: absent means false, and false is
+        // not written.
+        let error: PluginError = serde_json::from_value(json!({"message":"m"})).unwrap();
+        assert_eq!(error, PluginError::new("m"));
+        assert_eq!(
+            serde_json::to_value(&error).unwrap(),
+            json!({"message":"m"})
+        );
+        let fatal = PluginError {
+            message: "gone".into(),
+            fatal: true,
+        };
+        assert_eq!(
+            serde_json::to_value(&fatal).unwrap(),
+            json!({"message":"gone","fatal":true})
+        );
     }
 }

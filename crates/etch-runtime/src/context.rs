@@ -39,8 +39,9 @@ impl Context {
     /// Builds the tools `settings` ask for and the prompt for them in
     /// `place`; the assembly's diagnostics are in `assembled.diagnostics`.
     /// Project hooks the user has not trusted refuse the build.
-    /// Plugins start here, in the background: a run does not wait for
-    /// them until the model calls a tool no one offers yet.
+    /// Plugins and MCP servers start here, in the background: a run's
+    /// first request waits (briefly) only for MCP servers, and a call to
+    /// a tool no one offers yet waits for whatever could offer it.
     pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
         let mut tools = active_tools(settings, &place.config)?;

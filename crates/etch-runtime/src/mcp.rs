@@ -15,6 +15,21 @@ use etch_config::{McpServerEntry, PluginEntry};
 use etch_mcp::{ServerSpec, Transport};
 use etch_plugins::MCP_PREFIX;
 
+/// Variables an HTTP bridge needs to reach a server through the user's
+/// proxy and certificate set-up.
+const NETWORK_ENV: [&str; 10] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
 /// Seconds the plugin deadline adds to the bridge's own.
 const BACKSTOP_SECONDS: u64 = 5;
 
@@ -53,6 +68,10 @@ fn bridge_entry(server: &McpServerEntry, exe: &Path) -> PluginEntry {
         env.push(server.bearer_token_env.clone());
     }
     env.extend(server.headers.iter().flat_map(|h| referenced(h)));
+    if !server.url.is_empty() {
+        // An HTTP server is reached the way the user's network is set up.
+        env.extend(NETWORK_ENV.iter().map(|v| (*v).to_owned()));
+    }
     PluginEntry {
         name: format!("{MCP_PREFIX}{}", server.name),
         command: format!(
@@ -147,6 +166,7 @@ mod tests {
         s.headers = vec!["X-Team: ${TEAM} and ${ORG}".into()];
         s.bearer_token_env = "TOKEN".into();
         let entry = bridge_entry(&s, Path::new("etch"));
-        assert_eq!(entry.env, ["TOKEN", "TEAM", "ORG"]);
+        assert_eq!(entry.env[..3], ["TOKEN", "TEAM", "ORG"]);
+        assert!(entry.env.contains(&"HTTPS_PROXY".to_owned()));
     }
 }

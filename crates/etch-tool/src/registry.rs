@@ -25,6 +25,13 @@ pub trait ToolSource: Send + Sync {
     /// Waits until nothing is starting any more.
     fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 
+    /// Waits until whatever could still offer tool `name` has started;
+    /// by default, until nothing is starting.
+    fn settle_for(&self, name: &str) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        let _ = name;
+        self.settle()
+    }
+
     /// What a run's first request waits for (bounded by the loop): the
     /// starting parts whose tools the model is meant to see from the
     /// first request on. Nothing, unless a source says otherwise.

@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Subcommand;
@@ -16,7 +17,6 @@ use etch_config::trust::{TrustState, TrustStore, project_files};
 use etch_plugins::{PluginSet, Status};
 use etch_tool::{Access, Tool, ToolSource};
 use serde_json::Value;
-use std::sync::Arc;
 
 use crate::exit::{self, Failure};
 use crate::run::Place;

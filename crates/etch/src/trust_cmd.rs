@@ -73,6 +73,19 @@ pub fn run(place: &Place, yes: bool) -> Result<(), Failure> {
                     "  mcp server {}: {reached}{disabled}",
                     entry["name"].as_str().unwrap_or("")
                 );
+                // What it is given decides which secrets reach it.
+                for (key, label) in [("env", "gets variables"), ("headers", "sends headers")] {
+                    let items: Vec<&str> = entry[key]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+                        .unwrap_or_default();
+                    if !items.is_empty() {
+                        let _ = writeln!(out, "    {label}: {}", items.join(", "));
+                    }
+                }
+                if let Some(var) = entry["bearerTokenEnv"].as_str().filter(|v| !v.is_empty()) {
+                    let _ = writeln!(out, "    sends the token in ${var}");
+                }
                 continue;
             }
             let matcher = entry["matcher"]

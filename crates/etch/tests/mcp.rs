@@ -436,12 +436,14 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
         fixture(&ws, "noisy", "garbage", "timeout_seconds = 1"),
         fixture(&ws, "schema", "bad-schema", ""),
         fixture(&ws, "dies", "die-call", ""),
+        fixture(&ws, "ok", "ok", "disabled_tools = [\"secret\"]"),
         fixture(
             &ws,
+            "slow",
             "ok",
-            "ok",
-            "timeout_seconds = 1\ndisabled_tools = [\"secret\"]",
+            "timeout_seconds = 2\nenabled_tools = [\"hang\"]",
         ),
+        fixture(&ws, "ok", "ok", ""),
     ]
     .concat();
     ws.user_config(&config);
@@ -449,7 +451,7 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
         ("c1", "mcp__ok__echo", r#"{"text":"still here"}"#),
         ("c2", "mcp__ok__echo", r#"{"text":"fail"}"#),
         ("c3", "mcp__dies__echo", r#"{"text":"x"}"#),
-        ("c4", "mcp__ok__hang", "{}"),
+        ("c4", "mcp__slow__hang", "{}"),
     ]);
     let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
@@ -457,16 +459,22 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
     assert_eq!(result_text(&ws, "c2"), "tool error: it failed");
     let died = result_text(&ws, "c3");
     assert!(
-        died.contains("MCP server dies closed the connection during echo")
+        died.starts_with("tool error: MCP server dies stopped: closed the connection during echo")
             && died.contains("exit status: 4")
-            && died.contains("fixture: crashed during a call"),
+            && died.contains("fixture: crashed during a call")
+            && died.ends_with("its tools are no longer available"),
         "{died}"
     );
     let hung = result_text(&ws, "c4");
     assert!(
-        hung.contains("MCP server ok: tool hang did not answer within 1 s"),
+        hung.contains(
+            "MCP server slow: tool hang did not answer within 2 s (the call was cancelled"
+        ),
         "{hung}"
     );
+    // The server that died is withdrawn from the next request.
+    assert!(tool(&tools_of(&server, 1), "mcp__dies__echo").is_none());
+    assert!(tool(&tools_of(&server, 0), "mcp__dies__echo").is_some());
     let said = diagnostics(&ws).join("\n");
     for expected in [
         "mcp:ghost: could not start etch-test-no-such-server: no such program",
@@ -476,6 +484,8 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
         "mcp:noisy: did not finish starting",
         "it wrote \"Server ready on stdio (this is a log line, not JSON)\" to stdout",
         "mcp:schema: tool rejected: tool \"mcp__schema__stringly\" has parameters that are not a JSON object schema",
+        "mcp:schema: tool rejected: tool \"mcp__schema__truthy\" has parameters that are not a JSON object schema",
+        "mcp:ok: another [[mcp.servers]] entry (in ",
         "check it with etch mcp check ghost",
     ] {
         assert!(said.contains(expected), "missing {expected:?} in\n{said}");
@@ -489,6 +499,7 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
     // Names that collide after mapping get distinct names; a long one is
     // cut to 64 characters; a disabled one is not offered.
     let tools = tools_of(&server, 0);
+    assert!(tool(&tools, "mcp__schema__echo").is_some());
     let dotted = tools
         .iter()
         .find(|t| t["function"]["description"] == "(MCP tool \"a.b\") Dotted.")
@@ -515,7 +526,7 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
             .any(|n| n.len() == 64 && n.starts_with("mcp__ok__xxx"))
     );
     assert!(!ok.contains(&"mcp__ok__secret"));
-    for name in ["quits", "mute", "noisy", "schema", "dies", "ok"] {
+    for name in ["quits", "mute", "noisy", "schema", "dies", "ok", "slow"] {
         let pid = fixture_pid(&ws, name);
         assert!(process_gone(&pid), "server {name} ({pid}) outlived etch");
     }
@@ -557,7 +568,7 @@ fn bad_http_servers_leave_messages() {
     let dropped = result_text(&ws, "c2");
     assert!(
         dropped.starts_with(&format!(
-            "tool error: MCP server flaky: the connection to http://127.0.0.1:{drop}/mcp dropped during echo"
+            "tool error: MCP server flaky stopped: the connection to http://127.0.0.1:{drop}/mcp dropped during echo"
         )),
         "{dropped}"
     );
@@ -572,10 +583,13 @@ fn bad_http_servers_leave_messages() {
     }
     // The token is never written anywhere.
     let log = std::fs::read_to_string(ws.only_session()).unwrap();
-    assert!(!log.contains("good-token"));
+    for text in [log, out.stdout(), out.stderr()] {
+        assert!(!text.contains("good-token"));
+    }
 }
 
-/// `config check` refuses an entry with both command and url.
+/// `config check` refuses an entry with both command and url, and a
+/// server name holding `__`.
 #[test]
 fn config_check_names_a_bad_server_entry() {
     let ws = Workspace::new();
@@ -584,11 +598,14 @@ fn config_check_names_a_bad_server_entry() {
     );
     let out = ws.run(&["config", "check"]);
     assert_ne!(out.code(), 0);
+    let said = format!("{}{}", out.stdout(), out.stderr());
+    assert!(said.contains("has both command and url"), "{said}");
+    ws.user_config("[[mcp.servers]]\nname = \"a__b\"\ncommand = \"x\"\n");
+    let out = ws.run(&["config", "check"]);
+    assert_ne!(out.code(), 0);
+    let said = format!("{}{}", out.stdout(), out.stderr());
     assert!(
-        out.stderr().contains("has both command and url")
-            || out.stdout().contains("has both command and url"),
-        "{}{}",
-        out.stdout(),
-        out.stderr()
+        said.contains("\"a__b\" is not a valid server name"),
+        "{said}"
     );
 }
