@@ -423,8 +423,8 @@ fn mcp_server_rules() {
             "[[mcp.servers]]\nname = \"my server\"\ncommand = \"srv\"\n",
             format!(
                 "error: {PATH}:2: mcp.servers.name: \"my server\" is not a valid server name; use \
-                 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it \
-                 becomes part of tool names"
+                 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$) without \
+                 `__`, as it becomes part of tool names (mcp__<name>__<tool>)"
             ),
         ),
         (
