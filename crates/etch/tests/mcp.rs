@@ -93,17 +93,6 @@ fn fixture_pid(ws: &Workspace, name: &str) -> String {
     std::fs::read_to_string(ws.home.path().join(format!("{name}.pid"))).unwrap()
 }
 
-/// The text of the result for call `id`.
-fn result_text(ws: &Workspace, id: &str) -> String {
-    jsonl(&ws.only_session())
-        .into_iter()
-        .find(|e| e["type"] == "message.tool" && e["data"]["toolCallId"] == id)
-        .map_or_else(
-            || panic!("no result for {id}"),
-            |e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned(),
-        )
-}
-
 /// The tools of recorded request `n`, by name.
 fn tools_of(server: &FakeServer, n: usize) -> Vec<Value> {
     server.requests()[n].json()["tools"]
@@ -176,18 +165,18 @@ fn everything_over_stdio_answers_a_model_turn() {
     ]);
     let out = ws.run_model(&server, &["-p", "use the tools"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
-    assert_eq!(result_text(&ws, "c1"), "Echo: hi there");
+    assert_eq!(ws.result_text("c1"), "Echo: hi there");
     assert!(
-        result_text(&ws, "c2").contains("42"),
+        ws.result_text("c2").contains("42"),
         "{}",
-        result_text(&ws, "c2")
+        ws.result_text("c2")
     );
-    let image = result_text(&ws, "c3");
+    let image = ws.result_text("c3");
     assert!(
         image.contains("[image (image/png,") && image.contains("left out"),
         "{image}"
     );
-    let weather = result_text(&ws, "c4");
+    let weather = ws.result_text("c4");
     assert!(weather.contains("temperature"), "{weather}");
     // The run's first request waited for the server: the model sees its
     // tools from the start.
@@ -230,7 +219,7 @@ fn everything_over_streamable_http() {
     let server = model(&[("c1", "mcp__web__echo", r#"{"message":"over http"}"#)]);
     let out = ws.run_model(&server, &["-p", "go"], &[("ETCH_TEST_TEAM", "core")]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
-    assert_eq!(result_text(&ws, "c1"), "Echo: over http");
+    assert_eq!(ws.result_text("c1"), "Echo: over http");
 }
 
 /// server-filesystem reads and writes inside its allowed directory and
@@ -269,12 +258,12 @@ fn filesystem_inside_the_allowed_directory_only() {
     ]);
     let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
-    assert_eq!(result_text(&ws, "c1"), "inside text");
+    assert_eq!(ws.result_text("c1"), "inside text");
     assert_eq!(
         std::fs::read_to_string(allowed.join("new.txt")).unwrap(),
         "written by mcp"
     );
-    let refused = result_text(&ws, "c3");
+    let refused = ws.result_text("c3");
     assert!(
         refused.starts_with("tool error: ") && refused.contains("Access denied"),
         "{refused}"
@@ -326,12 +315,12 @@ fn git_server_on_a_temporary_repository() {
     let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
     assert!(
-        result_text(&ws, "c1").contains("a.txt"),
+        ws.result_text("c1").contains("a.txt"),
         "{}",
-        result_text(&ws, "c1")
+        ws.result_text("c1")
     );
-    assert!(result_text(&ws, "c2").contains("first commit"));
-    assert!(result_text(&ws, "c3").contains("+two"));
+    assert!(ws.result_text("c2").contains("first commit"));
+    assert!(ws.result_text("c3").contains("+two"));
     let tools = tools_of(&server, 1);
     let names: Vec<&str> = tools
         .iter()
@@ -418,7 +407,7 @@ fn project_servers_need_trust() {
     );
     let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
-    assert_eq!(result_text(&ws, "c1"), "echo: trusted");
+    assert_eq!(ws.result_text("c1"), "echo: trusted");
 }
 
 /// Every bad stdio server in one session: one that does not exist, one
@@ -455,9 +444,9 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
     ]);
     let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
-    assert_eq!(result_text(&ws, "c1"), "echo: still here");
-    assert_eq!(result_text(&ws, "c2"), "tool error: it failed");
-    let died = result_text(&ws, "c3");
+    assert_eq!(ws.result_text("c1"), "echo: still here");
+    assert_eq!(ws.result_text("c2"), "tool error: it failed");
+    let died = ws.result_text("c3");
     assert!(
         died.starts_with("tool error: MCP server dies stopped: closed the connection during echo")
             && died.contains("exit status: 4")
@@ -465,7 +454,7 @@ fn bad_stdio_servers_leave_messages_and_no_process() {
             && died.ends_with("its tools are no longer available"),
         "{died}"
     );
-    let hung = result_text(&ws, "c4");
+    let hung = ws.result_text("c4");
     assert!(
         hung.contains(
             "MCP server slow: tool hang did not answer within 2 s (the call was cancelled"
@@ -564,8 +553,8 @@ fn bad_http_servers_leave_messages() {
     ]);
     let out = ws.run_model(&server, &["-p", "go"], &[("FIXTURE_TOKEN", "good-token")]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
-    assert_eq!(result_text(&ws, "c1"), "echo: with a token");
-    let dropped = result_text(&ws, "c2");
+    assert_eq!(ws.result_text("c1"), "echo: with a token");
+    let dropped = ws.result_text("c2");
     assert!(
         dropped.starts_with(&format!(
             "tool error: MCP server flaky stopped: the connection to http://127.0.0.1:{drop}/mcp dropped during echo"

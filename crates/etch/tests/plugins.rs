@@ -24,17 +24,6 @@ fn entry(name: &str, mode: &str, extra: &str) -> String {
     )
 }
 
-/// The text of the result for call `id`.
-fn result_text(ws: &Workspace, id: &str) -> String {
-    jsonl(&ws.only_session())
-        .into_iter()
-        .find(|e| e["type"] == "message.tool" && e["data"]["toolCallId"] == id)
-        .map_or_else(
-            || panic!("no result for {id}"),
-            |e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned(),
-        )
-}
-
 /// The tool names of recorded request `n`.
 fn tool_names(server: &FakeServer, n: usize) -> Vec<String> {
     server.requests()[n].json()["tools"]
@@ -85,8 +74,8 @@ fn plugin_tools_run_and_join_the_list() {
         ],
     );
     assert_eq!(out.ok(), "done\n");
-    assert_eq!(result_text(&ws, "c1"), "echo: hi");
-    let env = result_text(&ws, "c2");
+    assert_eq!(ws.result_text("c1"), "echo: hi");
+    let env = ws.result_text("c2");
     assert!(
         env.contains("PLUGIN_VISIBLE") && env.contains("PATH"),
         "{env}"
@@ -95,8 +84,8 @@ fn plugin_tools_run_and_join_the_list() {
         !env.contains("PLUGIN_HIDDEN") && !env.contains("ANTHROPIC"),
         "{env}"
     );
-    assert_eq!(result_text(&ws, "c3"), "tool error: echo failed on purpose");
-    assert_eq!(result_text(&ws, "c4"), "tool error: an error object");
+    assert_eq!(ws.result_text("c3"), "tool error: echo failed on purpose");
+    assert_eq!(ws.result_text("c4"), "tool error: an error object");
     let names = tool_names(&server, 1);
     let mut sorted = names.clone();
     sorted.sort();
@@ -134,8 +123,8 @@ fn plugins_overlap_and_each_has_one_lane() {
     ])
     .unwrap();
     ws.run_model(&server, &["-p", "go"], &[]).ok();
-    assert_eq!(result_text(&ws, "c1"), "saw True");
-    assert_eq!(result_text(&ws, "c2"), "echo: queued");
+    assert_eq!(ws.result_text("c1"), "saw True");
+    assert_eq!(ws.result_text("c2"), "echo: queued");
     let order: Vec<String> = jsonl(&ws.only_session())
         .into_iter()
         .filter(|e| e["type"] == "message.tool")
@@ -201,7 +190,7 @@ fn fatal_failures_drop_the_plugin_tools() {
         .unwrap();
         let out = ws.run_model(&server, &["-p", "go"], &[]);
         assert_eq!(out.ok(), "went on\n");
-        let text = result_text(&ws, "c1");
+        let text = ws.result_text("c1");
         assert!(
             text.starts_with("tool error: plugin alpha stopped: ") && text.contains(said),
             "{how}: {text}"
@@ -240,7 +229,7 @@ fn long_results_are_capped() {
     ])
     .unwrap();
     ws.run_model(&server, &["-p", "go"], &[]).ok();
-    let text = result_text(&ws, "c1");
+    let text = ws.result_text("c1");
     assert!(text.len() <= 65_536, "{}", text.len());
     assert!(text.ends_with(
         "[output truncated: the plugin returned 100000 bytes; etch keeps the first 65408]"
@@ -394,7 +383,7 @@ fn disabled_hooked_and_untrusted_plugins() {
         &[("PLUGIN_RECORD", record.to_str().unwrap())],
     )
     .ok();
-    assert_eq!(result_text(&ws, "c1"), "tool error: no echo today");
+    assert_eq!(ws.result_text("c1"), "tool error: no echo today");
     assert!(!record.exists(), "the disabled plugin started");
     let listed = ws.run(&["plugins", "list"]).ok();
     assert!(listed.contains("idle  disabled"), "{listed}");
@@ -430,13 +419,13 @@ fn the_example_plugin_serves_its_tools() {
     .unwrap();
     ws.run_model(&server, &["-p", "go"], &[]).ok();
     assert_eq!(
-        result_text(&ws, "c1"),
+        ws.result_text("c1"),
         "two words\n\n9 characters, 2 words, 1 lines, 9 bytes"
     );
     assert!(
-        result_text(&ws, "c2").starts_with("1 files, 6 bytes under ."),
+        ws.result_text("c2").starts_with("1 files, 6 bytes under ."),
         "{}",
-        result_text(&ws, "c2")
+        ws.result_text("c2")
     );
 }
 
@@ -490,7 +479,7 @@ fn rust_inspect_reads_a_fixture_crate() {
     ])
     .unwrap();
     ws.run_model(&server, &["-p", "go"], &[]).ok();
-    let found = result_text(&ws, "c1");
+    let found = ws.result_text("c1");
     assert!(
         found.contains("demo_geo::Point::norm")
             && found.contains("src/lib.rs:11")
@@ -498,7 +487,7 @@ fn rust_inspect_reads_a_fixture_crate() {
             && found.contains("pub fn norm(&self) -> i32"),
         "{found}"
     );
-    let none = result_text(&ws, "c2");
+    let none = ws.result_text("c2");
     assert!(
         none.contains("nothing matched") && none.contains("1 crate (demo_geo)"),
         "{none}"
@@ -529,7 +518,7 @@ fn the_readme_python_plugin_works() {
     ])
     .unwrap();
     ws.run_model(&server, &["-p", "go"], &[]).ok();
-    assert_eq!(result_text(&ws, "c1"), "3");
+    assert_eq!(ws.result_text("c1"), "3");
     assert!(
         ws.run(&["plugins", "check"])
             .ok()

@@ -230,6 +230,20 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// The text of the only session's result for tool call `id`.
+    pub fn result_text(&self, id: &str) -> String {
+        let result = jsonl(&self.only_session())
+            .into_iter()
+            .find(|e| e["type"] == "message.tool" && e["data"]["toolCallId"] == id);
+        assert!(result.is_some(), "no result for {id}");
+        result.unwrap()["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
 /// Whether process `pid` is gone (or a zombie) within a few seconds: a
 /// killed process's orphaned children are reaped by init a moment later.
 pub fn process_gone(pid: &str) -> bool {
