@@ -113,6 +113,14 @@ fn profile(entry: &Entry) -> SubagentProfile {
             .set("auto_compact_threshold_tokens")
             .and_then(Value::as_integer)
             .map(clamp_u64),
+        max_tokens: values
+            .set("max_tokens")
+            .and_then(Value::as_integer)
+            .map(clamp_u64),
+        max_seconds: values
+            .set("max_seconds")
+            .and_then(Value::as_integer)
+            .map(clamp_u64),
         source: entry.source.clone(),
     }
 }

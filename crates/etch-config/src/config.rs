@@ -139,10 +139,12 @@ pub struct SubagentsConfig {
 }
 
 /// One `[[subagents.profile]]` (E-CFG-14, M2). Unset keys are `None` and
-/// inherit the parent's settings.
+/// inherit the parent's settings; unset budgets (`max_tokens`,
+/// `max_seconds`) bound nothing. `allowed_tools` never lists `task` (C38).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubagentProfile {
-    /// Profile name (always present: validation requires it).
+    /// Profile name (always present: validation requires it), matching
+    /// `^[A-Za-z0-9_-]{1,32}$`.
     pub name: String,
     /// What the profile is for.
     pub description: Option<String>,
@@ -167,6 +169,13 @@ pub struct SubagentProfile {
     pub auto_compact: Option<bool>,
     /// The child's compaction threshold.
     pub auto_compact_threshold_tokens: Option<u64>,
+    /// Most tokens (input plus output, over all of the child's model
+    /// requests) the child may use; it stops when it passes this. `None`
+    /// when unset: no token bound (at least 1 when set).
+    pub max_tokens: Option<u64>,
+    /// Most seconds the child may run; it stops when it passes this. `None`
+    /// when unset: no time bound (at least 1 when set).
+    pub max_seconds: Option<u64>,
     /// The file that declared it.
     pub source: PathBuf,
 }

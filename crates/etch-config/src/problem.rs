@@ -113,6 +113,14 @@ pub(crate) enum Problem {
         /// The name as written.
         name: String,
     },
+    /// A subagent profile name outside `^[A-Za-z0-9_-]{1,32}$` (E-CFG-14).
+    #[error(
+        "{name:?} is not a valid profile name; use 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it appears in the task tool's schema and in codenames"
+    )]
+    BadProfileName {
+        /// The name as written.
+        name: String,
+    },
     /// A URL that is not `http://` or `https://`. The value is not echoed:
     /// a URL may carry a token.
     #[error("the URL must start with http:// or https:// (a Streamable HTTP endpoint)")]
@@ -173,6 +181,12 @@ pub(crate) enum Problem {
         /// The key the entry sets instead.
         other: &'static str,
     },
+    /// A `[[subagents.profile]]` whose `allowed_tools` lists `task`: the
+    /// first subagent release has no nested delegation (C38, E-SUB-11).
+    #[error(
+        "`task` cannot be given to a subagent: nested delegation comes later (C38); remove it from allowed_tools"
+    )]
+    NestedTask,
     /// A scalar where a `[table]` belongs.
     #[error("expected a table ([{table}]), found {found}")]
     ExpectedTable {

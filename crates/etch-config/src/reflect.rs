@@ -79,16 +79,21 @@ pub(crate) fn profile(entry: &SubagentProfile) -> Vec<(&'static str, Value)> {
         ("auto_compact", entry.auto_compact.map(Value::Boolean)),
         (
             "auto_compact_threshold_tokens",
-            entry
-                .auto_compact_threshold_tokens
-                .map(|tokens| Value::Integer(i64::try_from(tokens).unwrap_or(i64::MAX))),
+            entry.auto_compact_threshold_tokens.map(int),
         ),
+        ("max_tokens", entry.max_tokens.map(int)),
+        ("max_seconds", entry.max_seconds.map(int)),
     ];
     values.extend(
         rest.into_iter()
             .filter_map(|(key, value)| value.map(|value| (key, value))),
     );
     values
+}
+
+/// A `u64` field as a schema integer; validation keeps it within `i64`.
+fn int(value: u64) -> Value {
+    Value::Integer(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
 /// A `[[plugins]]` entry's keys, in schema order.

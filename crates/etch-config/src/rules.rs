@@ -1,6 +1,7 @@
-//! Cross-key rules of array-table entries: what one key's [`KeySpec`]
-//! cannot say, such as "exactly one of `command` and `url`" for
-//! `[[mcp.servers]]` (E-CFG-23).
+//! Rules of array-table entries that one key's [`KeySpec`] cannot say:
+//! across keys, such as "exactly one of `command` and `url`" for
+//! `[[mcp.servers]]` (E-CFG-23), or about one table only, such as "no
+//! `task` in a `[[subagents.profile]]`'s `allowed_tools`" (C38).
 //!
 //! This module owns those rules and which key each finding is about. It must
 //! not know files, lines or TOML; the parser runs a table's
@@ -27,6 +28,22 @@ pub(crate) fn check(
 ) -> Vec<Finding> {
     match rule {
         EntryRule::McpTransport => mcp_transport(table, values),
+        EntryRule::NoNestedTask => no_nested_task(values),
+    }
+}
+
+/// `[[subagents.profile]]` (C38): `allowed_tools` must not list the `task`
+/// tool, as the first subagent release has no nested delegation
+/// (E-SUB-11). Tool names are matched exactly, as the model sees them.
+fn no_nested_task(values: &BTreeMap<&'static str, Value>) -> Vec<Finding> {
+    let listed = values
+        .get("allowed_tools")
+        .and_then(Value::as_strings)
+        .is_some_and(|tools| tools.iter().any(|tool| tool == "task"));
+    if listed {
+        vec![("allowed_tools", Problem::NestedTask)]
+    } else {
+        Vec::new()
     }
 }
 
@@ -105,6 +122,15 @@ mod tests {
         Value::StringArray(items.iter().map(|item| (*item).to_owned()).collect())
     }
 
+    /// The keys and messages `check` reports for a `[[subagents.profile]]`
+    /// entry made of `pairs`.
+    fn run_profile(pairs: &[(&'static str, Value)]) -> Vec<(&'static str, String)> {
+        check(EntryRule::NoNestedTask, "subagents.profile", &values(pairs))
+            .into_iter()
+            .map(|(key, problem)| (key, problem.to_string()))
+            .collect()
+    }
+
     /// One transport, with its own keys, is fine.
     #[test]
     fn one_transport_passes() {
@@ -165,6 +191,31 @@ mod tests {
                 .1
                 .starts_with("bearer_token_env applies to url servers"),
             "{found:?}"
+        );
+    }
+
+    /// `task` in a profile's `allowed_tools` is refused at that key (C38);
+    /// other tools, an empty list, no list, or a name that only contains
+    /// `task` are fine.
+    #[test]
+    fn profile_without_nested_task() {
+        let found = run_profile(&[
+            ("name", text("explore")),
+            ("allowed_tools", list(&["read", "task", "grep"])),
+        ]);
+        assert_eq!(
+            found,
+            [(
+                "allowed_tools",
+                "`task` cannot be given to a subagent: nested delegation comes later (C38); \
+                 remove it from allowed_tools"
+                    .to_owned()
+            )]
+        );
+        assert!(run_profile(&[("name", text("explore"))]).is_empty());
+        assert!(run_profile(&[("allowed_tools", list(&[]))]).is_empty());
+        assert!(
+            run_profile(&[("allowed_tools", list(&["read", "tasks", "mcp__x__task"]))]).is_empty()
         );
     }
 }

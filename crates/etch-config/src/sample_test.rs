@@ -142,6 +142,8 @@ fn sample_loads_cleanly() {
     );
     assert_eq!(explore.max_tool_rounds, Some(16));
     assert_eq!(explore.auto_compact, Some(true));
+    assert_eq!(explore.max_tokens, Some(500_000));
+    assert_eq!(explore.max_seconds, Some(600));
     assert_ne!(*config, Config::default());
 }
 

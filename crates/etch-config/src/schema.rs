@@ -84,6 +84,9 @@ pub(crate) enum Form {
     /// An MCP server name: `^[A-Za-z0-9_-]{1,32}$`, as it becomes part of
     /// tool names.
     ServerName,
+    /// A subagent profile name: `^[A-Za-z0-9_-]{1,32}$`, as it appears in
+    /// the task tool's schema and in codenames.
+    ProfileName,
     /// An `http://` or `https://` URL.
     HttpUrl,
     /// An HTTP header `Name: value` whose name is made of token characters;
@@ -99,6 +102,7 @@ impl Form {
     pub(crate) const fn schema_name(self) -> &'static str {
         match self {
             Self::ServerName => "server_name",
+            Self::ProfileName => "profile_name",
             Self::HttpUrl => "http_url",
             Self::HttpHeader => "http_header",
             Self::EnvVarName => "env_var_name",
@@ -262,6 +266,9 @@ pub(crate) enum EntryRule {
     /// `[[mcp.servers]]` (E-CFG-23): an enabled entry has exactly one of
     /// `command` and `url`, and no key of the other kind of server.
     McpTransport,
+    /// `[[subagents.profile]]` (C38): `allowed_tools` does not list `task`,
+    /// as the first subagent release has no nested delegation.
+    NoNestedTask,
 }
 
 /// One table of the schema.
@@ -505,10 +512,12 @@ const SUBAGENTS: &[KeySpec] = &[
     .default(Literal::Int(2)),
 ];
 
-/// `[[subagents.profile]]` keys (E-CFG-14); unset keys inherit from the parent.
+/// `[[subagents.profile]]` keys (E-CFG-14); unset keys inherit from the parent,
+/// and the budgets `max_tokens` and `max_seconds` bound nothing when unset.
 const SUBAGENT_PROFILE: &[KeySpec] = &[
     KeySpec::string("name", "Profile name the model passes to the task tool.")
-        .required(Requirement::Always),
+        .required(Requirement::Always)
+        .form(Form::ProfileName),
     KeySpec::string(
         "description",
         "What the profile is for, shown to the model.",
@@ -544,6 +553,18 @@ const SUBAGENT_PROFILE: &[KeySpec] = &[
         0,
         i64::MAX,
         "Estimated context tokens at which the subagent compacts.",
+    ),
+    KeySpec::integer(
+        "max_tokens",
+        1,
+        i64::MAX,
+        "Most tokens (input plus output, over all of the child's model requests) a child may use; it stops when it passes this.",
+    ),
+    KeySpec::integer(
+        "max_seconds",
+        1,
+        i64::MAX,
+        "Most seconds a child may run; it stops when it passes this.",
     ),
 ];
 
@@ -723,7 +744,7 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "One subagent profile; keys left out inherit the parent's settings.",
         keys: SUBAGENT_PROFILE,
-        rule: None,
+        rule: Some(EntryRule::NoNestedTask),
     },
     TableSpec {
         name: "plugins",

@@ -9,8 +9,8 @@ use serde_json::{Value as Json, json};
 use crate::schema::{Form, HOOK_EVENTS, HOOKS_TABLE, KeySpec, Literal, TABLES, TableKind};
 
 /// Every table and key with type, default, description, allowed values,
-/// range, form (`server_name`, `http_url`, `http_header`, `env_var_name` or
-/// null) and merge rule: `{"tables":[{"name":"session","array":false,
+/// range, form (`server_name`, `profile_name`, `http_url`, `http_header`,
+/// `env_var_name` or null) and merge rule: `{"tables":[{"name":"session","array":false,
 /// "milestone":"M1","merge":"override","description":…,"keys":[{"key":"dir",
 /// "type":"string","default":".etch/sessions",…}]}],"hook_events":[…]}`.
 /// Hook tables appear once as `hooks.*`, with their valid events.

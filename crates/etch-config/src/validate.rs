@@ -1,6 +1,7 @@
 //! Checks one TOML value against its [`KeySpec`]: type, allowed set, range,
-//! for hook matchers regex syntax (E-CFG-17, G7), and the forms of MCP
-//! server names, URLs, headers and variable names (E-CFG-23).
+//! for hook matchers regex syntax (E-CFG-17, G7), the forms of MCP server
+//! names, URLs, headers and variable names (E-CFG-23), and of subagent
+//! profile names (E-CFG-14).
 //!
 //! This module owns value-level rules only. It must not know files, lines,
 //! tables or merging; the parser decides where a value sits and what to do
@@ -86,18 +87,22 @@ fn check_rules(spec: &KeySpec, value: &Value) -> Result<(), Problem> {
 fn check_form(form: Form, text: &str, item: usize) -> Result<(), Problem> {
     match form {
         Form::ServerName => {
-            let valid = (1..=32).contains(&text.len())
-                && text
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                // `__` separates the server from the tool in
-                // `mcp__<server>__<tool>`: inside a name it would let two
-                // servers' tools share a name.
-                && !text.contains("__");
-            if valid {
+            // `__` separates the server from the tool in
+            // `mcp__<server>__<tool>`: inside a name it would let two
+            // servers' tools share a name.
+            if is_short_name(text) && !text.contains("__") {
                 Ok(())
             } else {
                 Err(Problem::BadServerName {
+                    name: text.to_owned(),
+                })
+            }
+        }
+        Form::ProfileName => {
+            if is_short_name(text) {
+                Ok(())
+            } else {
+                Err(Problem::BadProfileName {
                     name: text.to_owned(),
                 })
             }
@@ -126,6 +131,15 @@ fn check_form(form: Form, text: &str, item: usize) -> Result<(), Problem> {
             }
         }
     }
+}
+
+/// Whether `text` matches `^[A-Za-z0-9_-]{1,32}$`, the shape of names that
+/// end up in tool names and schemas.
+fn is_short_name(text: &str) -> bool {
+    (1..=32).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A header item is `Name: value`: a non-empty name of HTTP token
@@ -352,6 +366,62 @@ mod tests {
             assert!(
                 message.contains("is not an environment variable name"),
                 "{message}"
+            );
+        }
+    }
+
+    /// Subagent profile names match `^[A-Za-z0-9_-]{1,32}$` (`__` is fine
+    /// here: no tool name is built from them); empty strings are left to
+    /// the entry's requirements.
+    #[test]
+    fn checks_profile_names() {
+        for name in ["explore", "a_b-C9", "a__b", &"x".repeat(32)] {
+            assert!(
+                run("subagents.profile.name", &format!("{name:?}")).is_ok(),
+                "{name}"
+            );
+        }
+        for name in ["my profile", "re.view", "é", &"x".repeat(33), " ", "a/b"] {
+            let message = run("subagents.profile.name", &format!("{name:?}")).expect_err(name);
+            assert_eq!(
+                message,
+                format!(
+                    "{name:?} is not a valid profile name; use 1 to 32 ASCII letters, digits, \
+                     `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it appears in the task tool's \
+                     schema and in codenames"
+                )
+            );
+        }
+        assert!(run("subagents.profile.name", "\"\"").is_ok());
+    }
+
+    /// A profile's token and time budgets are positive integers.
+    #[test]
+    fn checks_profile_budgets() {
+        for key in [
+            "subagents.profile.max_tokens",
+            "subagents.profile.max_seconds",
+        ] {
+            assert_eq!(run(key, "1"), Ok(Value::Integer(1)), "{key}");
+            assert_eq!(
+                run(key, "9223372036854775807"),
+                Ok(Value::Integer(i64::MAX)),
+                "{key}"
+            );
+            assert_eq!(
+                run(key, "0"),
+                Err("0 is out of range; expected an integer >= 1".into()),
+                "{key}"
+            );
+            assert_eq!(
+                run(key, "-5"),
+                Err("-5 is out of range; expected an integer >= 1".into()),
+                "{key}"
+            );
+            assert_eq!(
+                run(key, "\"1000\""),
+                Err("expected an integer, found a string".into()),
+                "{key}"
             );
         }
     }

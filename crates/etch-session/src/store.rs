@@ -14,6 +14,25 @@ use crate::writer::{Appended, SessionWriter};
 /// Number of trailing id characters a prefix may also match (C27).
 const SUFFIX_CHARS: usize = 10;
 
+/// The event types a child session copies from its parent: what the
+/// model saw (E-SUB-07).
+const MODEL_VISIBLE: [&str; 5] = [
+    types::MESSAGE_USER,
+    types::MESSAGE_ASSISTANT,
+    types::MESSAGE_TOOL,
+    types::CONTEXT_SUMMARY,
+    types::CONTEXT_BRANCH_SUMMARY,
+];
+
+/// What makes a session a subagent's child, besides its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    /// The parent's `task` call that asked for the child.
+    pub parent_tool_call_id: String,
+    /// The subagent profile it runs.
+    pub profile: String,
+}
+
 /// A directory of session files plus its index.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
@@ -55,7 +74,46 @@ impl SessionStore {
     /// lies in an `.etch` directory, G2), the file with its
     /// `session.started` event, and the index row.
     pub fn create(&self, new: &NewSession) -> Result<(SessionWriter, Appended), SessionError> {
-        self.create_with(new, None)
+        self.create_with(new, None, None)
+    }
+
+    /// Creates the child session of a subagent (E-SUB-06..09): its
+    /// `session.started` names the parent session, the parent's tool
+    /// call, the profile, and the parent file with the assistant event
+    /// `before` that asked for the child; it holds copies (same ids, times
+    /// and data) of the parent branch's model-visible events before
+    /// `before` (user, assistant and tool messages and summaries), so the
+    /// child starts from what the parent knew, without the unfinished
+    /// tool-call batch, and resuming it rebuilds the same context. Usage,
+    /// metrics, provider-native items and everything else the parent
+    /// logged stay with the parent (E-SUB-07). The parent is not changed.
+    pub fn create_child(
+        &self,
+        parent: &LoadedSession,
+        before: &str,
+        new: &NewSession,
+        lineage: &Lineage,
+    ) -> Result<(SessionWriter, Appended), SessionError> {
+        let Some(branch) = crate::tree::branch_to(parent, before) else {
+            return Err(SessionError::UnknownEvent {
+                path: parent.path.clone(),
+                id: before.to_owned(),
+            });
+        };
+        let fork = (parent.path.clone(), before.to_owned());
+        let child = (parent.session_id().to_owned(), lineage.clone());
+        let (mut writer, header) = self.create_with(new, Some(fork), Some(child))?;
+        let copied = branch
+            .iter()
+            .skip(1)
+            .take(branch.len().saturating_sub(2))
+            .map(|&index| &parent.events[index])
+            .filter(|event| MODEL_VISIBLE.contains(&event.kind.as_str()));
+        for event in copied {
+            let previous = writer.leaf().map(str::to_owned);
+            writer.append_copy(event, previous.as_deref())?;
+        }
+        Ok((writer, header))
     }
 
     /// Forks the branch of `origin` that leads to the event `before` into a
@@ -78,7 +136,7 @@ impl SessionStore {
             });
         };
         let fork = (origin.path.clone(), before.to_owned());
-        let (mut writer, header) = self.create_with(new, Some(fork))?;
+        let (mut writer, header) = self.create_with(new, Some(fork), None)?;
         // The branch without the origin's header and without `before`,
         // each copy chained to the one before it in the new file.
         let copied = branch.iter().skip(1).take(branch.len().saturating_sub(2));
@@ -89,11 +147,13 @@ impl SessionStore {
         Ok((writer, header))
     }
 
-    /// Creates a session, forked from `(origin file, event)` when given.
+    /// Creates a session, forked from `(origin file, event)` when given,
+    /// as the child of `(parent session id, lineage)` when given.
     fn create_with(
         &self,
         new: &NewSession,
         fork: Option<(PathBuf, String)>,
+        child: Option<(String, Lineage)>,
     ) -> Result<(SessionWriter, Appended), SessionError> {
         self.ensure_dir()?;
         let id = new_id();
@@ -108,9 +168,9 @@ impl SessionStore {
             model: new.model.clone(),
             openai_api: new.openai_api.clone(),
             base_url: new.base_url.clone(),
-            parent_session_id: None,
-            parent_tool_call_id: None,
-            subagent_profile: None,
+            parent_session_id: child.as_ref().map(|(id, _)| id.clone()),
+            parent_tool_call_id: child.as_ref().map(|(_, l)| l.parent_tool_call_id.clone()),
+            subagent_profile: child.as_ref().map(|(_, l)| l.profile.clone()),
             fork_session_path: fork
                 .as_ref()
                 .map(|(path, _)| path.to_string_lossy().into_owned()),
@@ -125,7 +185,7 @@ impl SessionStore {
                 created_at: now_rfc3339(),
                 cwd: new.cwd.clone(),
                 title: index::title_from_prompt(&new.first_prompt),
-                parent_session_id: None,
+                parent_session_id: child.map(|(id, _)| id),
             },
         )?;
         Ok((writer, appended))
@@ -443,5 +503,89 @@ mod tests {
         );
         assert_eq!(std::fs::read(writer.path()).unwrap(), before);
         assert_eq!(store.list().unwrap().0.len(), 2);
+    }
+
+    /// A child copies only what the model saw before the assistant event
+    /// that asked for it, names its parent in its header and index row,
+    /// and projects like the parent did at that point, without the
+    /// provider-native item and with no usage of its own.
+    #[test]
+    fn child_copies_the_model_visible_branch_before_the_task_call() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path().join("sessions"));
+        let (mut writer, _) = store.create(&new_session("parent")).unwrap();
+        let mut add = |kind: &str, data: serde_json::Value| writer.append(kind, &data).unwrap().id;
+        add(
+            types::MESSAGE_USER,
+            serde_json::json!({"content": [{"type": "text", "text": "look around"}]}),
+        );
+        add(
+            types::MODEL_PROVIDER_ITEM,
+            serde_json::json!({"provider": "openai", "api": "responses", "itemType": "reasoning", "item": {"x": 1}}),
+        );
+        add(
+            types::MESSAGE_ASSISTANT,
+            serde_json::json!({"content": [{"type": "text", "text": "found it"}], "provider": "openai", "model": "m"}),
+        );
+        add(
+            types::MODEL_USAGE,
+            serde_json::json!({"inputTokens": 10, "outputTokens": 2}),
+        );
+        add(
+            types::MESSAGE_USER,
+            serde_json::json!({"content": [{"type": "text", "text": "delegate"}]}),
+        );
+        let task = add(
+            types::MESSAGE_ASSISTANT,
+            serde_json::json!({"content": [{"type": "toolCall", "id": "call_t", "name": "task", "arguments": {"profile": "explore", "task": "x"}}], "provider": "openai", "model": "m"}),
+        );
+        let parent = crate::load_session(writer.path()).unwrap();
+        let lineage = Lineage {
+            parent_tool_call_id: "call_t".into(),
+            profile: "explore".into(),
+        };
+        let (child, _) = store
+            .create_child(&parent, &task, &new_session("x"), &lineage)
+            .unwrap();
+        let loaded = crate::load_session(child.path()).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let header = &loaded.header;
+        assert_eq!(
+            header.parent_session_id.as_deref(),
+            Some(parent.session_id())
+        );
+        assert_eq!(header.parent_tool_call_id.as_deref(), Some("call_t"));
+        assert_eq!(header.subagent_profile.as_deref(), Some("explore"));
+        assert_eq!(header.fork_before_event_id.as_deref(), Some(task.as_str()));
+        assert_eq!(
+            header.fork_session_path.as_deref(),
+            Some(writer.path().to_string_lossy().as_ref())
+        );
+        let kinds: Vec<&str> = loaded.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                types::SESSION_STARTED,
+                types::MESSAGE_USER,
+                types::MESSAGE_ASSISTANT,
+                types::MESSAGE_USER
+            ]
+        );
+        let projected = crate::project_messages(&loaded).messages;
+        assert_eq!(projected.len(), 3);
+        assert!(
+            projected
+                .iter()
+                .all(|m| !matches!(m, etch_model::Message::ProviderItem(_)))
+        );
+        assert!(projected.iter().all(|m| m.tool_calls().is_empty()));
+        let rows = store.list().unwrap().0;
+        let row = rows.iter().find(|r| r.id == loaded.session_id()).unwrap();
+        assert_eq!(row.parent_session_id.as_deref(), Some(parent.session_id()));
+        assert!(
+            store
+                .create_child(&parent, "NOPE", &new_session("x"), &lineage)
+                .is_err()
+        );
     }
 }

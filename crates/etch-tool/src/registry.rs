@@ -175,6 +175,73 @@ impl ToolRegistry {
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
+
+    /// The same tools, registered and from sources, restricted to the
+    /// names `keep` accepts (a subagent's allowlist). The sources stay
+    /// shared; their diagnostics are left to this registry's owner.
+    #[must_use]
+    pub fn only(&self, keep: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        let keep: Arc<dyn Fn(&str) -> bool + Send + Sync> = Arc::new(keep);
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(name, _)| keep(name))
+                .map(|(name, tool)| (name.clone(), Arc::clone(tool)))
+                .collect(),
+            sources: self
+                .sources
+                .iter()
+                .map(|source| {
+                    Arc::new(Only {
+                        inner: Arc::clone(source),
+                        keep: Arc::clone(&keep),
+                    }) as Arc<dyn ToolSource>
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A source seen through a name filter ([`ToolRegistry::only`]).
+struct Only {
+    /// The shared source.
+    inner: Arc<dyn ToolSource>,
+    /// Which names pass.
+    keep: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl ToolSource for Only {
+    fn ready(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools = self.inner.ready();
+        tools.retain(|t| (self.keep)(&t.spec().name));
+        tools
+    }
+
+    fn pending(&self) -> bool {
+        self.inner.pending()
+    }
+
+    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        self.inner.settle()
+    }
+
+    fn settle_for(&self, name: &str) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        if (self.keep)(name) {
+            self.inner.settle_for(name)
+        } else {
+            Box::pin(std::future::ready(()))
+        }
+    }
+
+    fn awaited(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        self.inner.awaited()
+    }
+
+    /// Nothing: the source's owner reports its diagnostics, once.
+    fn diagnostics(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]
@@ -225,5 +292,42 @@ mod tests {
             r.register(tool("x", json!({"type": "string"}))),
             Err(RegistryError::InvalidSchema(_))
         ));
+    }
+
+    /// A source with fixed tools that reports one diagnostic.
+    struct Fixed(Vec<Arc<dyn Tool>>);
+
+    impl ToolSource for Fixed {
+        fn ready(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.clone()
+        }
+        fn pending(&self) -> bool {
+            false
+        }
+        fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+            Box::pin(std::future::ready(()))
+        }
+        fn diagnostics(&self) -> Vec<(String, String)> {
+            vec![("p".into(), "said once".into())]
+        }
+    }
+
+    /// `only` keeps the allowed registered and source tools, shares the
+    /// sources and leaves their diagnostics to the owner.
+    #[test]
+    fn only_keeps_the_allowed_names() {
+        let mut r = ToolRegistry::new();
+        r.register(tool("read", json!({"type": "object"}))).unwrap();
+        r.register(tool("bash", json!({"type": "object"}))).unwrap();
+        r.add_source(Arc::new(Fixed(vec![
+            tool("p_one", json!({"type": "object"})),
+            tool("p_two", json!({"type": "object"})),
+        ])));
+        let child = r.only(|name| name == "read" || name == "p_two");
+        let names: Vec<String> = child.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["p_two", "read"]);
+        assert!(child.get("bash").is_none() && child.get("p_one").is_none());
+        assert!(child.sources()[0].diagnostics().is_empty());
+        assert_eq!(r.specs().len(), 4);
     }
 }

@@ -2,7 +2,7 @@
 //! broken files, `--effective` and path resolution.
 
 use super::*;
-use crate::config::{HookEntry, McpServerEntry};
+use crate::config::{HookEntry, McpServerEntry, SubagentProfile};
 
 /// A temporary home with a user file and a project with its own file.
 struct Fixture {
@@ -450,6 +450,129 @@ fn broken_mcp_server_fails_load_and_check() {
         "{text}"
     );
     assert!(loaded.config.mcp_servers.is_empty());
+    assert_eq!(loaded.config.session.max_tool_rounds, 7);
+    assert!(loaded.strict().has_errors());
+}
+
+/// A `[[subagents.profile]]` builds every key it sets, budgets included,
+/// leaves the others `None`, and `--effective` shows it so it loads back
+/// unchanged.
+#[test]
+fn subagent_profiles_build_and_show() {
+    let fixture = Fixture::new(
+        Some("[[subagents.profile]]\nname = \"explore\"\n"),
+        Some(
+            "[subagents]\nenabled = true\n\
+             [[subagents.profile]]\nname = \"review\"\ndescription = \"Reviews a diff.\"\n\
+             model = \"gpt-5.5\"\nallowed_tools = [\"read\", \"grep\"]\n\
+             max_tool_rounds = 8\nauto_compact = false\n\
+             max_tokens = 250_000\nmax_seconds = 900\n",
+        ),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
+    let profiles = &loaded.config.subagents.profiles;
+    assert_eq!(profiles.len(), 2);
+    assert_eq!(profiles[0].name, "explore");
+    assert_eq!(profiles[0].max_tokens, None);
+    assert_eq!(profiles[0].max_seconds, None);
+    assert_eq!(
+        profiles[1],
+        SubagentProfile {
+            name: "review".into(),
+            description: Some("Reviews a diff.".into()),
+            provider: None,
+            model: Some("gpt-5.5".into()),
+            openai_api: None,
+            reasoning_effort: None,
+            reasoning_summary: None,
+            system_prompt_file: None,
+            allowed_tools: Some(vec!["read".into(), "grep".into()]),
+            max_tool_rounds: Some(8),
+            auto_compact: Some(false),
+            auto_compact_threshold_tokens: None,
+            max_tokens: Some(250_000),
+            max_seconds: Some(900),
+            source: fixture.project_file(),
+        }
+    );
+
+    let text = loaded.effective_toml();
+    let project = fixture.project_file().display().to_string();
+    assert!(
+        text.contains(&format!("[[subagents.profile]]  # from {project}\n")),
+        "{text}"
+    );
+    let parsed: toml::Table =
+        toml::from_str(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let shown = parsed["subagents"]["profile"].as_array().expect("profiles");
+    assert_eq!(shown.len(), 2);
+    assert!(shown[0].get("max_tokens").is_none(), "{text}");
+    assert_eq!(shown[1]["max_tokens"].as_integer(), Some(250_000));
+    assert_eq!(shown[1]["max_seconds"].as_integer(), Some(900));
+    // What --effective prints loads back to the same profiles.
+    let temp = tempfile::tempdir().expect("tempdir");
+    let again = temp.path().join("effective.toml");
+    fs::write(&again, &text).expect("write");
+    let reloaded = load_files(
+        ConfigFiles {
+            user: None,
+            project: Some(again),
+        },
+        temp.path(),
+    );
+    assert!(
+        reloaded.diagnostics.is_empty(),
+        "{:#?}",
+        reloaded.diagnostics
+    );
+    let strip = |profiles: &[SubagentProfile]| -> Vec<SubagentProfile> {
+        profiles
+            .iter()
+            .cloned()
+            .map(|profile| SubagentProfile {
+                source: PathBuf::new(),
+                ..profile
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip(&reloaded.config.subagents.profiles),
+        strip(&loaded.config.subagents.profiles)
+    );
+}
+
+/// A profile giving `task` to its child (C38) is an error at load, with
+/// file, line and key (the profile is dropped, the rest of the file used),
+/// and in `config check`.
+#[test]
+fn nested_task_fails_load_and_check() {
+    let fixture = Fixture::new(
+        None,
+        Some(
+            "[session]\nmax_tool_rounds = 7\n[[subagents.profile]]\nname = \"deep\"\n\
+             allowed_tools = [\"task\"]\n[[subagents.profile]]\nname = \"ok\"\n",
+        ),
+    );
+    let loaded = fixture.load();
+    assert!(loaded.has_errors());
+    assert_eq!(loaded.diagnostics.len(), 1, "{:#?}", loaded.diagnostics);
+    assert_eq!(
+        loaded.diagnostics[0].to_string(),
+        format!(
+            "{}:5: subagents.profile.allowed_tools: `task` cannot be given to a subagent: \
+             nested delegation comes later (C38); remove it from allowed_tools",
+            fixture.project_file().display()
+        )
+    );
+    let names: Vec<_> = loaded
+        .config
+        .subagents
+        .profiles
+        .iter()
+        .map(|profile| profile.name.as_str())
+        .collect();
+    assert_eq!(names, ["ok"]);
     assert_eq!(loaded.config.session.max_tool_rounds, 7);
     assert!(loaded.strict().has_errors());
 }

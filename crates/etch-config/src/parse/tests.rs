@@ -529,3 +529,72 @@ fn mcp_server_shapes_and_secrets() {
         "{finding}"
     );
 }
+
+/// A `[[subagents.profile]]` with its token and time budgets joins the
+/// layer with both values.
+#[test]
+fn valid_profile_with_budgets() {
+    let (layer, found) = findings(
+        "[[subagents.profile]]\nname = \"review_2\"\nallowed_tools = [\"read\", \"grep\"]\n\
+         max_tokens = 200_000\nmax_seconds = 600\n",
+    );
+    assert!(found.is_empty(), "{found:#?}");
+    let layer = layer.expect("layer");
+    assert_eq!(layer.entries.len(), 1);
+    let values = &layer.entries[0].values;
+    assert_eq!(values["max_tokens"], Value::Integer(200_000));
+    assert_eq!(values["max_seconds"], Value::Integer(600));
+}
+
+/// Each `[[subagents.profile]]` rule names the file, line and key, says
+/// what to do, and drops the entry: `task` in `allowed_tools` (C38), a bad
+/// name, and budgets below 1.
+#[test]
+fn subagent_profile_rules() {
+    let cases = [
+        (
+            "[[subagents.profile]]\nname = \"explore\"\n\
+             allowed_tools = [\"read\", \"task\"]\n",
+            format!(
+                "error: {PATH}:3: subagents.profile.allowed_tools: `task` cannot be given to a \
+                 subagent: nested delegation comes later (C38); remove it from allowed_tools"
+            ),
+        ),
+        (
+            "[[subagents.profile]]\nname = \"code review\"\n",
+            format!(
+                "error: {PATH}:2: subagents.profile.name: \"code review\" is not a valid profile \
+                 name; use 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), \
+                 as it appears in the task tool's schema and in codenames"
+            ),
+        ),
+        (
+            "[[subagents.profile]]\nname = \"explore\"\nmax_tokens = 0\n",
+            format!(
+                "error: {PATH}:3: subagents.profile.max_tokens: 0 is out of range; expected an \
+                 integer >= 1"
+            ),
+        ),
+        (
+            "[[subagents.profile]]\nname = \"explore\"\n\nmax_seconds = 0\n",
+            format!(
+                "error: {PATH}:4: subagents.profile.max_seconds: 0 is out of range; expected an \
+                 integer >= 1"
+            ),
+        ),
+        // The C38 rule runs only once every key passed on its own.
+        (
+            "[[subagents.profile]]\nname = \"a.b\"\nallowed_tools = [\"task\"]\n",
+            format!(
+                "error: {PATH}:2: subagents.profile.name: \"a.b\" is not a valid profile name; \
+                 use 1 to 32 ASCII letters, digits, `_` or `-` (^[A-Za-z0-9_-]{{1,32}}$), as it \
+                 appears in the task tool's schema and in codenames"
+            ),
+        ),
+    ];
+    for (text, expected) in cases {
+        let (layer, found) = findings(text);
+        assert_eq!(found, [expected], "{text}");
+        assert!(layer.expect("layer").entries.is_empty(), "{text}");
+    }
+}
