@@ -55,12 +55,25 @@ impl Context {
         ));
         tools.add_source(Arc::clone(&plugins) as Arc<dyn ToolSource>);
         let assembled = assemble(place, &tools.names());
-        Ok(Self {
+        Self {
             tools,
             assembled,
             hooks,
             plugins,
-        })
+        }
+        .with_task(place, settings)
+    }
+
+    /// Adds the `task` tool when subagents are on (E-SUB-01), lending
+    /// it this context as the children's starting point.
+    fn with_task(mut self, place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
+        if let Some(task) = crate::subagent::TaskTool::new(place, settings, &self) {
+            self.tools
+                .register(Arc::new(task))
+                .map_err(|e| OpenError::Failed(e.to_string()))?;
+            self.assembled = assemble(place, &self.tools.names());
+        }
+        Ok(self)
     }
 
     /// [`Self::build`] for looking, not running (`etch context`): no
@@ -68,12 +81,13 @@ impl Context {
     pub fn inspect(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
         let tools = active_tools(settings, &place.config)?;
         let assembled = assemble(place, &tools.names());
-        Ok(Self {
+        Self {
             tools,
             assembled,
             hooks: etch_hooks::Hooks::default(),
             plugins: Arc::new(PluginSet::empty()),
-        })
+        }
+        .with_task(place, settings)
     }
 
     /// The compaction policy for runs with this context.

@@ -24,6 +24,7 @@ pub mod queue;
 pub mod report;
 pub mod session;
 pub mod settings;
+pub mod subagent;
 pub mod transcript;
 
 #[cfg(test)]

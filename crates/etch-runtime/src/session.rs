@@ -34,6 +34,17 @@ use crate::paths;
 use crate::provider::{self, Selection};
 use crate::settings::{Place, RunSettings};
 
+/// Where a subagent's child session comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct ChildOf<'a> {
+    /// The parent session file.
+    pub parent: &'a Path,
+    /// The parent's assistant event holding the `task` call.
+    pub before: &'a str,
+    /// The call and profile.
+    pub lineage: &'a etch_session::Lineage,
+}
+
 /// Which existing session to open.
 #[derive(Debug, Clone, Copy)]
 pub enum Target<'a> {
@@ -102,6 +113,40 @@ impl Session {
         };
         session.started("new", None).await?;
         Ok((session, first))
+    }
+
+    /// Creates the child session of a subagent `of` a parent file and
+    /// its assistant event holding the `task` call: the child starts with the parent's model-visible
+    /// history before that event (E-SUB-06, E-SUB-07) and is run like any
+    /// session. A child runs no `SessionStart` hooks: it is part of the
+    /// parent's turn.
+    pub fn create_child(
+        place: Place,
+        settings: RunSettings,
+        context: Context,
+        selection: Selection,
+        of: &ChildOf<'_>,
+        title: String,
+    ) -> Result<Self, OpenError> {
+        let parent = load_session(of.parent)?;
+        let store = SessionStore::new(&place.session_dir);
+        let (writer, _) = store.create_child(
+            &parent,
+            of.before,
+            &new_session(&place, &selection, title),
+            of.lineage,
+        )?;
+        let mut child = Self {
+            place,
+            settings,
+            context,
+            selection,
+            writer,
+            history: Vec::new(),
+            unsent: Vec::new(),
+        };
+        child.reproject()?;
+        Ok(child)
     }
 
     /// Runs the `SessionStart` hooks for a session just created (`new`)

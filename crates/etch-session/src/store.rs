@@ -537,7 +537,7 @@ mod tests {
         );
         let task = add(
             types::MESSAGE_ASSISTANT,
-            serde_json::json!({"content": [{"type": "toolCall", "id": "call_t", "name": "task", "arguments": {"profile": "explore", "task": "x"}}], "provider": "openai", "model": "m"}),
+            serde_json::json!({"content": [{"type": "tool_call", "id": "call_t", "name": "task", "arguments": {"profile": "explore", "task": "x"}}], "provider": "openai", "model": "m"}),
         );
         let parent = crate::load_session(writer.path()).unwrap();
         let lineage = Lineage {

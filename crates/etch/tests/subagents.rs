@@ -1,0 +1,361 @@
+//! Subagents through the real binary (E-SUB, issue 17): the `task` tool
+//! against the fake model server, which answers the parent's and the
+//! children's requests in the order they come. Assertions are on the
+//! requests each side sent, the tool results and both session logs.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use std::path::PathBuf;
+
+use etch_test_support::{FakeServer, Reply, chat_text, chat_tool_calls};
+use serde_json::Value;
+use support::{Workspace, jsonl};
+
+/// A project configuration with subagents on and the `explore` profile
+/// (its instructions in explore.md), plus `extra`.
+fn configure(ws: &Workspace, limits: &str, extra: &str) {
+    std::fs::write(ws.path().join("explore.md"), "You explore; you never edit.").unwrap();
+    ws.user_config(&format!(
+        "[subagents]\nenabled = true\n{limits}\n\n\
+         [[subagents.profile]]\nname = \"explore\"\ndescription = \"Read-only exploration.\"\n\
+         model = \"child-m\"\nallowed_tools = [\"read\", \"ls\"]\nmax_tool_rounds = 2\n\
+         system_prompt_file = \"{}\"\n\n{extra}",
+        ws.path().join("explore.md").display()
+    ));
+}
+
+/// A `task` call's arguments.
+fn task(profile: &str, text: &str) -> String {
+    serde_json::json!({"profile": profile, "task": text}).to_string()
+}
+
+/// The tool names of a recorded request.
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The session files other than the parent's, with their headers.
+fn children(ws: &Workspace) -> Vec<(PathBuf, Value)> {
+    ws.session_files()
+        .into_iter()
+        .map(|path| {
+            let header = jsonl(&path)[0]["data"].clone();
+            (path, header)
+        })
+        .filter(|(_, header)| header["parentSessionId"].is_string())
+        .collect()
+}
+
+/// The parent session's file.
+fn parent_file(ws: &Workspace) -> PathBuf {
+    ws.session_files()
+        .into_iter()
+        .find(|path| jsonl(path)[0]["data"]["parentSessionId"].is_null())
+        .unwrap()
+}
+
+/// The text of the parent's result for call `id`.
+fn result(ws: &Workspace, id: &str) -> String {
+    let event = jsonl(&parent_file(ws))
+        .into_iter()
+        .find(|e| e["type"] == "message.tool" && e["data"]["toolCallId"] == id);
+    assert!(event.is_some(), "no result for {id}");
+    event.unwrap()["data"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// One task call: the child starts from the parent's conversation
+/// without the task call, with its own model, instructions and
+/// allowlisted tools; the parent gets one compact result; the child
+/// session names its parent and fork point; resuming the child rebuilds
+/// the same context.
+#[test]
+fn a_task_runs_a_child_and_returns_its_answer() {
+    let ws = Workspace::new();
+    configure(&ws, "", "");
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            &task("explore", "find where X is defined"),
+        )])),
+        Reply::sse(chat_text("X is defined in src/lib.rs")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "where is X?"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    let requests = server.requests();
+    let parent = requests[0].json();
+    assert!(tool_names(&parent).contains(&"task".to_owned()));
+    let spec = parent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .unwrap();
+    assert_eq!(
+        spec["function"]["parameters"]["properties"]["profile"]["enum"],
+        serde_json::json!(["explore"])
+    );
+    assert!(
+        spec["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("explore: Read-only exploration.")
+    );
+    let child = requests[1].json();
+    assert_eq!(child["model"], "child-m");
+    assert_eq!(tool_names(&child), ["ls", "read"]);
+    let body = requests[1].body_text();
+    assert!(body.contains("You explore; you never edit."), "{body}");
+    assert!(
+        body.contains("where is X?") && body.contains("find where X is defined"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("\"c1\""),
+        "the task call itself is not replayed: {body}"
+    );
+    let result = result(&ws, "c1");
+    let (child_path, header) = children(&ws).pop().unwrap();
+    let child_id = header["sessionId"].as_str().unwrap().to_owned();
+    assert!(
+        result.starts_with("subagent explore finished in "),
+        "{result}"
+    );
+    assert!(
+        result.contains(&format!("etch show {child_id}"))
+            && result.contains(&format!("etch resume {child_id}"))
+    );
+    assert!(result.ends_with("X is defined in src/lib.rs"), "{result}");
+    assert_ne!(parent_file(&ws), child_path);
+    let parent_events = jsonl(&parent_file(&ws));
+    let asked = parent_events
+        .iter()
+        .find(|e| e["type"] == "message.assistant")
+        .unwrap();
+    assert_eq!(
+        header["parentSessionId"],
+        parent_events[0]["data"]["sessionId"]
+    );
+    assert_eq!(header["parentToolCallId"], "c1");
+    assert_eq!(header["subagentProfile"], "explore");
+    assert_eq!(header["forkBeforeEventId"], asked["id"]);
+    assert!(!parent_events.iter().any(
+        |e| e.to_string().contains("X is defined in src/lib.rs") && e["type"] != "message.tool"
+    ));
+    let listed = ws.run(&["sessions"]).ok();
+    assert!(listed.contains("(subagent)"), "{listed}");
+    // Resuming the child rebuilds the inherited context.
+    let again = FakeServer::start(vec![Reply::sse(chat_text("still X"))]).unwrap();
+    let resumed = ws.run_model(&again, &["resume", &child_id, "-p", "and Y?"], &[]);
+    assert_eq!(resumed.ok(), "still X\n", "{}", resumed.stderr());
+    let body = again.requests()[0].body_text();
+    assert!(
+        body.contains("where is X?")
+            && body.contains("X is defined in src/lib.rs")
+            && body.contains("and Y?"),
+        "{body}"
+    );
+}
+
+/// Bad task calls are tool errors naming what is wrong, and the good
+/// ones of the same response still run: an unknown profile, an empty
+/// task, a profile whose instructions file is missing, a call past
+/// max_per_turn.
+#[test]
+fn bad_task_calls_are_tool_errors() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "max_per_turn = 2\nmax_concurrent = 1",
+        "[[subagents.profile]]\nname = \"broken\"\nsystem_prompt_file = \"missing.md\"\n",
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "task", &task("nope", "x")),
+            ("c2", "task", &task("explore", "  ")),
+            ("c3", "task", &task("explore", "look")),
+            ("c4", "task", &task("broken", "look")),
+            ("c5", "task", &task("explore", "look again")),
+        ])),
+        Reply::sse(chat_text("looked")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    // The schema lists the profiles, so validation names them.
+    let unknown = result(&ws, "c1");
+    assert!(
+        unknown.starts_with("tool error: Validation failed for tool \"task\"")
+            && unknown.contains("must be one of \"explore\", \"broken\""),
+        "{unknown}"
+    );
+    assert!(result(&ws, "c2").starts_with("tool error: the task is empty"));
+    assert!(
+        result(&ws, "c3").ends_with("looked"),
+        "{}",
+        result(&ws, "c3")
+    );
+    let broken = result(&ws, "c4");
+    assert!(
+        broken
+            .starts_with("tool error: subagent profile broken: cannot read its system_prompt_file")
+            && broken.contains("missing.md"),
+        "{broken}"
+    );
+    assert_eq!(
+        result(&ws, "c5"),
+        "tool error: more than max_per_turn (2) task calls in one response; this one was not run"
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+/// A child that uses up its max_tool_rounds gives the parent an error
+/// result, never a success (E-SUB-12); its session keeps what it did.
+#[test]
+fn a_child_past_its_round_bound_is_an_error() {
+    let ws = Workspace::new();
+    configure(&ws, "", "");
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            &task("explore", "list forever"),
+        )])),
+        Reply::sse(chat_tool_calls(&[("k1", "ls", r#"{"path":"."}"#)])),
+        Reply::sse(chat_tool_calls(&[("k2", "ls", r#"{"path":".."}"#)])),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    let result = result(&ws, "c1");
+    assert!(
+        result.starts_with("tool error: subagent explore stopped after "),
+        "{result}"
+    );
+    assert!(
+        result.contains("2 tool calls") && result.contains("etch show "),
+        "{result}"
+    );
+}
+
+/// Two task calls of one response overlap at `max_concurrent = 2`: each
+/// child's bash call waits (bounded) until both have started, which only
+/// works if they run at the same time; results keep the call order.
+#[test]
+fn children_run_concurrently_up_to_max_concurrent() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "max_concurrent = 2",
+        "[[subagents.profile]]\nname = \"worker\"\nallowed_tools = [\"bash\"]\n",
+    );
+    std::fs::create_dir_all(ws.path().join("marks")).unwrap();
+    let wait = r#"{"command":"touch marks/$$; for i in $(seq 500); do [ $(ls marks | wc -l) -ge 2 ] && echo both && exit 0; sleep 0.01; done; echo alone"}"#;
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "task", &task("worker", "first")),
+            ("c2", "task", &task("worker", "second")),
+        ])),
+        Reply::sse(chat_tool_calls(&[("k1", "bash", wait)])),
+        Reply::sse(chat_tool_calls(&[("k2", "bash", wait)])),
+        Reply::sse(chat_text("worked")),
+        Reply::sse(chat_text("worked")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    for id in ["c1", "c2"] {
+        assert!(result(&ws, id).ends_with("worked"), "{}", result(&ws, id));
+    }
+    let outputs: Vec<String> = children(&ws)
+        .iter()
+        .flat_map(|(path, _)| jsonl(path))
+        .filter(|e| e["type"] == "message.tool")
+        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs.iter().all(|o| o.contains("both")), "{outputs:?}");
+    let order: Vec<String> = jsonl(&parent_file(&ws))
+        .into_iter()
+        .filter(|e| e["type"] == "message.tool")
+        .map(|e| e["data"]["toolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(order, ["c1", "c2"]);
+}
+
+/// Token and time bounds stop a child (it keeps its session) and give
+/// the parent an error saying which bound and how far it got.
+#[test]
+fn token_and_time_bounds_stop_a_child() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "max_concurrent = 1",
+        "[[subagents.profile]]\nname = \"thrifty\"\nmax_tokens = 5\n\n\
+         [[subagents.profile]]\nname = \"hasty\"\nmax_seconds = 1\nallowed_tools = [\"bash\"]\n",
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "task", &task("thrifty", "spend")),
+            ("c2", "task", &task("hasty", "wait")),
+        ])),
+        // thrifty's first answer already uses more than 5 tokens.
+        Reply::sse(chat_tool_calls(&[("k1", "ls", r#"{"path":"."}"#)])),
+        // hasty waits for a file nobody writes.
+        Reply::sse(chat_tool_calls(&[(
+            "k2",
+            "bash",
+            r#"{"command":"while [ ! -f never ]; do sleep 0.05; done"}"#,
+        )])),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    let thrifty = result(&ws, "c1");
+    assert!(
+        thrifty.starts_with("tool error: subagent thrifty stopped after ")
+            && thrifty.contains("at its max_tokens (5): its requests used "),
+        "{thrifty}"
+    );
+    let hasty = result(&ws, "c2");
+    assert!(
+        hasty.starts_with("tool error: subagent hasty stopped after ")
+            && hasty.contains("at its max_seconds (1 s)")
+            && hasty.contains("etch show "),
+        "{hasty}"
+    );
+    // Both child sessions are whole: every call has its result.
+    for (path, _) in children(&ws) {
+        let events = jsonl(&path);
+        let calls = events
+            .iter()
+            .filter(|e| e["type"] == "message.assistant")
+            .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["type"] == "tool_call")
+            .count();
+        let results = events
+            .iter()
+            .filter(|e| e["type"] == "message.tool")
+            .count();
+        assert_eq!(calls, results, "{}", path.display());
+    }
+}
