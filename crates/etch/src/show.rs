@@ -4,9 +4,11 @@
 //! The transcript itself is rendered by `etch_runtime::transcript`, which
 //! `etch rpc`'s `export` writes too.
 
+use std::fmt::Write as _;
+use std::io::BufRead as _;
 use std::path::Path;
 
-use etch_session::load_session;
+use etch_session::{SessionStore, load_session};
 
 use crate::exit::{self, Failure};
 use crate::output::print_line;
@@ -25,7 +27,9 @@ pub fn show(
         eprintln!("etch: warning: {}: {warning}", path.display());
     }
     if tree {
-        crate::output::print_text(&crate::show_tree::render(&loaded));
+        let mut text = crate::show_tree::render(&loaded);
+        text.push_str(&children(session_dir, loaded.session_id()));
+        crate::output::print_text(&text);
         return Ok(());
     }
     if json {
@@ -45,4 +49,41 @@ pub fn show(
     }
     crate::output::print_text(&etch_runtime::transcript::render(&loaded));
     Ok(())
+}
+
+/// The child sessions of subagents that session `id` ran, one line each
+/// (id, profile, the task call, the task), for the tree view; empty
+/// when it ran none.
+fn children(session_dir: &Path, id: &str) -> String {
+    let store = SessionStore::new(session_dir);
+    let Ok((rows, _)) = store.list() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for row in rows
+        .iter()
+        .filter(|r| r.parent_session_id.as_deref() == Some(id))
+    {
+        // Only the header is needed, not the whole child log.
+        let header = std::fs::File::open(store.session_file(row))
+            .ok()
+            .and_then(|f| std::io::BufReader::new(f).lines().next())
+            .and_then(Result::ok)
+            .and_then(|line| serde_json::from_str::<serde_json::Value>(&line).ok())
+            .map(|event| event["data"].clone())
+            .unwrap_or_default();
+        if out.is_empty() {
+            out.push_str("subagent sessions:\n");
+        }
+        let _ = writeln!(
+            out,
+            "  {} {} (task call {}): {}  etch show {}",
+            row.id,
+            header["subagentProfile"].as_str().unwrap_or("?"),
+            header["parentToolCallId"].as_str().unwrap_or("?"),
+            row.title,
+            row.id
+        );
+    }
+    out
 }

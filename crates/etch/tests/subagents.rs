@@ -8,6 +8,7 @@
 mod support;
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use etch_test_support::{FakeServer, Reply, chat_text, chat_tool_calls};
 use serde_json::Value;
@@ -159,6 +160,12 @@ fn a_task_runs_a_child_and_returns_its_answer() {
     ));
     let listed = ws.run(&["sessions"]).ok();
     assert!(listed.contains("(subagent)"), "{listed}");
+    let parent_id = parent_events[0]["data"]["sessionId"].as_str().unwrap();
+    let tree = ws.run(&["show", "--tree", parent_id]).ok();
+    assert!(
+        tree.contains(&format!("subagent sessions:\n  {child_id} explore (task call c1): find where X is defined  etch show {child_id}")),
+        "{tree}"
+    );
     // Resuming the child rebuilds the inherited context.
     let again = FakeServer::start(vec![Reply::sse(chat_text("still X"))]).unwrap();
     let resumed = ws.run_model(&again, &["resume", &child_id, "-p", "and Y?"], &[]);
@@ -357,5 +364,159 @@ fn token_and_time_bounds_stop_a_child() {
             .filter(|e| e["type"] == "message.tool")
             .count();
         assert_eq!(calls, results, "{}", path.display());
+    }
+}
+
+/// etch killed with SIGKILL while a child runs: the child's session is
+/// valid, and resuming it closes the interrupted call and goes on with
+/// the inherited context.
+#[test]
+fn a_child_killed_mid_run_is_resumable() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "",
+        "[[subagents.profile]]\nname = \"waiter\"\nallowed_tools = [\"bash\"]\n",
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "task", &task("waiter", "wait"))])),
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"echo $$ > loop.pid; touch started; while [ ! -f never ]; do sleep 0.05; done"}"#,
+        )])),
+    ])
+    .unwrap();
+    let base = format!("{}/v1", server.url());
+    let mut etch = ws
+        .command(&[
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+            "-p",
+            "go",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The child's bash call has started: a barrier on its side effect.
+    let started = ws.path().join("started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child never started its call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    etch.kill().unwrap();
+    etch.wait().unwrap();
+    // SIGKILL gave etch no chance to stop the call's shell: end it here.
+    std::fs::write(ws.path().join("never"), "").unwrap();
+    let pid = std::fs::read_to_string(ws.path().join("loop.pid")).unwrap();
+    assert!(
+        support::process_gone(&pid),
+        "the call's shell {pid} outlived the test"
+    );
+    let (_, header) = children(&ws).pop().unwrap();
+    let child_id = header["sessionId"].as_str().unwrap().to_owned();
+    let again = FakeServer::start(vec![Reply::sse(chat_text("resumed"))]).unwrap();
+    let resumed = ws.run_model(&again, &["resume", &child_id, "-p", "go on"], &[]);
+    assert_eq!(resumed.ok(), "resumed\n", "{}", resumed.stderr());
+    let body = again.requests()[0].body_text();
+    assert!(
+        body.contains("\"k1\"") && body.contains("go on") && body.contains("wait"),
+        "{body}"
+    );
+}
+
+/// Ctrl-C while three children run: all stop, their shells are gone,
+/// etch exits 130, and every session (parent and children) has a result
+/// for each call.
+#[test]
+fn interrupting_the_parent_stops_every_child() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "max_concurrent = 3",
+        "[[subagents.profile]]\nname = \"waiter\"\nallowed_tools = [\"bash\"]\n",
+    );
+    std::fs::create_dir_all(ws.path().join("pids")).unwrap();
+    let wait = r#"{"command":"echo $$ > pids/$$; while [ ! -f never ]; do sleep 0.05; done"}"#;
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "task", &task("waiter", "one")),
+            ("c2", "task", &task("waiter", "two")),
+            ("c3", "task", &task("waiter", "three")),
+        ])),
+        Reply::sse(chat_tool_calls(&[("k1", "bash", wait)])),
+        Reply::sse(chat_tool_calls(&[("k2", "bash", wait)])),
+        Reply::sse(chat_tool_calls(&[("k3", "bash", wait)])),
+    ])
+    .unwrap();
+    let base = format!("{}/v1", server.url());
+    let mut etch = ws
+        .command(&[
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+            "-p",
+            "go",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = ws.path().join("pids");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_dir(&pids).unwrap().count() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the children never all started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &etch.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = etch.wait().unwrap();
+    assert_eq!(exit.code(), Some(130));
+    for entry in std::fs::read_dir(&pids).unwrap() {
+        let pid = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            support::process_gone(&pid),
+            "shell {pid} outlived the interrupt"
+        );
+    }
+    std::fs::write(ws.path().join("never"), "").unwrap();
+    let sessions = ws.session_files();
+    assert_eq!(sessions.len(), 4);
+    for path in sessions {
+        let events = jsonl(&path);
+        let calls = events
+            .iter()
+            .filter(|e| e["type"] == "message.assistant")
+            .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["type"] == "tool_call")
+            .count();
+        let results = events
+            .iter()
+            .filter(|e| e["type"] == "message.tool")
+            .count();
+        assert_eq!(calls, results, "{}", path.display());
+    }
+    for id in ["c1", "c2", "c3"] {
+        assert_eq!(result(&ws, id), "tool error: Operation aborted");
     }
 }
