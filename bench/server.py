@@ -5,9 +5,12 @@ short answer), `rounds-N` (N bash tool rounds, then an answer),
 `ls-rounds-N` (N rounds of the in-process `ls` tool, so a round costs
 little but etch itself), `plugin-rounds-N` (N calls of the example
 plugin's `plugin_echo`), `mcp-rounds-N` (N calls of server-everything's
-`echo` through etch's MCP bridge), `big` (512 KB of streamed text). Prints the port
+`echo` through etch's MCP bridge), `task-N` and `slowtask-N` (N `task`
+calls of the `bench` subagent profile, whose requests carry model
+`child` and are answered at once, or after 200 ms), `big` (512 KB of
+streamed text). Prints the port
 it listens on."""
-import json, sys
+import json, sys, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
 def chunk(delta, finish=None):
@@ -21,7 +24,22 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         scenario = self.path.split("/")[1]
         frames = []
-        if "rounds-" in scenario:
+        if "task-" in scenario and body.get("model") == "child":
+            if scenario.startswith("slow"):
+                time.sleep(0.2)
+            frames.append(chunk({"content": "child done"}))
+            frames.append(chunk({}, "stop"))
+        elif "task-" in scenario:
+            wanted = int(scenario.split("-")[-1])
+            if not any(m["role"] == "tool" for m in body["messages"]):
+                for i in range(wanted):
+                    frames.append(chunk({"tool_calls": [{"index": i, "id": f"task_{i}", "type": "function",
+                        "function": {"name": "task", "arguments": json.dumps({"profile": "bench", "task": f"job {i}"})}}]}))
+                frames.append(chunk({}, "tool_calls"))
+            else:
+                frames.append(chunk({"content": "done"}))
+                frames.append(chunk({}, "stop"))
+        elif "rounds-" in scenario:
             wanted = int(scenario.split("-")[-1])
             done = sum(1 for m in body["messages"] if m["role"] == "tool")
             if done < wanted:
