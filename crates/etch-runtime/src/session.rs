@@ -115,11 +115,12 @@ impl Session {
         Ok((session, first))
     }
 
-    /// Creates the child session of a subagent `of` a parent file and
-    /// its assistant event holding the `task` call: the child starts with the parent's model-visible
+    /// Creates the child session of a subagent `of` a parent file and its
+    /// assistant event holding the `task` call: the child starts with the parent's model-visible
     /// history before that event (E-SUB-06, E-SUB-07) and is run like any
-    /// session. A child runs no `SessionStart` hooks: it is part of the
-    /// parent's turn.
+    /// session. A child runs no `SessionStart` hooks (it is part of the
+    /// parent's turn); its tool calls run the configured tool hooks like
+    /// any other.
     pub fn create_child(
         place: Place,
         settings: RunSettings,
@@ -252,6 +253,13 @@ impl Session {
             Target::Path(path) => path.to_path_buf(),
         };
         let loaded = load_session(&path)?;
+        // A subagent's child comes back with its profile's tools and
+        // instructions, not as an ordinary session (E-SUB-09).
+        let (mut place, mut settings, mut context) = (place, settings, context);
+        if let Some(name) = &loaded.header.subagent_profile {
+            crate::subagent::resume_as_child(&mut place, &mut settings, &mut context, name)
+                .map_err(OpenError::Failed)?;
+        }
         let mut writer = SessionWriter::open(
             &path,
             loaded.session_id(),

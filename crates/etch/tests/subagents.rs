@@ -177,6 +177,9 @@ fn a_task_runs_a_child_and_returns_its_answer() {
             && body.contains("and Y?"),
         "{body}"
     );
+    // ... with its profile's tools and instructions, not the parent's.
+    assert_eq!(tool_names(&again.requests()[0].json()), ["ls", "read"]);
+    assert!(body.contains("You explore; you never edit."), "{body}");
 }
 
 /// Bad task calls are tool errors naming what is wrong, and the good
@@ -519,4 +522,46 @@ fn interrupting_the_parent_stops_every_child() {
     for id in ["c1", "c2", "c3"] {
         assert_eq!(result(&ws, id), "tool error: Operation aborted");
     }
+}
+
+/// A child's tool calls go through the configured hooks like the
+/// parent's: a PreToolUse hook blocks a child's bash.
+#[test]
+fn hooks_wrap_a_childs_tool_calls() {
+    let ws = Workspace::new();
+    let hook = ws.home.path().join("deny.sh");
+    std::fs::write(
+        &hook,
+        "printf '%s\\n' '{\"block\": true, \"reason\": \"no shell here\"}'\n",
+    )
+    .unwrap();
+    configure(
+        &ws,
+        "",
+        &format!(
+            "[[subagents.profile]]\nname = \"worker\"\nallowed_tools = [\"bash\"]\n\n\
+             [[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"sh {}\"\n",
+            hook.display()
+        ),
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            &task("worker", "run it"),
+        )])),
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"touch ran"}"#,
+        )])),
+        Reply::sse(chat_text("could not")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    assert!(!ws.path().join("ran").exists());
+    let body = server.requests()[2].body_text();
+    assert!(body.contains("no shell here"), "{body}");
 }

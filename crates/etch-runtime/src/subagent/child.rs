@@ -6,19 +6,20 @@
 //! forked from the parent before the asking assistant event, the task
 //! run in it without a front end, and one compact result for the
 //! parent. Everything the child did stays in its own session.
+//!
+//! This module must not know how results are shown or how tools run.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use etch_config::SubagentProfile;
 use etch_core::{Observer, RunError};
-use etch_model::{SystemLayer, Usage};
+use etch_model::Usage;
 use etch_session::Lineage;
 use etch_tool::ToolContext;
 use tokio_util::sync::CancellationToken;
 
-use super::{Parent, child_tools};
-use crate::paths;
+use super::{Parent, profile};
 use crate::provider;
 use crate::session::{ChildOf, Session};
 
@@ -64,51 +65,14 @@ pub(super) async fn run(
     let name = &profile.name;
     let started = Instant::now();
     let mut place = parent.place.clone();
-    if let Some(auto) = profile.auto_compact {
-        place.config.context.auto_compact = auto;
-    }
-    if let Some(tokens) = profile.auto_compact_threshold_tokens {
-        place.config.context.auto_compact_threshold_tokens = tokens;
-    }
     let mut settings = parent.settings.clone();
-    let flags = &mut settings.provider;
-    if let Some(provider) = &profile.provider {
-        flags.provider = Some(provider.clone());
-        // Another provider's model name means nothing to this one.
-        flags.model = None;
-    }
-    for (value, slot) in [
-        (&profile.model, &mut flags.model),
-        (&profile.openai_api, &mut flags.openai_api),
-        (&profile.reasoning_effort, &mut flags.reasoning_effort),
-        (&profile.reasoning_summary, &mut flags.reasoning_summary),
-    ] {
-        if let Some(value) = value {
-            *slot = Some(value.clone());
-        }
-    }
-    if let Some(rounds) = profile.max_tool_rounds {
-        settings.max_tool_rounds = Some(rounds);
-    }
+    let mut context = parent.context.clone();
+    let current = parent_provider(&ctx.origin.session_path);
+    settings.provider = profile::flags(&parent.settings.provider, &current, profile);
+    profile::shape(&mut place, &mut settings, &mut context, profile)?;
     let selection = provider::select(&settings.provider, &place.config, None)
         .await
         .map_err(|e| format!("subagent profile {name}: {e}"))?;
-    let mut context = parent.context.clone();
-    context.tools = child_tools(&parent.context.tools, profile);
-    context.hooks = etch_hooks::Hooks::default();
-    if let Some(file) = &profile.system_prompt_file {
-        let path = paths::project_root(&place.cwd).join(file);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            format!(
-                "subagent profile {name}: cannot read its system_prompt_file {}: {e}",
-                path.display()
-            )
-        })?;
-        context.assembled.layers.push(SystemLayer {
-            name: format!("subagent {name}: {}", path.display()),
-            text,
-        });
-    }
     let lineage = Lineage {
         parent_tool_call_id: ctx.call_id.clone(),
         profile: name.clone(),
@@ -194,4 +158,17 @@ pub(super) async fn run(
             "subagent {name} stopped after {elapsed:.1} s without an answer (child session {id}{counts}): {err}\n{inspect}"
         )),
     }
+}
+
+/// The provider the parent session talks to, from its `session.started`
+/// line (only that line is read: a parent log can be large).
+fn parent_provider(path: &std::path::Path) -> String {
+    use std::io::BufRead as _;
+    std::fs::File::open(path)
+        .ok()
+        .and_then(|f| std::io::BufReader::new(f).lines().next())
+        .and_then(Result::ok)
+        .and_then(|line| serde_json::from_str::<serde_json::Value>(&line).ok())
+        .and_then(|event| event["data"]["provider"].as_str().map(str::to_owned))
+        .unwrap_or_default()
 }

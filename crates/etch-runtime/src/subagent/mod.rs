@@ -5,19 +5,22 @@
 //! the child's model, instructions, tools and round bound (E-SUB-12).
 //!
 //! Calls of one response run concurrently up to `max_concurrent`;
-//! calls beyond `max_per_turn` in one response are refused. Each child
+//! calls beyond `max_per_turn` in one turn (one model response and its
+//! calls) are refused. Each child
 //! is an ordinary run in its own session (`child`), and the parent gets
 //! one compact result. This module must not know how results are shown.
 
 mod child;
+mod profile;
 
-use std::collections::HashMap;
+pub use profile::resume_as_child;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use etch_config::SubagentProfile;
 use etch_model::ToolSpec;
-use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolRegistry};
+use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -37,8 +40,9 @@ pub struct TaskTool {
     max_per_turn: u32,
     /// Children running at once.
     running: Arc<Semaphore>,
-    /// Calls seen per response (assistant event id).
-    per_turn: Mutex<HashMap<String, u32>>,
+    /// Calls seen in the current turn: its assistant event id and the
+    /// count (one pair: turns do not come back).
+    per_turn: Mutex<(String, u32)>,
 }
 
 /// What the parent session lends its children.
@@ -70,19 +74,23 @@ impl TaskTool {
             },
             max_per_turn: config.max_per_turn,
             running: Arc::new(Semaphore::new(config.max_concurrent.max(1) as usize)),
-            per_turn: Mutex::new(HashMap::new()),
+            per_turn: Mutex::new((String::new(), 0)),
         })
     }
 
-    /// Counts a call of response `assistant_event_id`; `false` past
-    /// `max_per_turn`.
+    /// Counts a call of the turn (one model response and its tool
+    /// calls, as the loop's `TurnStart` counts them) whose assistant
+    /// event is `assistant_event_id`; `false` past `max_per_turn`.
     fn admit(&self, assistant_event_id: &str) -> bool {
-        let Ok(mut seen) = self.per_turn.lock() else {
-            return false;
-        };
-        let count = seen.entry(assistant_event_id.to_owned()).or_insert(0);
-        *count += 1;
-        *count <= self.max_per_turn
+        let mut seen = self
+            .per_turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.0 != assistant_event_id {
+            *seen = (assistant_event_id.to_owned(), 0);
+        }
+        seen.1 += 1;
+        seen.1 <= self.max_per_turn
     }
 }
 
@@ -123,9 +131,11 @@ impl Tool for TaskTool {
     }
 
     /// Children are isolated work: they overlap with each other and with
-    /// reads; their number is bounded by `max_concurrent`.
-    fn access(&self, _args: &Value, _cwd: &Path) -> Access {
-        Access::Read(Vec::new())
+    /// reads, their number bounded by `max_concurrent`, but they wait
+    /// behind the parent's own writes of the same response, which they
+    /// may read.
+    fn access(&self, _args: &Value, cwd: &Path) -> Access {
+        Access::Read(vec![cwd.to_path_buf()])
     }
 
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
@@ -164,17 +174,4 @@ impl Tool for TaskTool {
                 .map_err(ToolError)
         })
     }
-}
-
-/// The registry a child of `profile` gets: the parent's tools (never
-/// `task`, C38) restricted to the profile's allowlist when it has one
-/// (E-SUB-10).
-pub(crate) fn child_tools(parent: &ToolRegistry, profile: &SubagentProfile) -> ToolRegistry {
-    let allowed = profile.allowed_tools.clone();
-    parent.only(move |name| {
-        name != TASK
-            && allowed
-                .as_ref()
-                .is_none_or(|list| list.iter().any(|a| a == name))
-    })
 }
