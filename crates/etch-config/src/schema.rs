@@ -298,7 +298,7 @@ impl TableSpec {
 /// The schema name of the hook tables: `hooks.<Event>` for each event.
 pub(crate) const HOOKS_TABLE: &str = "hooks.*";
 
-/// Hook event names, exactly (E-HOOK-03).
+/// Hook event names, exactly (E-HOOK-03, and the subagent events).
 pub(crate) const HOOK_EVENTS: &[&str] = &[
     "SessionStart",
     "UserPromptSubmit",
@@ -309,6 +309,8 @@ pub(crate) const HOOK_EVENTS: &[&str] = &[
     "PostToolUse",
     "PreCompact",
     "PostCompact",
+    "SubagentStart",
+    "SubagentStop",
 ];
 
 /// Provider names (E-CFG-09).

@@ -157,6 +157,6 @@ mod tests {
         assert_eq!(mcp["keys"][7]["minimum"], 1);
         assert_eq!(mcp["keys"][8]["default"], false);
         assert_eq!(session["keys"][0]["format"], Json::Null);
-        assert_eq!(json["hook_events"].as_array().map(Vec::len), Some(9));
+        assert_eq!(json["hook_events"].as_array().map(Vec::len), Some(11));
     }
 }

@@ -62,7 +62,13 @@ pub fn event_name(event: HookEvent) -> Option<&'static str> {
         HookEvent::PostToolUse => Some("PostToolUse"),
         HookEvent::PreCompact => Some("PreCompact"),
         HookEvent::TurnComplete => Some("Stop"),
-        HookEvent::TurnStart | HookEvent::ContextBuild | HookEvent::PostCompact => None,
+        // Claude Code's own subagent events carry other fields; etch's
+        // are for etch hooks.
+        HookEvent::TurnStart
+        | HookEvent::ContextBuild
+        | HookEvent::PostCompact
+        | HookEvent::SubagentStart
+        | HookEvent::SubagentStop => None,
     }
 }
 
@@ -268,7 +274,11 @@ pub fn input(envelope: &Value) -> Value {
             }
             fields
         }
-        HookEvent::TurnStart | HookEvent::ContextBuild | HookEvent::PostCompact => json!({}),
+        HookEvent::TurnStart
+        | HookEvent::ContextBuild
+        | HookEvent::PostCompact
+        | HookEvent::SubagentStart
+        | HookEvent::SubagentStop => json!({}),
     };
     if let (Value::Object(out), Value::Object(fields)) = (&mut out, fields) {
         out.extend(fields);

@@ -1,5 +1,5 @@
 //! What can go wrong with hooks before one runs: a matcher that does not
-//! compile, an event name that is not one of the nine.
+//! compile, an event name that is not one of the eleven.
 
 /// A hook configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -16,7 +16,7 @@ pub enum HookError {
     },
     /// An event name that is not a hook event.
     #[error(
-        "`{0}` is not a hook event; the events are SessionStart, UserPromptSubmit, TurnStart, TurnComplete, ContextBuild, PreToolUse, PostToolUse, PreCompact, PostCompact"
+        "`{0}` is not a hook event; the events are SessionStart, UserPromptSubmit, TurnStart, TurnComplete, ContextBuild, PreToolUse, PostToolUse, PreCompact, PostCompact, SubagentStart, SubagentStop"
     )]
     Event(String),
     /// A `protocol` that is neither `etch` nor `claude`.

@@ -1,4 +1,5 @@
-//! The nine hook events (E-HOOK-03 in docs/requirements.md) and what each
+//! The hook events (E-HOOK-03 in docs/requirements.md, and the
+//! subagent events of issue 17) and what each
 //! one allows: what its matcher is matched against, which output fields
 //! it accepts (G5), and whether exit code 2 blocks (C12: only
 //! `PreToolUse` and `UserPromptSubmit`; elsewhere it is a failure). This
@@ -28,11 +29,16 @@ pub enum HookEvent {
     PreCompact,
     /// A compaction's summary is ready to be appended.
     PostCompact,
+    /// A subagent's child session was created and is about to run; the
+    /// subject is the profile. It may be blocked.
+    SubagentStart,
+    /// A subagent's child run ended; the subject is the profile.
+    SubagentStop,
 }
 
 impl HookEvent {
     /// All events, in the order of E-HOOK-03.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 11] = [
         Self::SessionStart,
         Self::UserPromptSubmit,
         Self::TurnStart,
@@ -42,6 +48,8 @@ impl HookEvent {
         Self::PostToolUse,
         Self::PreCompact,
         Self::PostCompact,
+        Self::SubagentStart,
+        Self::SubagentStop,
     ];
 
     /// The event's name as written in configuration and envelopes.
@@ -56,6 +64,8 @@ impl HookEvent {
             Self::PostToolUse => "PostToolUse",
             Self::PreCompact => "PreCompact",
             Self::PostCompact => "PostCompact",
+            Self::SubagentStart => "SubagentStart",
+            Self::SubagentStop => "SubagentStop",
         }
     }
 
@@ -74,6 +84,8 @@ impl HookEvent {
                 | Self::PostToolUse
                 | Self::PreCompact
                 | Self::PostCompact
+                | Self::SubagentStart
+                | Self::SubagentStop
         )
     }
 
@@ -87,7 +99,8 @@ impl HookEvent {
     /// ignored accept none: a field there is an error, not silence.
     pub fn output_fields(self) -> &'static [&'static str] {
         match self {
-            Self::SessionStart | Self::TurnStart | Self::TurnComplete => &[],
+            Self::SessionStart | Self::TurnStart | Self::TurnComplete | Self::SubagentStop => &[],
+            Self::SubagentStart => &["block", "reason"],
             Self::UserPromptSubmit => &["block", "reason", "prompt"],
             Self::ContextBuild => &["messages"],
             Self::PreToolUse => &["block", "reason", "arguments"],

@@ -1,4 +1,4 @@
-//! etch's external hooks (E-HOOK in docs/requirements.md): the nine
+//! etch's external hooks (E-HOOK in docs/requirements.md): the eleven
 //! lifecycle events, anchored matchers, the JSON envelope a hook reads on
 //! stdin, running the hook command (`sh -c`, its own process group, no
 //! credentials in its environment, a timeout that kills the group,

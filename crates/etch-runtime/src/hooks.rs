@@ -188,6 +188,69 @@ impl SessionHooks {
     }
 }
 
+/// A subagent event for the hooks: who, what, and for `SubagentStop`
+/// how it ended.
+#[derive(Debug, Clone, Copy)]
+pub struct SubagentRun<'a> {
+    /// The profile (the hooks' subject).
+    pub profile: &'a str,
+    /// The task as the parent wrote it.
+    pub task: &'a str,
+    /// The parent's `task` call.
+    pub tool_call_id: &'a str,
+    /// `None` at the start; at the end `ok`, `error` or `aborted`, with
+    /// the answer or the error, and the run's duration.
+    pub end: Option<(&'a str, &'a str, u128)>,
+}
+
+impl SessionHooks {
+    /// Runs `SubagentStart` (which may block the child) or, when `run`
+    /// has an end, `SubagentStop`, in the child session these hooks
+    /// belong to.
+    pub async fn subagent(&self, run: SubagentRun<'_>) -> Intercepted<()> {
+        let event = if run.end.is_some() {
+            HookEvent::SubagentStop
+        } else {
+            HookEvent::SubagentStart
+        };
+        self.chain(
+            event,
+            run.profile,
+            Some(run.tool_call_id),
+            (),
+            move |()| {
+                let mut out = fields([
+                    ("profile", json!(run.profile)),
+                    ("task", json!(run.task)),
+                    ("childSessionId", json!(self.session_id)),
+                    ("toolCallId", json!(run.tool_call_id)),
+                ]);
+                if let Some((outcome, detail, ms)) = run.end {
+                    out.insert("outcome".into(), json!(outcome));
+                    out.insert("detail".into(), json!(detail));
+                    out.insert("durationMs".into(), json!(ms));
+                }
+                out
+            },
+            |(), answer| {
+                Ok(
+                    if answer.get("block").and_then(Value::as_bool) == Some(true) {
+                        Step::Blocked(
+                            answer
+                                .get("reason")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned),
+                        )
+                    } else {
+                        Step::Same
+                    },
+                )
+            },
+        )
+        .await
+    }
+}
+
 impl Intercept for SessionHooks {
     fn wants(&self, point: Point) -> bool {
         self.hooks.has(event_of(point))

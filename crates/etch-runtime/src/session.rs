@@ -204,6 +204,39 @@ impl Session {
         }
     }
 
+    /// Runs the `SubagentStart` or `SubagentStop` hooks of this child
+    /// session, appending their records to it; `Err` says why a start
+    /// was refused (blocked or failed). A stop never changes the result.
+    pub async fn subagent_hooks(
+        &mut self,
+        run: crate::hooks::SubagentRun<'_>,
+    ) -> Result<(), String> {
+        let event = if run.end.is_some() {
+            etch_hooks::HookEvent::SubagentStop
+        } else {
+            etch_hooks::HookEvent::SubagentStart
+        };
+        if !self.context.hooks.has(event) {
+            return Ok(());
+        }
+        let answer = self.session_hooks().subagent(run).await;
+        for data in &answer.records {
+            self.writer
+                .append(types::HOOK_RUN, data)
+                .map_err(|e| e.to_string())?;
+        }
+        match (answer.verdict, run.end) {
+            (_, Some(_)) | (etch_core::Verdict::Go(()), None) => Ok(()),
+            (etch_core::Verdict::Blocked(reason), None) => Err(format!(
+                "a SubagentStart hook blocked it: {}",
+                reason.unwrap_or_else(|| "no reason given".to_owned())
+            )),
+            (etch_core::Verdict::Failed(detail), None) => {
+                Err(format!("SubagentStart hook failed: {detail}"))
+            }
+        }
+    }
+
     /// The hooks of this session, ready to run.
     fn session_hooks(&self) -> SessionHooks {
         SessionHooks::new(

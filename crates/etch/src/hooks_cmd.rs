@@ -173,6 +173,7 @@ fn default_subject(event: HookEvent) -> &'static str {
     match event {
         HookEvent::SessionStart => "new",
         HookEvent::PreCompact | HookEvent::PostCompact => "manual",
+        HookEvent::SubagentStart | HookEvent::SubagentStop => "explore",
         _ => "bash",
     }
 }
@@ -199,6 +200,12 @@ fn sample_payload(event: HookEvent, subject: &str) -> Value {
             json!({"trigger": subject, "instructions": null, "tokensBefore": 12000})
         }
         HookEvent::PostCompact => json!({"trigger": subject, "summary": "a sample summary"}),
+        HookEvent::SubagentStart => {
+            json!({"profile": subject, "task": "a sample task", "childSessionId": "01HOOKSCHILD00000000000000", "toolCallId": "call_1"})
+        }
+        HookEvent::SubagentStop => {
+            json!({"profile": subject, "task": "a sample task", "childSessionId": "01HOOKSCHILD00000000000000", "toolCallId": "call_1", "outcome": "ok", "detail": "a sample answer", "durationMs": 1200})
+        }
     };
     if let (Value::Object(base), Value::Object(extra)) = (&mut payload, extra) {
         base.extend(extra);

@@ -346,7 +346,10 @@ fn export_html_writes_the_transcript() {
         "model HTML is text: {html}"
     );
     tmux.line("/export md notes.md");
-    tmux.wait_for("notes.md");
+    // The typed command shows the name too: wait for etch's answer.
+    tmux.wait("the markdown export", |text| {
+        text.matches("wrote the transcript to").count() >= 2
+    });
     let md = std::fs::read_to_string(ws.path().join("notes.md")).unwrap();
     assert!(
         md.contains("question") && md.contains("**markdown**"),

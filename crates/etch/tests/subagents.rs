@@ -565,3 +565,71 @@ fn hooks_wrap_a_childs_tool_calls() {
     let body = server.requests()[2].body_text();
     assert!(body.contains("no shell here"), "{body}");
 }
+
+/// `SubagentStart` hooks may refuse a child (the parent gets why) and
+/// `SubagentStop` hooks see how each ended; their records are in the
+/// child sessions.
+#[test]
+fn subagent_hooks_start_and_stop() {
+    let ws = Workspace::new();
+    let start = ws.home.path().join("start.py");
+    std::fs::write(
+        &start,
+        "import json, sys\n\
+         event = json.load(sys.stdin)\n\
+         payload = event.get('payload', event)\n\
+         if payload['profile'] == 'locked':\n\
+         \x20   print(json.dumps({'block': True, 'reason': 'not today'}))\n",
+    )
+    .unwrap();
+    let stops = ws.home.path().join("stops.jsonl");
+    configure(
+        &ws,
+        "",
+        &format!(
+            "[[subagents.profile]]\nname = \"locked\"\n\n\
+             [[hooks.SubagentStart]]\ncommand = \"python3 {}\"\n\n\
+             [[hooks.SubagentStop]]\nmatcher = \"explore\"\ncommand = \"cat >> {}\"\n",
+            start.display(),
+            stops.display()
+        ),
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "task", &task("explore", "look")),
+            ("c2", "task", &task("locked", "look")),
+        ])),
+        Reply::sse(chat_text("seen")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    assert!(result(&ws, "c1").ends_with("seen"));
+    let refused = result(&ws, "c2");
+    assert!(
+        refused.starts_with("tool error: subagent locked did not start (child session ")
+            && refused.ends_with("a SubagentStart hook blocked it: not today"),
+        "{refused}"
+    );
+    let stop: Value =
+        serde_json::from_str(std::fs::read_to_string(&stops).unwrap().trim()).unwrap();
+    let text = stop.to_string();
+    assert!(
+        text.contains("\"outcome\":\"ok\"")
+            && text.contains("\"detail\":\"seen\"")
+            && text.contains("\"toolCallId\":\"c1\""),
+        "{text}"
+    );
+    let records: Vec<Value> = children(&ws)
+        .iter()
+        .flat_map(|(path, _)| jsonl(path))
+        .filter(|e| e["type"] == "hook.run")
+        .collect();
+    let events: Vec<&str> = records
+        .iter()
+        .map(|e| e["data"]["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events.iter().filter(|e| **e == "SubagentStart").count(), 2);
+    assert_eq!(events.iter().filter(|e| **e == "SubagentStop").count(), 1);
+}

@@ -168,7 +168,8 @@ fn unknown_hook_event() {
         format!(
             "error: {PATH}:1: hooks.PreTooluse: unknown hook event `PreTooluse`; did you mean \
              `PreToolUse`?; expected one of: SessionStart, UserPromptSubmit, TurnStart, \
-             TurnComplete, ContextBuild, PreToolUse, PostToolUse, PreCompact, PostCompact"
+             TurnComplete, ContextBuild, PreToolUse, PostToolUse, PreCompact, PostCompact, \
+             SubagentStart, SubagentStop"
         )
     );
 }

@@ -20,6 +20,7 @@ use etch_tool::ToolContext;
 use tokio_util::sync::CancellationToken;
 
 use super::{Parent, profile};
+use crate::hooks::SubagentRun;
 use crate::provider;
 use crate::session::{ChildOf, Session};
 
@@ -90,6 +91,17 @@ pub(super) async fn run(
         task.to_owned(),
     )
     .map_err(|e| format!("subagent profile {name}: could not create its session: {e}"))?;
+    let id = child.id().to_owned();
+    let mut run = SubagentRun {
+        profile: name,
+        task,
+        tool_call_id: &ctx.call_id,
+        end: None,
+    };
+    child
+        .subagent_hooks(run)
+        .await
+        .map_err(|why| format!("subagent {name} did not start (child session {id}): {why}"))?;
     let prompt = if extra.is_empty() {
         task.to_owned()
     } else {
@@ -117,7 +129,16 @@ pub(super) async fn run(
         }
     };
     let over_tokens = profile.max_tokens.filter(|max| budget.used > *max);
-    let id = child.id().to_owned();
+    let (outcome_word, detail) = match &outcome {
+        Ok(done) => ("ok", done.final_text.clone()),
+        Err(RunError::Cancelled) if !timed_out && over_tokens.is_none() => {
+            ("aborted", "Operation aborted".to_owned())
+        }
+        Err(err) => ("error", err.to_string()),
+    };
+    run.end = Some((outcome_word, &detail, started.elapsed().as_millis()));
+    // The result stands whatever a stop hook says; its record is kept.
+    let _ = child.subagent_hooks(run).await;
     let elapsed = started.elapsed().as_secs_f64();
     let counts = child.stats().map_or_else(
         |_| String::new(),
