@@ -49,6 +49,13 @@ pub enum CommandBody {
     },
     /// Cancel the active run (answered once the session is idle).
     Abort,
+    /// Stop the subagent running for the `task` call `tool_call_id`; the
+    /// parent gets `tool error: Operation aborted` for it and the other
+    /// children go on.
+    AbortSubagent {
+        /// The parent's `task` call.
+        tool_call_id: String,
+    },
     /// Summarize older history into a `context.summary` event.
     Compact {
         /// Extra instruction for the summary.
@@ -155,6 +162,7 @@ impl CommandBody {
             Self::Steer { .. } => "steer",
             Self::FollowUp { .. } => "follow_up",
             Self::Abort => "abort",
+            Self::AbortSubagent { .. } => "abort_subagent",
             Self::Compact { .. } => "compact",
             Self::SetModel { .. } => "set_model",
             Self::SetThinkingLevel { .. } => "set_thinking_level",

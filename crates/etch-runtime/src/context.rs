@@ -33,6 +33,8 @@ pub struct Context {
     pub hooks: etch_hooks::Hooks,
     /// The configured plugins (their tools are a source in `tools`).
     pub plugins: Arc<PluginSet>,
+    /// The subagents running now, by the parent's `task` call id.
+    pub children: Arc<crate::subagent::Children>,
 }
 
 impl Context {
@@ -60,6 +62,7 @@ impl Context {
             assembled,
             hooks,
             plugins,
+            children: Arc::default(),
         }
         .with_task(place, settings)
     }
@@ -86,6 +89,7 @@ impl Context {
             assembled,
             hooks: etch_hooks::Hooks::default(),
             plugins: Arc::new(PluginSet::empty()),
+            children: Arc::default(),
         }
         .with_task(place, settings)
     }

@@ -633,3 +633,155 @@ fn subagent_hooks_start_and_stop() {
     assert_eq!(events.iter().filter(|e| **e == "SubagentStart").count(), 2);
     assert_eq!(events.iter().filter(|e| **e == "SubagentStop").count(), 1);
 }
+
+/// RPC clients see what a child is doing as progress of the parent's
+/// `task` call: its codename, profile and task, then each activity.
+#[test]
+fn rpc_clients_see_child_progress() {
+    let ws = Workspace::new();
+    configure(&ws, "", "");
+    std::fs::write(ws.path().join("notes.txt"), "X lives here").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            &task("explore", "find X"),
+        )])),
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "read",
+            r#"{"path":"notes.txt"}"#,
+        )])),
+        Reply::sse(chat_text("X is in notes.txt")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let base = format!("{}/v1", server.url());
+    let mut rpc = support::rpc::RpcClient::start(
+        &ws,
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+        ],
+        &[],
+    );
+    rpc.send(&serde_json::json!({"id": "p1", "type": "prompt", "message": "go"}));
+    rpc.event("agent_end");
+    let updates: Vec<String> = rpc
+        .seen
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_update" && e["toolCallId"] == "c1")
+        .map(|e| e["partialResult"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(updates.len() >= 3, "{updates:?}");
+    let label = updates[0].split(" => ").next().unwrap().to_owned();
+    assert!(label.ends_with(" / explore: find X"), "{label}");
+    assert!(updates.iter().all(|u| u.starts_with(&label)), "{updates:?}");
+    assert!(
+        updates.contains(&format!("{label} => starting")),
+        "{updates:?}"
+    );
+    assert!(
+        updates.contains(&format!("{label} => read notes.txt")),
+        "{updates:?}"
+    );
+    let (status, _, _) = rpc.finish();
+    assert!(status.success());
+}
+
+/// `abort_subagent` stops one child: its call gets `Operation aborted`,
+/// the other children go on and finish; an unknown call id is refused
+/// with the list of running children.
+#[test]
+fn rpc_abort_subagent_stops_one_child() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "max_concurrent = 3",
+        "[[subagents.profile]]\nname = \"waiter\"\nallowed_tools = [\"bash\"]\n",
+    );
+    std::fs::create_dir_all(ws.path().join("pids")).unwrap();
+    let wait = r#"{"command":"echo $$ > pids/$$; while [ ! -f never ]; do sleep 0.05; done; echo worked"}"#;
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[
+            ("c1", "task", &task("waiter", "one")),
+            ("c2", "task", &task("waiter", "two")),
+            ("c3", "task", &task("waiter", "three")),
+        ])),
+        Reply::sse(chat_tool_calls(&[("k1", "bash", wait)])),
+        Reply::sse(chat_tool_calls(&[("k2", "bash", wait)])),
+        Reply::sse(chat_tool_calls(&[("k3", "bash", wait)])),
+        Reply::sse(chat_text("worked")),
+        Reply::sse(chat_text("worked")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let base = format!("{}/v1", server.url());
+    let mut rpc = support::rpc::RpcClient::start(
+        &ws,
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+        ],
+        &[],
+    );
+    rpc.send(&serde_json::json!({"id": "p1", "type": "prompt", "message": "go"}));
+    let pids = ws.path().join("pids");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_dir(&pids).unwrap().count() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the children never all started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let unknown =
+        rpc.call(&serde_json::json!({"id": "a0", "type": "abort_subagent", "toolCallId": "c9"}));
+    assert_eq!(unknown["success"], false, "{unknown}");
+    let said = unknown["error"].as_str().unwrap();
+    assert!(
+        said.contains("no subagent runs for call c9; running: c1 (") && said.contains("c3 ("),
+        "{said}"
+    );
+    let stopped =
+        rpc.call(&serde_json::json!({"id": "a1", "type": "abort_subagent", "toolCallId": "c2"}));
+    assert_eq!(stopped["success"], true, "{stopped}");
+    // The stopped child's shell goes while the others still wait.
+    let alive = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        !stat.is_empty() && !stat.contains(") Z ")
+    };
+    let all: Vec<String> = std::fs::read_dir(&pids)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while all.iter().all(|pid| alive(pid)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no child's shell stopped"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(all.iter().filter(|pid| alive(pid)).count(), 2);
+    std::fs::write(ws.path().join("never"), "").unwrap();
+    rpc.event("agent_end");
+    let (status, _, _) = rpc.finish();
+    assert!(status.success());
+    assert_eq!(result(&ws, "c2"), "tool error: Operation aborted");
+    for id in ["c1", "c3"] {
+        assert!(result(&ws, id).ends_with("worked"), "{}", result(&ws, id));
+    }
+}

@@ -128,6 +128,8 @@ struct Snapshot {
     messages: usize,
     /// Whether threshold compaction is on.
     auto_compact: bool,
+    /// The subagents running now.
+    children: Arc<crate::subagent::Children>,
 }
 
 impl Snapshot {
@@ -142,6 +144,7 @@ impl Snapshot {
             thinking: session.settings().provider.reasoning_effort.clone(),
             messages: session.history().len(),
             auto_compact: session.place().config.context.auto_compact,
+            children: Arc::clone(&session.context().children),
         }
     }
 }
@@ -236,6 +239,27 @@ impl Host {
                 }
                 None => Err("nothing is running; there is nothing to abort".to_owned()),
             },
+            CommandBody::AbortSubagent { tool_call_id } => {
+                if self.snapshot.children.cancel(&tool_call_id) {
+                    Ok(None)
+                } else {
+                    let running: Vec<String> = self
+                        .snapshot
+                        .children
+                        .list()
+                        .into_iter()
+                        .map(|(id, label)| format!("{id} ({label})"))
+                        .collect();
+                    Err(if running.is_empty() {
+                        format!("no subagent runs for call {tool_call_id}; none is running")
+                    } else {
+                        format!(
+                            "no subagent runs for call {tool_call_id}; running: {}",
+                            running.join(", ")
+                        )
+                    })
+                }
+            }
             CommandBody::SetSteeringMode { mode } => {
                 self.with_queues(|q| q.set_steering_mode(mode));
                 Ok(Some(json!({ "mode": mode })))

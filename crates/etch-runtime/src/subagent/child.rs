@@ -13,10 +13,10 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use etch_config::SubagentProfile;
-use etch_core::{Observer, RunError};
+use etch_core::{AgentEvent, Observer, RunError};
 use etch_model::Usage;
 use etch_session::Lineage;
-use etch_tool::ToolContext;
+use etch_tool::{ProgressSink, ToolContext};
 use tokio_util::sync::CancellationToken;
 
 use super::{Parent, profile};
@@ -24,18 +24,45 @@ use crate::hooks::SubagentRun;
 use crate::provider;
 use crate::session::{ChildOf, Session};
 
-/// The child's observer: its events are in its own log; this only adds
-/// up the tokens of its requests and stops it past `max_tokens`.
-struct Budget {
+/// The child's observer. Its events are in its own log; this adds up
+/// the tokens of its requests (stopping it past `max_tokens`) and
+/// reports what it is doing as the parent call's progress, one line
+/// per change (E-SUB-14, E-SUB-15): the chat shows the latest as the
+/// call's live row, RPC clients get it as `tool_execution_update` with
+/// the parent's call id.
+struct Watch {
     /// Input plus output tokens so far.
     used: u64,
     /// The profile's bound, if any.
     max: Option<u64>,
     /// Cancels the child.
     stop: CancellationToken,
+    /// The parent call's progress.
+    progress: ProgressSink,
+    /// `Ada / explore: <task>`, the start of every line.
+    label: String,
 }
 
-impl Observer for Budget {
+impl Watch {
+    /// Reports `activity`.
+    fn say(&self, activity: &str) {
+        self.progress
+            .update(format!("{} => {activity}", self.label));
+    }
+}
+
+impl Observer for Watch {
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        match event {
+            AgentEvent::TurnStart { round } => self.say(&format!("thinking (round {round})")),
+            AgentEvent::ToolExecutionStart { call } => {
+                self.say(&format!("{} {}", call.name, brief(&call.arguments)));
+            }
+            AgentEvent::CompactionStart { .. } => self.say("compacting its context"),
+            _ => {}
+        }
+    }
+
     fn durable_line(&mut self, line: &str) {
         if !line.contains("\"type\":\"model.usage\"") {
             return;
@@ -51,6 +78,55 @@ impl Observer for Budget {
             self.stop.cancel();
         }
     }
+}
+
+/// Names given to children, picked by their session id: short, distinct
+/// and the same every time the child is shown.
+const CODENAMES: [&str; 16] = [
+    "Ada",
+    "Babbage",
+    "Curie",
+    "Dijkstra",
+    "Euler",
+    "Fermi",
+    "Gauss",
+    "Hopper",
+    "Ishango",
+    "Jacquard",
+    "Knuth",
+    "Lovelace",
+    "Mirzakhani",
+    "Noether",
+    "Ostrom",
+    "Pascal",
+];
+
+/// The codename of child session `id`.
+pub(crate) fn codename(id: &str) -> &'static str {
+    let hash = id.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    CODENAMES[hash as usize % CODENAMES.len()]
+}
+
+/// The first line of `text`, at most `max` characters.
+fn short(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+/// A call's arguments in a few words: the first string argument (a path,
+/// a pattern, a command).
+fn brief(arguments: &serde_json::Value) -> String {
+    arguments
+        .as_object()
+        .and_then(|a| a.values().find_map(serde_json::Value::as_str))
+        .map(|v| short(v, 60))
+        .unwrap_or_default()
 }
 
 /// Runs `task` (with the parent's optional `extra` context) under
@@ -109,11 +185,18 @@ pub(super) async fn run(
     };
     // The child stops with the parent, or past one of its bounds.
     let stop = ctx.cancel.child_token();
-    let mut budget = Budget {
+    let mut budget = Watch {
         used: 0,
         max: profile.max_tokens,
         stop: stop.clone(),
+        progress: ctx.progress.clone(),
+        label: format!("{} / {name}: {}", codename(&id), short(task, 50)),
     };
+    budget.say("starting");
+    let _running = parent
+        .context
+        .children
+        .enter(&ctx.call_id, budget.label.clone(), stop.clone());
     let (outcome, timed_out) = {
         let run = child.run(prompt, &mut budget, &stop);
         tokio::pin!(run);
@@ -192,4 +275,24 @@ fn parent_provider(path: &std::path::Path) -> String {
         .and_then(|line| serde_json::from_str::<serde_json::Value>(&line).ok())
         .and_then(|event| event["data"]["provider"].as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child's codename is the same every time and from the list; a
+    /// long task is cut on its first line.
+    #[test]
+    fn codenames_are_stable_and_tasks_short() {
+        let id = "01M8YX72NS7V3F934GX2W9D7NZ";
+        assert_eq!(codename(id), codename(id));
+        assert!(CODENAMES.contains(&codename(id)));
+        assert_eq!(short("one\ntwo", 10), "one");
+        assert_eq!(short("abcdefghijkl", 5), "abcde…");
+        assert_eq!(
+            brief(&serde_json::json!({"path": "src/lib.rs", "limit": 3})),
+            "src/lib.rs"
+        );
+    }
 }

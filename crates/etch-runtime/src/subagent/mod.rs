@@ -12,8 +12,10 @@
 
 mod child;
 mod profile;
+mod running;
 
 pub use profile::resume_as_child;
+pub use running::Children;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
