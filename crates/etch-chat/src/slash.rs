@@ -117,7 +117,7 @@ pub const COMMANDS: [(&str, &str); 19] = [
 ];
 
 /// The keys `/hotkeys` lists.
-pub const HOTKEYS: [(&str, &str); 14] = [
+pub const HOTKEYS: [(&str, &str); 15] = [
     (
         "Enter",
         "send (while a run is active: steer it, admitted after the current tools)",
@@ -133,6 +133,7 @@ pub const HOTKEYS: [(&str, &str); 14] = [
     ("Tab", "complete a command, skill or path"),
     ("@", "insert a project file path by fuzzy search"),
     ("Ctrl+O", "show the last tool output in full"),
+    ("Ctrl+T", "list the running subagents and stop one"),
     ("Ctrl+L", "draw the live area again"),
     ("Ctrl+A / Ctrl+E", "start / end of line"),
     ("Ctrl+U / Ctrl+K", "delete to start / end of line"),

@@ -399,6 +399,8 @@ impl Slot {
         match pick {
             Pick::Resume => self.resume(app, Target::Path(Path::new(&value))).await,
             Pick::Model => Box::pin(self.slash(app, Slash::Model(Some(value)), now)).await,
+            // The picker sends the stop itself (a host command).
+            Pick::Subagent => {}
             Pick::Fork => {
                 let effect = app.fork(value);
                 if let crate::app::Effect::Host(command) = effect {

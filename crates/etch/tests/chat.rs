@@ -1027,3 +1027,44 @@ fn a_skill_command_sends_the_skill() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// Ctrl-T lists the running subagents with what each is doing; Enter
+/// stops the chosen one (its call gets `Operation aborted`), its shell is
+/// gone, and the parent's run goes on.
+#[test]
+fn ctrl_t_stops_a_running_subagent() {
+    let ws = Workspace::new();
+    ws.user_config(
+        "[subagents]\nenabled = true\n\n[[subagents.profile]]\nname = \"waiter\"\nallowed_tools = [\"bash\"]\n",
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            r#"{"profile":"waiter","task":"wait for it"}"#,
+        )])),
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"echo $$ > loop.pid; while [ ! -f never ]; do sleep 0.05; done"}"#,
+        )])),
+        Reply::sse(chat_text("parent goes on")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.keys(&["C-t"]);
+    tmux.wait_for("no subagent is running");
+    tmux.line("delegate");
+    tmux.wait_for("/ waiter: wait for it => bash");
+    tmux.keys(&["C-t"]);
+    tmux.wait_for("stop which subagent?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("parent goes on");
+    let pid = std::fs::read_to_string(ws.path().join("loop.pid")).unwrap();
+    let gone = support::process_gone(&pid);
+    // Ends the loop whatever happened, so no shell outlives the test.
+    std::fs::write(ws.path().join("never"), "").unwrap();
+    assert!(gone, "the child's shell {pid} outlived the stop");
+    let body = server.requests()[2].body_text();
+    assert!(body.contains("tool error: Operation aborted"), "{body}");
+}

@@ -97,6 +97,7 @@ impl App {
             KeyCode::Char('b') if alt => self.editor.word_left(),
             KeyCode::Char('f') if alt => self.editor.word_right(),
             KeyCode::Backspace if alt || ctrl => self.editor.delete_word(),
+            KeyCode::Char('t') if ctrl => return self.open_subagents(),
             KeyCode::Char(_) if ctrl || alt => {}
             KeyCode::Char(c) => {
                 self.editor.insert(c.encode_utf8(&mut [0; 4]));

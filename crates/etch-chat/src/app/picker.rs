@@ -2,7 +2,8 @@
 //! `/fork`, `/tree`), filtered by what is typed, moved with Up and Down,
 //! chosen with Enter (Tab too, for `/tree`: navigate with a summary of
 //! the branch left behind), closed with Esc. What a choice does is the
-//! runner's business ([`Effect::Picked`]).
+//! runner's business ([`Effect::Picked`]), except stopping a subagent
+//! (Ctrl-T), which is a host command.
 
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui_core::text::{Line, Span};
@@ -26,6 +27,8 @@ pub enum Pick {
     Fork,
     /// A point of the session tree (values are event ids).
     Tree,
+    /// A running subagent to stop (values are `task` call ids).
+    Subagent,
 }
 
 /// One choice.
@@ -102,6 +105,49 @@ impl Picker {
 }
 
 impl App {
+    /// Ctrl-T: the running subagents (the `task` calls of the run, each
+    /// with what it is doing), to stop one while the others go on.
+    pub(crate) fn open_subagents(&mut self) -> Vec<Effect> {
+        let choices: Vec<Choice> = self
+            .run
+            .as_ref()
+            .map(|run| {
+                run.tools
+                    .iter()
+                    .filter(|(view, started, _)| {
+                        view.name == "task" && view.result.is_none() && started.is_some()
+                    })
+                    .map(|(view, _, doing)| Choice {
+                        label: if doing.is_empty() {
+                            format!(
+                                "{}: {}",
+                                view.args["profile"].as_str().unwrap_or("?"),
+                                view.args["task"].as_str().unwrap_or_default()
+                            )
+                        } else {
+                            doing.clone()
+                        },
+                        value: view.id.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if choices.is_empty() {
+            self.notice(
+                super::Level::Info,
+                "no subagent is running (Ctrl-T lists them while they run, to stop one)",
+            );
+        } else {
+            self.open_picker(
+                Pick::Subagent,
+                "stop which subagent? Enter stops it, the others go on; Esc keeps them all",
+                choices,
+                0,
+            );
+        }
+        Vec::new()
+    }
+
     /// Opens a picker.
     pub fn open_picker(
         &mut self,
@@ -166,6 +212,16 @@ impl App {
                     return Vec::new();
                 }
                 self.picker = None;
+                if pick == Pick::Subagent
+                    && let Some(value) = value
+                {
+                    return vec![self.host_command(
+                        etch_protocol::CommandBody::AbortSubagent {
+                            tool_call_id: value,
+                        },
+                        "stop the subagent",
+                    )];
+                }
                 if let Some(value) = value {
                     return vec![Effect::Picked {
                         pick,
