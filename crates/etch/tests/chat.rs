@@ -1056,6 +1056,7 @@ fn ctrl_t_stops_a_running_subagent() {
     tmux.wait_for("no subagent is running");
     tmux.line("delegate");
     tmux.wait_for("/ waiter: wait for it => bash");
+    tmux.wait_screen("1 subagent (ctrl+t)");
     tmux.keys(&["C-t"]);
     tmux.wait_for("stop which subagent?");
     tmux.keys(&["Enter"]);

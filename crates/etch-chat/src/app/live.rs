@@ -113,8 +113,22 @@ impl App {
                 Label::RunningTools => "Running tools".to_owned(),
                 Label::Command(name) => format!("Running {name}"),
             };
+            // A quiet count of the children at work (E-SUB-14); each has
+            // its own row below with what it is doing.
+            let children = run
+                .tools
+                .iter()
+                .filter(|(v, started, _)| {
+                    v.name == "task" && v.result.is_none() && started.is_some()
+                })
+                .count();
+            let children = match children {
+                0 => String::new(),
+                1 => " · 1 subagent (ctrl+t)".to_owned(),
+                n => format!(" · {n} subagents (ctrl+t)"),
+            };
             let text = format!(
-                "{frame} {label} · {}s · esc to interrupt",
+                "{frame} {label} · {}s{children} · esc to interrupt",
                 elapsed.as_secs()
             );
             bottom.push(Line::from(Span::styled(

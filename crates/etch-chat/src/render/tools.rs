@@ -57,6 +57,7 @@ pub fn summary(name: &str, args: &Value) -> String {
             text
         }
         "edit" => format!("edit {}", s("path")),
+        "task" => format!("task {}", s("profile")),
         "write" => format!("write {}", s("path")),
         "ls" => format!("ls {}", if s("path").is_empty() { "." } else { s("path") }),
         "grep" | "find" => {
@@ -99,6 +100,9 @@ pub fn render(view: &ToolView, width: usize, expanded: bool, lead: &str) -> Vec<
         &Span::raw("  "),
         width,
     );
+    if view.name == "task" {
+        lines.extend(delegated(&view.args, width));
+    }
     let Some(result) = &view.result else {
         return lines;
     };
@@ -119,6 +123,23 @@ pub fn render(view: &ToolView, width: usize, expanded: bool, lead: &str) -> Vec<
         expanded,
     ));
     lines
+}
+
+/// A subagent's activity block (E-SUB-13): the whole delegated task and
+/// the context the parent gave, wrapped, so what was asked is on screen
+/// in full.
+fn delegated(args: &Value, width: usize) -> Vec<Line<'static>> {
+    let s = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or("").trim();
+    let mut text = sanitize(s("task")).into_owned();
+    if !s("context").is_empty() {
+        let _ = write!(text, "\ncontext: {}", sanitize(s("context")));
+    }
+    prefixed(
+        &super::wrap::paragraphs(&text, theme::muted()),
+        &Span::raw("  \u{2502} "),
+        &Span::raw("  \u{2502} "),
+        width,
+    )
 }
 
 /// A result collapsed to [`PREVIEW_ROWS`] rows (all, up to
@@ -328,5 +349,23 @@ mod tests {
         let all = text(&render(&v, 40, false, "• "));
         assert!(!all.contains('\u{1b}'), "{all:?}");
         assert!(all.contains("ab"));
+    }
+
+    /// A task call shows its whole task and context under its row.
+    #[test]
+    fn task_calls_show_the_whole_task() {
+        let mut view = view(
+            "task",
+            json!({"profile": "explore", "task": "find where X is defined\nand who calls it", "context": "X is a trait"}),
+            "done",
+        );
+        view.result = None;
+        let shown = text(&render(&view, 80, false, "\u{25cf} "));
+        assert!(shown.contains("task explore"), "{shown}");
+        assert!(
+            shown.contains("find where X is defined") && shown.contains("and who calls it"),
+            "{shown}"
+        );
+        assert!(shown.contains("context: X is a trait"), "{shown}");
     }
 }
