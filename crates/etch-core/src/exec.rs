@@ -338,6 +338,7 @@ async fn schedule(
     observer: &mut dyn Observer,
 ) -> bool {
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<(String, String)>();
+    let (counters_tx, mut counters_rx) = mpsc::unbounded_channel::<(String, String)>();
     let mut set: JoinSet<(usize, CallResult, Duration)> = JoinSet::new();
     let mut tasks: HashMap<tokio::task::Id, usize> = HashMap::new();
     let mut cancel_deadline: Option<tokio::time::Instant> = None;
@@ -364,7 +365,8 @@ async fn schedule(
                         call_id: calls[i].id.clone(),
                         cwd: env.cwd.to_path_buf(),
                         cancel: env.cancel.child_token(),
-                        progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone()),
+                        progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone())
+                            .with_counters(counters_tx.clone()),
                         temp_dir: PathBuf::from(env.temp_dir),
                         origin: env.origin.clone(),
                     };
@@ -402,6 +404,9 @@ async fn schedule(
             }
             Some((call_id, text)) = progress_rx.recv() => {
                 observer.agent_event(&AgentEvent::ToolExecutionUpdate { call_id: &call_id, text: &text });
+            }
+            Some((call_id, line)) = counters_rx.recv() => {
+                observer.agent_event(&AgentEvent::ToolCounters { call_id: &call_id, line: &line });
             }
             joined = set.join_next_with_id() => match joined {
                 Some(Ok((_, (i, result, elapsed)))) => {

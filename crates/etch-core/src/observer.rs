@@ -72,6 +72,15 @@ pub enum AgentEvent<'a> {
         /// Partial output.
         text: &'a str,
     },
+    /// A running call's own model request finished (a subagent's): its
+    /// `model.usage` or `model.metrics` log line, from the child's log,
+    /// so live counters include it (E-SUB-16).
+    ToolCounters {
+        /// Call id.
+        call_id: &'a str,
+        /// The log line.
+        line: &'a str,
+    },
     /// One call finished (completion order).
     ToolExecutionEnd {
         /// Call id.

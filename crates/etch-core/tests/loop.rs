@@ -199,6 +199,7 @@ impl Observer for Recorder {
             AgentEvent::ToolExecutionUpdate { call_id, .. } => {
                 format!("tool_execution_update:{call_id}")
             }
+            AgentEvent::ToolCounters { call_id, .. } => format!("tool_counters:{call_id}"),
             AgentEvent::ToolExecutionEnd { call_id, .. } => format!("tool_execution_end:{call_id}"),
             AgentEvent::TurnEnd { .. } => "turn_end".to_string(),
             AgentEvent::CompactionStart { trigger } => format!("compaction_start:{trigger}"),

@@ -148,6 +148,19 @@ pub fn convert(event: &AgentEvent<'_>) -> Option<EventBody> {
             tool_call_id: call_id.to_owned(),
             partial_result: text.to_owned(),
         },
+        // A subagent's request: the same counters, marked with the
+        // parent's call, so clients can tell them apart (E-SUB-16).
+        AgentEvent::ToolCounters { call_id, line } => match counters(line)? {
+            EventBody::ModelUsage { mut usage } => {
+                usage["toolCallId"] = serde_json::json!(call_id);
+                EventBody::ModelUsage { usage }
+            }
+            EventBody::ModelMetrics { mut metrics } => {
+                metrics["toolCallId"] = serde_json::json!(call_id);
+                EventBody::ModelMetrics { metrics }
+            }
+            _ => return None,
+        },
         AgentEvent::ToolExecutionEnd {
             call_id,
             text,

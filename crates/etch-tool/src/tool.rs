@@ -76,6 +76,9 @@ pub struct ProgressSink {
     tx: Option<mpsc::UnboundedSender<(String, String)>>,
     /// Id of the call this sink reports for.
     call_id: String,
+    /// Channel for the usage and metrics records of model requests a
+    /// call makes itself (a subagent's), as log lines; `None` discards.
+    counters: Option<mpsc::UnboundedSender<(String, String)>>,
 }
 
 impl ProgressSink {
@@ -84,6 +87,24 @@ impl ProgressSink {
         Self {
             tx: Some(tx),
             call_id: call_id.into(),
+            counters: None,
+        }
+    }
+
+    /// Also takes the `model.usage` / `model.metrics` log lines of the
+    /// call's own model requests, into `tx`.
+    #[must_use]
+    pub fn with_counters(mut self, tx: mpsc::UnboundedSender<(String, String)>) -> Self {
+        self.counters = Some(tx);
+        self
+    }
+
+    /// Reports a usage or metrics log line of a model request the call
+    /// made (a subagent's), so the session's counters include it;
+    /// dropped when nobody listens.
+    pub fn counters(&self, line: impl Into<String>) {
+        if let Some(tx) = &self.counters {
+            let _ = tx.send((self.call_id.clone(), line.into()));
         }
     }
 

@@ -691,6 +691,18 @@ fn rpc_clients_see_child_progress() {
         updates.contains(&format!("{label} => read notes.txt")),
         "{updates:?}"
     );
+    // The child's requests reach the parent's counters, marked as its.
+    let usage: Vec<&Value> = rpc
+        .seen
+        .iter()
+        .filter(|e| e["type"] == "model_usage")
+        .collect();
+    let of_child = usage
+        .iter()
+        .filter(|e| e["usage"]["toolCallId"] == "c1")
+        .count();
+    assert_eq!(of_child, 2, "{usage:#?}");
+    assert_eq!(usage.len(), 4, "{usage:#?}");
     let (status, _, _) = rpc.finish();
     assert!(status.success());
 }

@@ -64,9 +64,14 @@ impl Observer for Watch {
     }
 
     fn durable_line(&mut self, line: &str) {
+        if line.contains("\"type\":\"model.metrics\"") {
+            self.progress.counters(line);
+            return;
+        }
         if !line.contains("\"type\":\"model.usage\"") {
             return;
         }
+        self.progress.counters(line);
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             return;
         };
