@@ -77,6 +77,72 @@ fn result(ws: &Workspace, id: &str) -> String {
         .to_owned()
 }
 
+/// `etch -p go` against `server` (the OpenAI shape), running in the
+/// background.
+fn spawn_run(ws: &Workspace, server: &FakeServer) -> std::process::Child {
+    let base = format!("{}/v1", server.url());
+    ws.command(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--api-key",
+        "k",
+        "--model",
+        "m1",
+        "-p",
+        "go",
+    ])
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap()
+}
+
+/// `etch rpc` against `server`.
+fn rpc_against(ws: &Workspace, server: &FakeServer) -> support::rpc::RpcClient {
+    let base = format!("{}/v1", server.url());
+    support::rpc::RpcClient::start(
+        ws,
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+        ],
+        &[],
+    )
+}
+
+/// Waits until `ready` holds, at most 20 s: a barrier on a side effect
+/// of the run (a file its shell wrote), never a guess at a duration.
+fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Asserts that every tool call in the session at `path` has a result.
+fn assert_whole(path: &std::path::Path) {
+    let events = jsonl(path);
+    let calls = events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["type"] == "tool_call")
+        .count();
+    let results = events
+        .iter()
+        .filter(|e| e["type"] == "message.tool")
+        .count();
+    assert_eq!(calls, results, "{}", path.display());
+}
+
 /// One task call: the child starts from the parent's conversation
 /// without the task call, with its own model, instructions and
 /// allowlisted tools; the parent gets one compact result; the child
@@ -355,18 +421,7 @@ fn token_and_time_bounds_stop_a_child() {
     );
     // Both child sessions are whole: every call has its result.
     for (path, _) in children(&ws) {
-        let events = jsonl(&path);
-        let calls = events
-            .iter()
-            .filter(|e| e["type"] == "message.assistant")
-            .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
-            .filter(|p| p["type"] == "tool_call")
-            .count();
-        let results = events
-            .iter()
-            .filter(|e| e["type"] == "message.tool")
-            .count();
-        assert_eq!(calls, results, "{}", path.display());
+        assert_whole(&path);
     }
 }
 
@@ -390,33 +445,10 @@ fn a_child_killed_mid_run_is_resumable() {
         )])),
     ])
     .unwrap();
-    let base = format!("{}/v1", server.url());
-    let mut etch = ws
-        .command(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-            "-p",
-            "go",
-        ])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut etch = spawn_run(&ws, &server);
     // The child's bash call has started: a barrier on its side effect.
     let started = ws.path().join("started");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !started.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the child never started its call"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the child never started its call", || started.exists());
     etch.kill().unwrap();
     etch.wait().unwrap();
     // SIGKILL gave etch no chance to stop the call's shell: end it here.
@@ -462,32 +494,11 @@ fn interrupting_the_parent_stops_every_child() {
         Reply::sse(chat_tool_calls(&[("k3", "bash", wait)])),
     ])
     .unwrap();
-    let base = format!("{}/v1", server.url());
-    let mut etch = ws
-        .command(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-            "-p",
-            "go",
-        ])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut etch = spawn_run(&ws, &server);
     let pids = ws.path().join("pids");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::fs::read_dir(&pids).unwrap().count() < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the children never all started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the children never all started", || {
+        std::fs::read_dir(&pids).unwrap().count() >= 3
+    });
     let status = Command::new("kill")
         .args(["-INT", &etch.id().to_string()])
         .status()
@@ -506,18 +517,7 @@ fn interrupting_the_parent_stops_every_child() {
     let sessions = ws.session_files();
     assert_eq!(sessions.len(), 4);
     for path in sessions {
-        let events = jsonl(&path);
-        let calls = events
-            .iter()
-            .filter(|e| e["type"] == "message.assistant")
-            .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
-            .filter(|p| p["type"] == "tool_call")
-            .count();
-        let results = events
-            .iter()
-            .filter(|e| e["type"] == "message.tool")
-            .count();
-        assert_eq!(calls, results, "{}", path.display());
+        assert_whole(&path);
     }
     for id in ["c1", "c2", "c3"] {
         assert_eq!(result(&ws, id), "tool error: Operation aborted");
@@ -656,21 +656,7 @@ fn rpc_clients_see_child_progress() {
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    let base = format!("{}/v1", server.url());
-    let mut rpc = support::rpc::RpcClient::start(
-        &ws,
-        &[
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-        ],
-        &[],
-    );
+    let mut rpc = rpc_against(&ws, &server);
     rpc.send(&serde_json::json!({"id": "p1", "type": "prompt", "message": "go"}));
     rpc.event("agent_end");
     let updates: Vec<String> = rpc
@@ -734,31 +720,12 @@ fn rpc_abort_subagent_stops_one_child() {
         Reply::sse(chat_text("done")),
     ])
     .unwrap();
-    let base = format!("{}/v1", server.url());
-    let mut rpc = support::rpc::RpcClient::start(
-        &ws,
-        &[
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-        ],
-        &[],
-    );
+    let mut rpc = rpc_against(&ws, &server);
     rpc.send(&serde_json::json!({"id": "p1", "type": "prompt", "message": "go"}));
     let pids = ws.path().join("pids");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::fs::read_dir(&pids).unwrap().count() < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the children never all started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the children never all started", || {
+        std::fs::read_dir(&pids).unwrap().count() >= 3
+    });
     let unknown =
         rpc.call(&serde_json::json!({"id": "a0", "type": "abort_subagent", "toolCallId": "c9"}));
     assert_eq!(unknown["success"], false, "{unknown}");
@@ -779,14 +746,9 @@ fn rpc_abort_subagent_stops_one_child() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while all.iter().all(|pid| alive(pid)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no child's shell stopped"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("no child's shell stopped", || {
+        !all.iter().all(|pid| alive(pid))
+    });
     assert_eq!(all.iter().filter(|pid| alive(pid)).count(), 2);
     std::fs::write(ws.path().join("never"), "").unwrap();
     rpc.event("agent_end");
