@@ -37,8 +37,8 @@ use crate::settings::{Place, RunSettings};
 /// Where a subagent's child session comes from.
 #[derive(Debug, Clone, Copy)]
 pub struct ChildOf<'a> {
-    /// The parent session file.
-    pub parent: &'a Path,
+    /// The parent session's log as it is now.
+    pub parent: &'a LoadedSession,
     /// The parent's assistant event holding the `task` call.
     pub before: &'a str,
     /// The call and profile.
@@ -129,10 +129,9 @@ impl Session {
         of: &ChildOf<'_>,
         title: String,
     ) -> Result<Self, OpenError> {
-        let parent = load_session(of.parent)?;
         let store = SessionStore::new(&place.session_dir);
         let (writer, _) = store.create_child(
-            &parent,
+            of.parent,
             of.before,
             &new_session(&place, &selection, title),
             of.lineage,

@@ -759,3 +759,35 @@ fn rpc_abort_subagent_stops_one_child() {
         assert!(result(&ws, id).ends_with("worked"), "{}", result(&ws, id));
     }
 }
+
+/// A child inherits the parent's model as it is now: after `set_model`,
+/// a profile without a model of its own runs on the new one (with the
+/// same endpoint and key, the provider being the same).
+#[test]
+fn a_child_follows_the_parents_model_switch() {
+    let ws = Workspace::new();
+    configure(
+        &ws,
+        "",
+        "[[subagents.profile]]\nname = \"plain\"\nallowed_tools = [\"read\"]\n",
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "task", &task("plain", "look"))])),
+        Reply::sse(chat_text("looked")),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let mut rpc = rpc_against(&ws, &server);
+    let switched = rpc.call(
+        &serde_json::json!({"id": "m", "type": "set_model", "provider": "openai", "modelId": "m2"}),
+    );
+    assert_eq!(switched["success"], true, "{switched}");
+    rpc.send(&serde_json::json!({"id": "p1", "type": "prompt", "message": "go"}));
+    rpc.event("agent_end");
+    let (status, _, _) = rpc.finish();
+    assert!(status.success());
+    let requests = server.requests();
+    assert_eq!(requests[0].json()["model"], "m2");
+    assert_eq!(requests[1].json()["model"], "m2");
+    assert!(result(&ws, "c1").ends_with("looked"));
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use etch_config::SubagentProfile;
 use etch_core::{AgentEvent, Observer, RunError};
 use etch_model::Usage;
-use etch_session::Lineage;
+use etch_session::{Lineage, LoadedSession, load_session, model_state};
 use etch_tool::{ProgressSink, ToolContext};
 use tokio_util::sync::CancellationToken;
 
@@ -85,6 +85,32 @@ impl Observer for Watch {
     }
 }
 
+/// The parent's provider flags as they are now: the provider, model and
+/// endpoint its log records last (a `/model` since the task tool was
+/// built is in the log, not in the tool's copy of the settings). A key
+/// given for another provider than the current one is dropped: it
+/// belongs to that provider's service.
+fn current_flags(parent: &Parent, log: &LoadedSession) -> crate::provider::ProviderFlags {
+    let state = model_state(log);
+    let mut flags = parent.settings.provider.clone();
+    if flags
+        .provider
+        .as_deref()
+        .is_some_and(|p| p != state.provider)
+    {
+        flags.api_key = None;
+        flags.openai_transport = None;
+    }
+    flags.provider = Some(state.provider);
+    flags.model = Some(state.model);
+    flags.base_url = state.base_url.or(flags.base_url);
+    flags.openai_api = state.openai_api.or(flags.openai_api);
+    if state.thinking_level.is_some() {
+        flags.reasoning_effort = state.thinking_level;
+    }
+    flags
+}
+
 /// Names given to children, picked by their session id: short, distinct
 /// and the same every time the child is shown.
 const CODENAMES: [&str; 16] = [
@@ -149,8 +175,13 @@ pub(super) async fn run(
     let mut place = parent.place.clone();
     let mut settings = parent.settings.clone();
     let mut context = parent.context.clone();
-    let current = parent_provider(&ctx.origin.session_path);
-    settings.provider = profile::flags(&parent.settings.provider, &current, profile);
+    let parent_log = load_session(&ctx.origin.session_path)
+        .map_err(|e| format!("subagent profile {name}: cannot read the parent session: {e}"))?;
+    settings.provider = profile::flags(
+        &current_flags(parent, &parent_log),
+        &model_state(&parent_log).provider,
+        profile,
+    );
     profile::shape(&mut place, &mut settings, &mut context, profile)?;
     let selection = provider::select(&settings.provider, &place.config, None)
         .await
@@ -165,7 +196,7 @@ pub(super) async fn run(
         context,
         selection,
         &ChildOf {
-            parent: &ctx.origin.session_path,
+            parent: &parent_log,
             before: &ctx.origin.assistant_event_id,
             lineage: &lineage,
         },
@@ -266,38 +297,5 @@ pub(super) async fn run(
         Err(err) => Err(format!(
             "subagent {name} stopped after {elapsed:.1} s without an answer (child session {id}{counts}): {err}\n{inspect}"
         )),
-    }
-}
-
-/// The provider the parent session talks to, from its `session.started`
-/// line (only that line is read: a parent log can be large).
-fn parent_provider(path: &std::path::Path) -> String {
-    use std::io::BufRead as _;
-    std::fs::File::open(path)
-        .ok()
-        .and_then(|f| std::io::BufReader::new(f).lines().next())
-        .and_then(Result::ok)
-        .and_then(|line| serde_json::from_str::<serde_json::Value>(&line).ok())
-        .and_then(|event| event["data"]["provider"].as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A child's codename is the same every time and from the list; a
-    /// long task is cut on its first line.
-    #[test]
-    fn codenames_are_stable_and_tasks_short() {
-        let id = "01M8YX72NS7V3F934GX2W9D7NZ";
-        assert_eq!(codename(id), codename(id));
-        assert!(CODENAMES.contains(&codename(id)));
-        assert_eq!(short("one\ntwo", 10), "one");
-        assert_eq!(short("abcdefghijkl", 5), "abcde…");
-        assert_eq!(
-            brief(&serde_json::json!({"path": "src/lib.rs", "limit": 3})),
-            "src/lib.rs"
-        );
     }
 }
