@@ -1069,3 +1069,39 @@ fn ctrl_t_stops_a_running_subagent() {
     let body = server.requests()[2].body_text();
     assert!(body.contains("tool error: Operation aborted"), "{body}");
 }
+
+/// A task call's start is drawn at once with the whole delegated task;
+/// the child's two requests count in the footer and the turn's summary
+/// beside the parent's two (E-SUB-13, E-SUB-16).
+#[test]
+fn a_subagent_shows_its_task_and_counts_in_the_footer() {
+    let ws = Workspace::new();
+    ws.user_config(
+        "[subagents]\nenabled = true\n\n[[subagents.profile]]\nname = \"waiter\"\nallowed_tools = [\"bash\"]\n",
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            r#"{"profile":"waiter","task":"wait for the flag\nthen report who set it"}"#,
+        )])),
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"for i in $(seq 400); do [ -f flag ] && break; sleep 0.05; done; echo set"}"#,
+        )])),
+        Reply::sse(chat_text("the test set it")),
+        Reply::sse(chat_text("parent done")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("delegate");
+    // While the child still waits, its whole task is in the history.
+    tmux.wait_for("then report who set it");
+    tmux.wait_screen("/ waiter: wait for the flag => bash");
+    std::fs::write(ws.path().join("flag"), "").unwrap();
+    tmux.wait_for("4 requests");
+    tmux.wait_screen("4 req");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

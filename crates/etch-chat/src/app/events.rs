@@ -12,7 +12,7 @@ use etch_protocol::{
 use etch_runtime::host::Output;
 use serde_json::Value;
 
-use super::{App, Label, Purpose, Run};
+use super::{App, Label, LiveCall, Purpose, Run};
 use crate::render::blocks::{Block, Level};
 use crate::render::tools::ToolView;
 
@@ -263,14 +263,21 @@ impl App {
                     return;
                 };
                 run.label = Label::RunningTools;
-                if let Some(entry) = run.tools.iter_mut().find(|(t, _, _)| t.id == tool_call_id) {
-                    entry.1 = Some(now);
-                } else {
-                    run.tools.push((
-                        view(tool_call_id, tool_name, args),
-                        Some(now),
-                        String::new(),
-                    ));
+                let index =
+                    if let Some(index) = run.tools.iter().position(|c| c.view.id == tool_call_id) {
+                        index
+                    } else {
+                        run.tools
+                            .push(LiveCall::waiting(view(tool_call_id, tool_name, args)));
+                        run.tools.len() - 1
+                    };
+                run.tools[index].started = Some(now);
+                // A subagent's start is an activity block of its own with
+                // the whole delegated task (E-SUB-13); its live row then
+                // follows what the child does.
+                if run.tools[index].view.name == "task" {
+                    let started = run.tools[index].view.clone();
+                    self.push(Block::Tools(vec![started]));
                 }
             }
             EventBody::ToolExecutionUpdate {
@@ -278,13 +285,14 @@ impl App {
                 partial_result,
             } => {
                 if let Some(run) = &mut self.run
-                    && let Some(entry) = run.tools.iter_mut().find(|(t, _, _)| t.id == tool_call_id)
+                    && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
                 {
                     partial_result
                         .lines()
                         .last()
                         .unwrap_or("")
-                        .clone_into(&mut entry.2);
+                        .clone_into(&mut entry.partial);
+                    entry.updated = Some(now);
                 }
             }
             EventBody::ToolExecutionEnd {
@@ -295,17 +303,17 @@ impl App {
                 details,
             } => {
                 if let Some(run) = &mut self.run
-                    && let Some(entry) = run.tools.iter_mut().find(|(t, _, _)| t.id == tool_call_id)
+                    && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
                 {
-                    entry.0.result = Some(result);
-                    entry.0.is_error = is_error;
-                    entry.0.duration_ms = duration_ms;
-                    entry.0.details = details;
+                    entry.view.result = Some(result);
+                    entry.view.is_error = is_error;
+                    entry.view.duration_ms = duration_ms;
+                    entry.view.details = details;
                 }
                 if self
                     .run
                     .as_ref()
-                    .is_some_and(|run| run.tools.iter().all(|(t, _, _)| t.result.is_some()))
+                    .is_some_and(|run| run.tools.iter().all(|c| c.view.result.is_some()))
                 {
                     self.flush_batch();
                 }
@@ -442,10 +450,7 @@ impl App {
             .collect();
         if let Some(run) = &mut self.run {
             run.text.clear();
-            run.tools = calls
-                .into_iter()
-                .map(|t| (t, None, String::new()))
-                .collect();
+            run.tools = calls.into_iter().map(LiveCall::waiting).collect();
         }
     }
 
@@ -461,7 +466,7 @@ impl App {
         let batch: Vec<ToolView> = run
             .tools
             .drain(..)
-            .map(|(mut view, _, _)| {
+            .map(|LiveCall { mut view, .. }| {
                 if view.result.is_none() {
                     view.result = Some("Operation aborted".into());
                     view.is_error = true;

@@ -31,13 +31,17 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Adds a `model.usage` record.
+    /// Adds a `model.usage` record. A subagent's (marked with its
+    /// parent's `toolCallId`) counts toward the totals but says nothing
+    /// of the parent's own context, so it leaves `last_input` alone.
     pub fn usage(&mut self, usage: &Value) {
         let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
         self.input += n("inputTokens");
         self.output += n("outputTokens");
         self.cached += n("cachedInputTokens");
-        self.last_input = n("inputTokens");
+        if usage.get("toolCallId").is_none() {
+            self.last_input = n("inputTokens");
+        }
     }
 
     /// Adds a `model.metrics` record.
@@ -132,5 +136,19 @@ mod tests {
             .metrics(&json!({"requests": 2, "requestBytes": 4_500, "responseBytes": 1_200_000}));
         insta::assert_snapshot!(footer.render(200).to_string(), @"qwen · ~/src · OpenAI: Platform API key · ↑27.0k ↓500 tok · 2 req · ↑4.5KB ↓1.2MB · ctx 15% of 100.0k");
         assert_eq!(footer.render(10).to_string(), "qwen · ~/…");
+    }
+
+    /// A subagent's request adds to the totals but not to the share of
+    /// the parent's context budget.
+    #[test]
+    fn a_childs_usage_adds_up_but_leaves_the_context_share() {
+        let mut counters = Counters::default();
+        counters.usage(&json!({"inputTokens": 10_000, "outputTokens": 100}));
+        counters.usage(&json!({"inputTokens": 50_000, "outputTokens": 900, "toolCallId": "c1"}));
+        counters.metrics(&json!({"requests": 1, "toolCallId": "c1"}));
+        assert_eq!(counters.input, 60_000);
+        assert_eq!(counters.output, 1_000);
+        assert_eq!(counters.requests, 1);
+        assert_eq!(counters.last_input, 10_000);
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use ratatui_core::text::{Line, Span};
 
-use super::{App, Label};
+use super::{App, Label, LiveCall};
 use crate::render::theme;
 use crate::render::tools::summary;
 use crate::render::wrap::{paragraphs, prefixed, truncate};
@@ -115,13 +115,7 @@ impl App {
             };
             // A quiet count of the children at work (E-SUB-14); each has
             // its own row below with what it is doing.
-            let children = run
-                .tools
-                .iter()
-                .filter(|(v, started, _)| {
-                    v.name == "task" && v.result.is_none() && started.is_some()
-                })
-                .count();
+            let children = run.tools.iter().filter(|c| c.is_running_child()).count();
             let children = match children {
                 0 => String::new(),
                 1 => " · 1 subagent (ctrl+t)".to_owned(),
@@ -136,7 +130,13 @@ impl App {
                 theme::strong(),
             )));
             let mut tools: Vec<Line<'static>> = Vec::new();
-            for (view, started, partial) in run.tools.iter().take(6) {
+            for call in run.tools.iter().take(6) {
+                let LiveCall {
+                    view,
+                    started,
+                    partial,
+                    updated,
+                } = call;
                 let (mark, style) = match (&view.result, started) {
                     (Some(_), _) if view.is_error => ("✗ ", theme::error()),
                     (Some(_), _) => ("✓ ", theme::ok()),
@@ -150,6 +150,17 @@ impl App {
                         " ({}s)",
                         now.saturating_duration_since(*started).as_secs()
                     );
+                    // A subagent's row also says how long it has been
+                    // quiet, so a stuck child stands out (E-SUB-14).
+                    if call.is_running_child()
+                        && let Some(at) = updated
+                    {
+                        let _ = write!(
+                            row,
+                            " · last event {}s ago",
+                            now.saturating_duration_since(*at).as_secs()
+                        );
+                    }
                 }
                 if !partial.is_empty() && view.result.is_none() {
                     row.push_str(" — ");

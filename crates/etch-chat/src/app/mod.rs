@@ -100,8 +100,8 @@ struct Run {
     text: String,
     /// Reasoning text of the pass in progress.
     reasoning: String,
-    /// Calls of the batch in progress; when each started.
-    tools: Vec<(ToolView, Option<Instant>, String)>,
+    /// Calls of the batch in progress.
+    tools: Vec<LiveCall>,
     /// Counters when it started, for the turn footer.
     counters: Counters,
     /// Command id of the run.
@@ -111,6 +111,37 @@ struct Run {
     /// A long command (`bash`, `compact`, `navigate`) rather than a run:
     /// it ends with the command's response, not `agent_end`.
     command: bool,
+}
+
+/// A call of the batch in progress, as its live row shows it.
+#[derive(Debug)]
+struct LiveCall {
+    /// The call, and its result once it has one.
+    view: ToolView,
+    /// When it started (`None`: still waiting behind other calls).
+    started: Option<Instant>,
+    /// The last line of its progress (a subagent's current activity).
+    partial: String,
+    /// When that progress came, so a subagent's row can say how long
+    /// it has been quiet.
+    updated: Option<Instant>,
+}
+
+impl LiveCall {
+    /// A call that has not started.
+    fn waiting(view: ToolView) -> Self {
+        Self {
+            view,
+            started: None,
+            partial: String::new(),
+            updated: None,
+        }
+    }
+
+    /// Whether it is a subagent at work.
+    fn is_running_child(&self) -> bool {
+        self.view.name == "task" && self.view.result.is_none() && self.started.is_some()
+    }
 }
 
 impl Run {

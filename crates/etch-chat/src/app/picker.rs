@@ -8,7 +8,7 @@
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui_core::text::{Line, Span};
 
-use super::{App, Effect, Key};
+use super::{App, Effect, Key, LiveCall};
 use crate::render::theme;
 use crate::render::wrap::truncate;
 
@@ -114,18 +114,16 @@ impl App {
             .map(|run| {
                 run.tools
                     .iter()
-                    .filter(|(view, started, _)| {
-                        view.name == "task" && view.result.is_none() && started.is_some()
-                    })
-                    .map(|(view, _, doing)| Choice {
-                        label: if doing.is_empty() {
+                    .filter(|call| call.is_running_child())
+                    .map(|LiveCall { view, partial, .. }| Choice {
+                        label: if partial.is_empty() {
                             format!(
                                 "{}: {}",
                                 view.args["profile"].as_str().unwrap_or("?"),
                                 view.args["task"].as_str().unwrap_or_default()
                             )
                         } else {
-                            doing.clone()
+                            partial.clone()
                         },
                         value: view.id.clone(),
                     })

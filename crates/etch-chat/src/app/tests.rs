@@ -570,3 +570,45 @@ fn new_lines_and_hotkeys() {
         "{text}"
     );
 }
+
+/// A running subagent has its own live row: what it is doing, how long
+/// it has run and how long since it last reported; the working line
+/// counts it quietly (E-SUB-14).
+#[test]
+fn a_running_subagent_row_says_when_it_last_reported() {
+    let start = Instant::now();
+    let mut app = app();
+    let at = |app: &mut App, secs: u64, body: EventBody| {
+        app.output(
+            Output::Event(Event {
+                id: Some("r".into()),
+                body,
+            }),
+            start + Duration::from_secs(secs),
+        );
+    };
+    at(&mut app, 0, EventBody::AgentStart);
+    at(
+        &mut app,
+        0,
+        EventBody::ToolExecutionStart {
+            tool_call_id: "c1".into(),
+            tool_name: "task".into(),
+            args: json!({"profile": "explore", "task": "find X"}),
+        },
+    );
+    at(
+        &mut app,
+        2,
+        EventBody::ToolExecutionUpdate {
+            tool_call_id: "c1".into(),
+            partial_result: "Ada / explore: find X => read src/lib.rs".into(),
+        },
+    );
+    let screen = backend_view(&mut app, 120, 12, start + Duration::from_secs(5));
+    assert!(screen.contains("· 1 subagent (ctrl+t) ·"), "{screen}");
+    assert!(
+        screen.contains("(5s) · last event 3s ago — Ada / explore: find X => read src/lib.rs"),
+        "{screen}"
+    );
+}

@@ -84,10 +84,16 @@ pub fn render(view: &ToolView, width: usize, expanded: bool, lead: &str) -> Vec<
         (Some(_), false) => theme::ok(),
         (Some(_), true) => theme::error(),
     };
-    let mut head = vec![Span::styled(
-        truncate(&summary(&view.name, &view.args), 200),
-        theme::strong(),
-    )];
+    // A task's whole task is shown when it starts (its block then has
+    // no result yet) and when expanded; its finished row names the task
+    // by its first line, so the history does not hold it twice.
+    let whole_task = view.name == "task" && (view.result.is_none() || expanded);
+    let mut title = summary(&view.name, &view.args);
+    if view.name == "task" && !whole_task {
+        let first = view.args["task"].as_str().unwrap_or("").trim();
+        let _ = write!(title, ": {}", first.lines().next().unwrap_or(""));
+    }
+    let mut head = vec![Span::styled(truncate(&title, 200), theme::strong())];
     if view.result.is_some() && view.duration_ms >= 1000 {
         head.push(Span::styled(
             format!(" ({})", super::wrap::seconds(view.duration_ms)),
@@ -100,7 +106,7 @@ pub fn render(view: &ToolView, width: usize, expanded: bool, lead: &str) -> Vec<
         &Span::raw("  "),
         width,
     );
-    if view.name == "task" {
+    if whole_task {
         lines.extend(delegated(&view.args, width));
     }
     let Some(result) = &view.result else {
@@ -367,5 +373,16 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("context: X is a trait"), "{shown}");
+        // Finished, it is one row naming the task, then the result.
+        view.result = Some("X is in lib.rs".into());
+        let shown = text(&render(&view, 80, false, "\u{25cf} "));
+        assert!(
+            shown.contains("task explore: find where X is defined")
+                && !shown.contains("who calls it"),
+            "{shown}"
+        );
+        assert!(shown.contains("X is in lib.rs"), "{shown}");
+        let expanded = text(&render(&view, 80, true, "\u{25cf} "));
+        assert!(expanded.contains("and who calls it"), "{expanded}");
     }
 }
