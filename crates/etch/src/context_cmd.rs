@@ -30,8 +30,24 @@ pub fn run(
     let session = load(place, prefix)?;
     // What a run with the default settings would offer: the same context
     // the runtime builds for `etch -p`.
-    let context =
+    let mut context =
         Context::inspect(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
+    // A subagent's child session is measured as it resumes: with its
+    // profile's tools and instructions (E-SUB-09).
+    let mut place = place.clone();
+    if let Some(name) = session
+        .as_ref()
+        .and_then(|s| s.header.subagent_profile.clone())
+    {
+        etch_runtime::subagent::resume_as_child(
+            &mut place,
+            &mut RunSettings::default(),
+            &mut context,
+            &name,
+        )
+        .map_err(|why| Failure::new(exit::FAILED, anyhow::anyhow!(why)))?;
+    }
+    let place = &place;
     match action {
         Some(ContextAction::Dump { path }) => {
             dump(place, session.as_ref(), &context, path.as_deref())

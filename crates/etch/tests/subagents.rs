@@ -246,19 +246,23 @@ fn a_task_runs_a_child_and_returns_its_answer() {
     // ... with its profile's tools and instructions, not the parent's.
     assert_eq!(tool_names(&again.requests()[0].json()), ["ls", "read"]);
     assert!(body.contains("You explore; you never edit."), "{body}");
+    // `etch context` measures the child as it resumes.
+    let measured = ws.run(&["context", "--session", &child_id]).ok();
+    assert!(measured.contains("subagent explore: "), "{measured}");
 }
 
 /// Bad task calls are tool errors naming what is wrong, and the good
 /// ones of the same response still run: an unknown profile, an empty
-/// task, a profile whose instructions file is missing, a call past
-/// max_per_turn.
+/// task, a profile whose instructions file is missing, a profile whose
+/// provider has no credentials, a call past max_per_turn.
 #[test]
 fn bad_task_calls_are_tool_errors() {
     let ws = Workspace::new();
     configure(
         &ws,
-        "max_per_turn = 2\nmax_concurrent = 1",
-        "[[subagents.profile]]\nname = \"broken\"\nsystem_prompt_file = \"missing.md\"\n",
+        "max_per_turn = 3\nmax_concurrent = 1",
+        "[[subagents.profile]]\nname = \"broken\"\nsystem_prompt_file = \"missing.md\"\n\n\
+         [[subagents.profile]]\nname = \"keyless\"\nprovider = \"anthropic\"\n",
     );
     let server = FakeServer::start(vec![
         Reply::sse(chat_tool_calls(&[
@@ -266,7 +270,8 @@ fn bad_task_calls_are_tool_errors() {
             ("c2", "task", &task("explore", "  ")),
             ("c3", "task", &task("explore", "look")),
             ("c4", "task", &task("broken", "look")),
-            ("c5", "task", &task("explore", "look again")),
+            ("c5", "task", &task("keyless", "look")),
+            ("c6", "task", &task("explore", "look again")),
         ])),
         Reply::sse(chat_text("looked")),
         Reply::sse(chat_text("done")),
@@ -278,7 +283,7 @@ fn bad_task_calls_are_tool_errors() {
     let unknown = result(&ws, "c1");
     assert!(
         unknown.starts_with("tool error: Validation failed for tool \"task\"")
-            && unknown.contains("must be one of \"explore\", \"broken\""),
+            && unknown.contains("must be one of \"explore\", \"broken\", \"keyless\""),
         "{unknown}"
     );
     assert!(result(&ws, "c2").starts_with("tool error: the task is empty"));
@@ -294,11 +299,53 @@ fn bad_task_calls_are_tool_errors() {
             && broken.contains("missing.md"),
         "{broken}"
     );
+    let keyless = result(&ws, "c5");
+    assert!(
+        keyless.starts_with("tool error: subagent profile keyless: ")
+            && keyless.contains("ANTHROPIC_API_KEY"),
+        "{keyless}"
+    );
     assert_eq!(
-        result(&ws, "c5"),
-        "tool error: more than max_per_turn (2) task calls in one response; this one was not run"
+        result(&ws, "c6"),
+        "tool error: more than max_per_turn (3) task calls in one response; this one was not run"
     );
     assert_eq!(server.requests().len(), 3);
+}
+
+/// A child whose first request fails gives the parent an error result
+/// with the provider's message; the child session is whole and names
+/// what happened.
+#[test]
+fn a_child_whose_first_request_fails_is_an_error() {
+    let ws = Workspace::new();
+    configure(&ws, "", "");
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "task", &task("explore", "look"))])),
+        Reply::json(
+            400,
+            &serde_json::json!({"error": {"message": "model child-m is not loaded"}}),
+        ),
+        Reply::sse(chat_text("done")),
+    ])
+    .unwrap();
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    let failed = result(&ws, "c1");
+    assert!(
+        failed.starts_with("tool error: subagent explore stopped after ")
+            && failed.contains("without an answer")
+            && failed.contains("model child-m is not loaded")
+            && failed.contains("etch show "),
+        "{failed}"
+    );
+    let (path, _) = children(&ws).pop().unwrap();
+    assert_whole(&path);
+    assert!(
+        jsonl(&path)
+            .iter()
+            .any(|e| e.to_string().contains("model child-m is not loaded")),
+        "the child's log records the failure"
+    );
 }
 
 /// A child that uses up its max_tool_rounds gives the parent an error
@@ -331,50 +378,84 @@ fn a_child_past_its_round_bound_is_an_error() {
     );
 }
 
-/// Two task calls of one response overlap at `max_concurrent = 2`: each
-/// child's bash call waits (bounded) until both have started, which only
-/// works if they run at the same time; results keep the call order.
-#[test]
-fn children_run_concurrently_up_to_max_concurrent() {
+/// Two `worker` task calls under `max_concurrent = limit`: each child's
+/// bash call marks that it started, then waits (at most `wait`
+/// hundredths of a second) for the other's mark, printing `both` or
+/// `alone`. Returns those outputs in the children's order and asserts
+/// that the parent's results keep the call order.
+fn two_children(limit: u32, wait: u32) -> Vec<String> {
     let ws = Workspace::new();
     configure(
         &ws,
-        "max_concurrent = 2",
+        &format!("max_concurrent = {limit}"),
         "[[subagents.profile]]\nname = \"worker\"\nallowed_tools = [\"bash\"]\n",
     );
     std::fs::create_dir_all(ws.path().join("marks")).unwrap();
-    let wait = r#"{"command":"touch marks/$$; for i in $(seq 500); do [ $(ls marks | wc -l) -ge 2 ] && echo both && exit 0; sleep 0.01; done; echo alone"}"#;
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[
-            ("c1", "task", &task("worker", "first")),
-            ("c2", "task", &task("worker", "second")),
-        ])),
-        Reply::sse(chat_tool_calls(&[("k1", "bash", wait)])),
-        Reply::sse(chat_tool_calls(&[("k2", "bash", wait)])),
-        Reply::sse(chat_text("worked")),
-        Reply::sse(chat_text("worked")),
-        Reply::sse(chat_text("done")),
-    ])
+    let wait = format!(
+        r#"{{"command":"touch marks/$$; for i in $(seq {wait}); do [ $(ls marks | wc -l) -ge 2 ] && echo both && exit 0; sleep 0.01; done; echo alone"}}"#
+    );
+    let calls = Reply::sse(chat_tool_calls(&[
+        ("c1", "task", &task("worker", "first")),
+        ("c2", "task", &task("worker", "second")),
+    ]));
+    let bash = |id: &str| Reply::sse(chat_tool_calls(&[(id, "bash", &wait)]));
+    let worked = || Reply::sse(chat_text("worked"));
+    // Overlapping children both ask before either answers; one at a
+    // time, each finishes before the next asks.
+    let replies = if limit > 1 {
+        vec![calls, bash("k1"), bash("k2"), worked(), worked()]
+    } else {
+        vec![calls, bash("k1"), worked(), bash("k2"), worked()]
+    };
+    let server = FakeServer::start(
+        replies
+            .into_iter()
+            .chain([Reply::sse(chat_text("done"))])
+            .collect(),
+    )
     .unwrap();
     let out = ws.run_model(&server, &["-p", "go"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
     for id in ["c1", "c2"] {
         assert!(result(&ws, id).ends_with("worked"), "{}", result(&ws, id));
     }
-    let outputs: Vec<String> = children(&ws)
-        .iter()
-        .flat_map(|(path, _)| jsonl(path))
-        .filter(|e| e["type"] == "message.tool")
-        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(outputs.len(), 2);
-    assert!(outputs.iter().all(|o| o.contains("both")), "{outputs:?}");
     let order: Vec<String> = jsonl(&parent_file(&ws))
         .into_iter()
         .filter(|e| e["type"] == "message.tool")
         .map(|e| e["data"]["toolCallId"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(order, ["c1", "c2"]);
+    let mut outputs: Vec<(String, String)> = children(&ws)
+        .iter()
+        .flat_map(|(path, _)| jsonl(path))
+        .filter(|e| e["type"] == "message.tool")
+        .map(|e| {
+            (
+                e["time"].as_str().unwrap_or_default().to_owned(),
+                e["data"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .trim()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    outputs.sort();
+    outputs.into_iter().map(|(_, text)| text).collect()
+}
+
+/// At `max_concurrent = 2` two children overlap: each sees the other's
+/// mark (which only works if they run at the same time).
+#[test]
+fn children_overlap_at_max_concurrent_two() {
+    assert_eq!(two_children(2, 500), ["both", "both"]);
+}
+
+/// At `max_concurrent = 1` they never overlap: the first waits out its
+/// whole second alone, and only then does the second start.
+#[test]
+fn children_take_turns_at_max_concurrent_one() {
+    assert_eq!(two_children(1, 100), ["alone", "both"]);
 }
 
 /// Token and time bounds stop a child (it keeps its session) and give
