@@ -475,6 +475,91 @@ fn agent_tasks_pass_at_the_required_rate() {
     );
 }
 
+/// Subagents (issue 17): the parent hands "find which file defines
+/// `sum`" to an `explore` profile with grep and read; the child does the
+/// search in its own session and the parent reports its answer. A run
+/// passes when the final answer names the file and a child session
+/// (naming its parent) did the search. With this 1.5B model the
+/// instructions file must not push for a bare answer: told to "answer
+/// with the file path only", the child answers at once, from nothing.
+#[test]
+fn a_parent_delegates_a_search_to_an_explore_subagent() {
+    let Some(_slot) = enabled("a_parent_delegates_a_search_to_an_explore_subagent") else {
+        return;
+    };
+    let server = Server::start(None, &[]);
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(
+        ws.path().join("src/main.rs"),
+        "fn main() {\n    println!(\"{}\", sum(&[1, 2]));\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("src/util.rs"),
+        "pub fn helper() -> u32 {\n    7\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("src/maths.rs"),
+        "pub fn sum(values: &[u32]) -> u32 {\n    values.iter().sum()\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("explore.md"),
+        "You are a code explorer working for another agent: use your tools to find the answer in the files, then report it briefly.",
+    )
+    .unwrap();
+    ws.user_config(&format!(
+        "[subagents]\nenabled = true\n\n[[subagents.profile]]\nname = \"explore\"\n\
+         description = \"Searches the code with grep and reports which file holds what.\"\n\
+         allowed_tools = [\"grep\", \"read\"]\nmax_tool_rounds = 4\nsystem_prompt_file = \"{}\"\n",
+        ws.path().join("explore.md").display()
+    ));
+    let failure = measure_runs("subagent", 3, 2, |_| {
+        let before = ws.session_files();
+        let (run, _, elapsed) = etch(
+            &ws,
+            &server,
+            &[
+                "--tools",
+                "grep,read",
+                "-p",
+                "Call the `task` tool with profile `explore` and the task \"Which file in src defines the function `sum`? Search with grep for `fn sum`.\" Then tell me the file path it reports.",
+            ],
+        );
+        let new: Vec<_> = ws
+            .session_files()
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        let searched = new.iter().any(|path| {
+            let events = jsonl(path);
+            events[0]["data"]["parentSessionId"].is_string()
+                && events
+                    .iter()
+                    .any(|e| e["type"] == "message.tool" && mentions(&e.to_string(), "maths.rs"))
+        });
+        let requests = new
+            .iter()
+            .flat_map(|path| jsonl(path))
+            .filter(|e| e["type"] == "model.metrics")
+            .count();
+        let out = run.stdout();
+        Outcome {
+            passed: run.code() == 0 && searched && mentions(&out, "maths.rs"),
+            requests,
+            elapsed,
+            detail: format!(
+                "exit {}, child searched: {searched}, answer {out:?}{}",
+                run.code(),
+                last_error(&run)
+            ),
+        }
+    });
+    assert!(failure.is_none(), "{}", failure.unwrap_or_default());
+}
+
 /// Bad input: the server dies mid-stream. etch exits 1 with a clear error,
 /// the session stays valid, and resuming it against a restarted server
 /// works.
