@@ -14,8 +14,8 @@ use etch_config::Config;
 use etch_core::CompactionPolicy;
 use etch_plugins::PluginSet;
 use etch_prompt::{Assembled, PromptInputs};
-use etch_tool::ToolRegistry;
 use etch_tool::ToolSource;
+use etch_tool::{Approver, ToolRegistry};
 use etch_tools::builtin::{self, BuiltinOptions};
 
 use crate::error::OpenError;
@@ -45,6 +45,18 @@ impl Context {
     /// first request waits (briefly) only for MCP servers, and a call to
     /// a tool no one offers yet waits for whatever could offer it.
     pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
+        Self::build_gated(place, settings, None)
+    }
+
+    /// [`Self::build`] with every tool `approver` gates asking it before
+    /// each call (`etch acp` asks the editor): built-ins, plugin and MCP
+    /// tools, the `task` tool, and the tools subagents get from this
+    /// context.
+    pub fn build_gated(
+        place: &Place,
+        settings: &RunSettings,
+        approver: Option<&Arc<dyn Approver>>,
+    ) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
         let mut tools = active_tools(settings, &place.config)?;
         // Every built-in name is reserved, active or not: a plugin's `bash`
@@ -56,6 +68,9 @@ impl Context {
             builtin::ALL.iter().map(|n| (*n).to_owned()).collect(),
         ));
         tools.add_source(Arc::clone(&plugins) as Arc<dyn ToolSource>);
+        if let Some(approver) = approver {
+            tools = tools.gated(approver);
+        }
         let assembled = assemble(place, &tools.names());
         Self {
             tools,
@@ -64,15 +79,24 @@ impl Context {
             plugins,
             children: Arc::default(),
         }
-        .with_task(place, settings)
+        .with_task(place, settings, approver)
     }
 
     /// Adds the `task` tool when subagents are on (E-SUB-01), lending
     /// it this context as the children's starting point.
-    fn with_task(mut self, place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
+    fn with_task(
+        mut self,
+        place: &Place,
+        settings: &RunSettings,
+        approver: Option<&Arc<dyn Approver>>,
+    ) -> Result<Self, OpenError> {
         if let Some(task) = crate::subagent::TaskTool::new(place, settings, &self) {
+            let mut task: Arc<dyn etch_tool::Tool> = Arc::new(task);
+            if let Some(approver) = approver.filter(|a| a.gates(crate::subagent::TASK)) {
+                task = Arc::new(etch_tool::Gated::new(task, Arc::clone(approver)));
+            }
             self.tools
-                .register(Arc::new(task))
+                .register(task)
                 .map_err(|e| OpenError::Failed(e.to_string()))?;
             self.assembled = assemble(place, &self.tools.names());
         }
@@ -91,7 +115,7 @@ impl Context {
             plugins: Arc::new(PluginSet::empty()),
             children: Arc::default(),
         }
-        .with_task(place, settings)
+        .with_task(place, settings, None)
     }
 
     /// The compaction policy for runs with this context.

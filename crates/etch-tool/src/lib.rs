@@ -12,10 +12,12 @@
 //! and, later, plugins), the session log or providers.
 
 pub mod access;
+pub mod gate;
 pub mod registry;
 pub mod schema;
 pub mod tool;
 
 pub use access::Access;
+pub use gate::{Approval, ApprovalFuture, ApprovalRequest, Approver, Gated};
 pub use registry::{RegistryError, ToolRegistry, ToolSource, check_tool};
 pub use tool::{CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};

@@ -166,6 +166,17 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// The tools registered up front (not those of sources), by name.
+    pub(crate) fn registered(&self) -> impl Iterator<Item = Arc<dyn Tool>> + '_ {
+        self.tools.values().map(Arc::clone)
+    }
+
+    /// Adds a tool already checked when it was first registered (a
+    /// wrapper of it keeps its spec).
+    pub(crate) fn insert_unchecked(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name.clone(), tool);
+    }
+
     /// Names of every tool, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()

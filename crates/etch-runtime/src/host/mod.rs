@@ -204,6 +204,12 @@ impl Host {
         self.session.as_mut()
     }
 
+    /// The provider and model the session uses now (known while a task
+    /// holds the session too).
+    pub fn model(&self) -> (&str, &str) {
+        (&self.snapshot.provider, &self.snapshot.model)
+    }
+
     /// Whether a run or a long command is active.
     pub fn is_busy(&self) -> bool {
         self.running.is_some()
