@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::{
-    Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry, PromptConfig,
-    ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
+    AcpConfig, Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry,
+    PromptConfig, ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -74,6 +74,12 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             profiles: entries_of(entries, "subagents.profile")
                 .map(profile)
                 .collect(),
+        },
+        acp: AcpConfig {
+            ask: get("acp")
+                .set("ask")
+                .and_then(Value::as_strings)
+                .map(<[String]>::to_vec),
         },
         plugins: entries_of(entries, "plugins").map(plugin).collect(),
         mcp_servers: entries_of(entries, "mcp.servers").map(mcp_server).collect(),

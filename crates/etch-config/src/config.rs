@@ -24,6 +24,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// `[subagents]` and its `[[subagents.profile]]` entries (M2).
     pub subagents: SubagentsConfig,
+    /// `[acp]`: the editor front end (E-CFG-24, M2).
+    pub acp: AcpConfig,
     /// `[[plugins]]` entries, user entries first (M2).
     pub plugins: Vec<PluginEntry>,
     /// `[[mcp.servers]]` entries, user entries first (E-CFG-23, M2).
@@ -123,6 +125,33 @@ pub struct ToolsConfig {
     pub active: Option<Vec<String>>,
     /// `[tools.bash] inherit_credentials` (E-CFG-22).
     pub bash_inherit_credentials: bool,
+}
+
+/// `[acp]` (E-CFG-24, M2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcpConfig {
+    /// `ask`: the tools whose calls ask the editor first, a name
+    /// ending in `*` matching by prefix; `None` means the default,
+    /// [`DEFAULT_ACP_ASK`].
+    pub ask: Option<Vec<String>>,
+}
+
+/// The tools `etch acp` asks about when `[acp] ask` is unset: the ones
+/// that change files or run commands.
+pub const DEFAULT_ACP_ASK: [&str; 3] = ["bash", "write", "edit"];
+
+impl AcpConfig {
+    /// Whether calls of tool `name` ask first.
+    pub fn asks(&self, name: &str) -> bool {
+        let matches = |pattern: &str| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        };
+        match &self.ask {
+            Some(list) => list.iter().any(|p| matches(p)),
+            None => DEFAULT_ACP_ASK.iter().any(|p| matches(p)),
+        }
+    }
 }
 
 /// `[subagents]` (E-CFG-13, M2).

@@ -45,6 +45,7 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "subagents.enabled" => flag(config.subagents.enabled),
         "subagents.max_per_turn" => int(config.subagents.max_per_turn.into()),
         "subagents.max_concurrent" => int(config.subagents.max_concurrent.into()),
+        "acp.ask" => config.acp.ask.clone().map(Value::StringArray),
         _ => None,
     }
 }

@@ -514,6 +514,13 @@ const SUBAGENTS: &[KeySpec] = &[
     .default(Literal::Int(2)),
 ];
 
+/// `[acp]` keys (E-CFG-24).
+const ACP: &[KeySpec] = &[KeySpec::string_array(
+    "ask",
+    "Tools whose calls etch acp asks the editor to approve first; a name ending in * matches by prefix \
+     (\"mcp__*\"). Default: [\"bash\", \"write\", \"edit\"]; [] asks for nothing.",
+)];
+
 /// `[[subagents.profile]]` keys (E-CFG-14); unset keys inherit from the parent,
 /// and the budgets `max_tokens` and `max_seconds` bound nothing when unset.
 const SUBAGENT_PROFILE: &[KeySpec] = &[
@@ -747,6 +754,14 @@ pub(crate) static TABLES: &[TableSpec] = &[
         description: "One subagent profile; keys left out inherit the parent's settings.",
         keys: SUBAGENT_PROFILE,
         rule: Some(EntryRule::NoNestedTask),
+    },
+    TableSpec {
+        name: "acp",
+        kind: TableKind::Table,
+        milestone: Milestone::M2,
+        description: "The editor front end, etch acp (Agent Client Protocol).",
+        keys: ACP,
+        rule: None,
     },
     TableSpec {
         name: "plugins",
