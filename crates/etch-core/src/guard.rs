@@ -105,7 +105,7 @@ impl Guard {
     /// results are in the log.
     pub(crate) fn check(&mut self, call: &ToolCall, result: &mut CallResult) -> Vec<Finding> {
         let mut findings = Vec::new();
-        let key = format!("{}\u{0}{}", call.name, call.arguments);
+        let key = format!("{}\u{0}{}", call.name, canonical(&call.arguments));
         let times = match self.seen.get_mut(&key) {
             Some((text, times)) if *text == result.text => {
                 *times += 1;
@@ -167,6 +167,29 @@ impl Guard {
             });
         }
         findings
+    }
+}
+
+/// `value` as JSON text with every object's keys sorted, so two calls
+/// that differ only in key order are the same call (the arguments keep
+/// the model's order, which JSON objects here preserve).
+fn canonical(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
     }
 }
 

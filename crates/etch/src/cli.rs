@@ -383,6 +383,22 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Serve editors over the Agent Client Protocol (ACP v1, JSON-RPC on
+    /// stdin and stdout): Zed, JetBrains IDEs, Neovim and Emacs start
+    /// `etch acp` as their agent. Each ACP session is an etch session on
+    /// disk (`etch sessions`, `show` and `resume` see it).
+    #[command(after_help = "Examples:\n  \
+                      etch acp                              (as an editor's agent command)\n  \
+                      etch acp --model qwen3 --base-url http://127.0.0.1:8080/v1\n\n\
+                      Methods: initialize, session/new, session/load, session/prompt, session/cancel,\n\
+                      session/set_config_option (model). Tools listed in [acp] ask (default bash, write,\n\
+                      edit) ask the editor with session/request_permission before they run.\n\
+                      Diagnostics go to stderr; stdout carries only protocol messages.")]
+    Acp {
+        /// Run options (provider, model, tools) for every session.
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Serve a session over JSON lines on stdin and stdout, for editors and
     /// scripts: Pi's RPC commands in, responses and events out, each tagged
     /// with the id of the command that caused it.
@@ -445,6 +461,7 @@ impl Command {
             Self::Compact { .. } => "compact",
             Self::Config(_) => "config",
             Self::Rpc { .. } => "rpc",
+            Self::Acp { .. } => "acp",
             Self::Chat { .. } => "chat",
         }
     }
@@ -499,6 +516,7 @@ pub fn absorb_outer(
             session,
             run: merge(run)?,
         },
+        Command::Acp { run } => Command::Acp { run: merge(run)? },
         Command::Chat { session, run } => Command::Chat {
             session,
             run: merge(run)?,

@@ -6,6 +6,7 @@
 //! command modules, and turns their outcome into an exit code (G14). All agent
 //! behaviour lives in the library crates.
 
+mod acp_cmd;
 mod auth_cmd;
 mod chat_cmd;
 mod cli;
@@ -133,6 +134,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             Command::Resume { .. }
                 | Command::Compact { .. }
                 | Command::Rpc { .. }
+                | Command::Acp { .. }
                 | Command::Chat { .. }
         )
     );
@@ -172,6 +174,9 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Config(_)) => Ok(()),
         Some(Command::Chat { session, run }) => {
             runtime()?.block_on(chat_cmd::run(&place, session.as_deref(), &run))
+        }
+        Some(Command::Acp { run }) => {
+            runtime()?.block_on(acp_cmd::run(&place, global.session_dir.as_deref(), &run))
         }
         Some(Command::Rpc { session, run }) => {
             runtime()?.block_on(rpc_cmd::run(&place, session.as_deref(), &run))

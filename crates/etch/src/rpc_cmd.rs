@@ -44,7 +44,7 @@ const DEFAULT_OUTBOX_BYTES: usize = 64 << 20;
 const DRAIN_AT_EXIT: Duration = Duration::from_secs(10);
 
 /// One record from stdin.
-enum Incoming {
+pub(crate) enum Incoming {
     /// A line without its LF (and trailing CR).
     Line(Vec<u8>),
     /// A line over [`MAX_LINE_BYTES`], skipped.
@@ -241,7 +241,7 @@ fn read_stdin() -> mpsc::Receiver<Incoming> {
 }
 
 /// The next record of `reader`; `None` at the end.
-fn read_record<R: BufRead>(reader: &mut R) -> std::io::Result<Option<Incoming>> {
+pub(crate) fn read_record<R: BufRead>(reader: &mut R) -> std::io::Result<Option<Incoming>> {
     let mut line = Vec::new();
     let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX);
     let read = (&mut *reader)

@@ -34,7 +34,18 @@ pub struct RpcClient {
 impl RpcClient {
     /// Starts `etch rpc ARGS` in `ws` with extra environment variables.
     pub fn start(ws: &Workspace, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut client = Self::start_unread(ws, args, env);
+        Self::start_command(ws, "rpc", args, env)
+    }
+
+    /// Starts `etch COMMAND ARGS` (`rpc`, `acp`: a JSON-lines server) in
+    /// `ws` with extra environment variables, reading its lines.
+    pub fn start_command(
+        ws: &Workspace,
+        command: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
+        let mut client = Self::spawn(ws, command, args, env);
         let stdout = client.child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -56,7 +67,12 @@ impl RpcClient {
     /// stopped reading: the pipe stays open and fills up); stderr is
     /// collected.
     pub fn start_unread(ws: &Workspace, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut cmd = ws.command(&[&["rpc"], args].concat());
+        Self::spawn(ws, "rpc", args, env)
+    }
+
+    /// Starts `etch COMMAND ARGS` with its pipes, reading nothing yet.
+    fn spawn(ws: &Workspace, command: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = ws.command(&[&[command], args].concat());
         for (key, value) in env {
             cmd.env(key, value);
         }

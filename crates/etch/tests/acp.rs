@@ -1,0 +1,526 @@
+//! `etch acp` through the real binary (issue 18), driven by a small
+//! ACP client over its pipes against the fake model server: initialize,
+//! sessions, prompts streamed as updates, tool calls with their kinds
+//! and diffs, permission requests answered allow and reject, cancel,
+//! session/load, and the bad inputs (requests before initialize,
+//! unknown methods and sessions, malformed JSON, a client that leaves
+//! mid-turn). Assertions are on the protocol messages and the session
+//! logs on disk.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use etch_test_support::{End, FakeServer, Reply, chat_text, chat_tool_calls};
+use serde_json::{Value, json};
+use support::rpc::RpcClient;
+use support::{Workspace, jsonl};
+
+/// An ACP client over a running `etch acp`.
+struct Acp {
+    /// The process and its lines.
+    rpc: RpcClient,
+    /// The next request id.
+    next: i64,
+}
+
+impl Acp {
+    /// `etch acp` in `ws` against `server` (the OpenAI shape).
+    fn start(ws: &Workspace, server: &FakeServer) -> Self {
+        let base = format!("{}/v1", server.url());
+        let rpc = RpcClient::start_command(
+            ws,
+            "acp",
+            &[
+                "--provider",
+                "openai",
+                "--base-url",
+                &base,
+                "--api-key",
+                "k",
+                "--model",
+                "m1",
+            ],
+            &[],
+        );
+        Self { rpc, next: 0 }
+    }
+
+    /// Sends request `method` and returns its id.
+    fn send(&mut self, method: &str, params: &Value) -> i64 {
+        self.next += 1;
+        self.rpc
+            .send(&json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}));
+        self.next
+    }
+
+    /// Reads until the answer to request `id` (updates seen on the way
+    /// are kept in `seen`).
+    fn answer(&mut self, id: i64) -> Value {
+        self.rpc
+            .until(|v| v["id"] == id && v.get("method").is_none())
+    }
+
+    /// Sends request `method` and returns its answer.
+    fn call(&mut self, method: &str, params: &Value) -> Value {
+        let id = self.send(method, params);
+        self.answer(id)
+    }
+
+    /// Sends a notification.
+    fn notify(&mut self, method: &str, params: &Value) {
+        self.rpc
+            .send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// `initialize`, checked.
+    fn initialize(&mut self) -> Value {
+        let answer = self.call(
+            "initialize",
+            &json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}}}),
+        );
+        assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+        answer
+    }
+
+    /// `session/new` in `ws`; the session id.
+    fn new_session(&mut self, ws: &Workspace) -> String {
+        let answer = self.call("session/new", &json!({"cwd": ws.path(), "mcpServers": []}));
+        answer["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {answer}"))
+            .to_owned()
+    }
+
+    /// Sends `text` as a prompt of session `id`; the request id.
+    fn prompt(&mut self, id: &str, text: &str) -> i64 {
+        self.send(
+            "session/prompt",
+            &json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    /// The `session/update`s seen so far, as `(sessionUpdate, update)`.
+    fn updates(&self) -> Vec<Value> {
+        self.rpc
+            .seen
+            .iter()
+            .filter(|v| v["method"] == "session/update")
+            .map(|v| v["params"]["update"].clone())
+            .collect()
+    }
+
+    /// Reads until the client is asked for permission; the request.
+    fn permission_request(&mut self) -> Value {
+        self.rpc
+            .until(|v| v["method"] == "session/request_permission")
+    }
+
+    /// Answers the server's request `id` with option `option`.
+    fn choose(&mut self, id: &Value, option: &str) {
+        self.rpc.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+    }
+}
+
+/// The config that asks for nothing, so tools run unasked.
+const ASK_NOTHING: &str = "[acp]\nask = []\n";
+
+/// Asserts that every tool call in the session at `path` has a result.
+fn assert_whole(path: &std::path::Path) {
+    let events = jsonl(path);
+    let calls = events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["type"] == "tool_call")
+        .count();
+    let results = events
+        .iter()
+        .filter(|e| e["type"] == "message.tool")
+        .count();
+    assert_eq!(calls, results, "{}", path.display());
+}
+
+/// Initialize, a new session, a prompt with a tool call: the updates
+/// come in order (the call pending, running, completed, then the
+/// answer), the answer is end_turn, and the session is an ordinary etch
+/// session on disk.
+#[test]
+fn a_prompt_streams_updates_and_ends_the_turn() {
+    let ws = Workspace::new();
+    ws.user_config(ASK_NOTHING);
+    std::fs::write(ws.path().join("notes.txt"), "X lives here\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "read",
+            r#"{"path":"notes.txt"}"#,
+        )])),
+        Reply::sse(chat_text("X is in notes.txt")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    let init = acp.initialize();
+    let caps = &init["result"]["agentCapabilities"];
+    assert_eq!(caps["loadSession"], true, "{init}");
+    assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
+    assert_eq!(init["result"]["agentInfo"]["name"], "etch");
+    let answer = acp.call("session/new", &json!({"cwd": ws.path(), "mcpServers": []}));
+    let id = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+    let model = &answer["result"]["configOptions"][0];
+    assert_eq!(model["id"], "model", "{answer}");
+    assert_eq!(model["currentValue"], "m1", "{answer}");
+    let commands = acp
+        .rpc
+        .until(|v| v["params"]["update"]["sessionUpdate"] == "available_commands_update");
+    let names: Vec<&str> = commands["params"]["update"]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"compact"), "{names:?}");
+    let prompt = acp.prompt(&id, "where is X?");
+    let done = acp.answer(prompt);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let mut kinds: Vec<String> = acp
+        .updates()
+        .iter()
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .map(|u| match u["sessionUpdate"].as_str().unwrap() {
+            "tool_call" => format!("tool_call {}", u["status"].as_str().unwrap_or("pending")),
+            "tool_call_update" => format!("update {}", u["status"].as_str().unwrap_or("content")),
+            other => other.to_owned(),
+        })
+        .collect();
+    // The answer streams in several chunks.
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "tool_call pending",
+            "update in_progress",
+            "update completed",
+            "agent_message_chunk"
+        ],
+        "{:#?}",
+        acp.updates()
+    );
+    let updates = acp.updates();
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(call["toolCallId"], "c1");
+    assert_eq!(call["kind"], "read");
+    assert_eq!(call["title"], "Read notes.txt");
+    let finished = updates.iter().find(|u| u["status"] == "completed").unwrap();
+    assert!(
+        finished["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("X lives here"),
+        "{finished}"
+    );
+    let answer: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answer, "X is in notes.txt");
+    // The session is etch's own: on disk, listed, and whole.
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+    let session = ws.only_session();
+    assert_eq!(session.file_stem().unwrap().to_string_lossy(), id);
+    assert_whole(&session);
+    let listed = ws.run(&["sessions"]).ok();
+    assert!(listed.contains(&id), "{listed}");
+}
+
+/// Bad input, each answered and the connection going on: a request
+/// before initialize, malformed JSON, an unknown method (with its id),
+/// a prompt for an unknown session, a cancel with nothing running.
+#[test]
+fn bad_messages_are_answered_and_the_connection_goes_on() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("fine"))]).unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    let early = acp.call("session/new", &json!({"cwd": ws.path(), "mcpServers": []}));
+    assert_eq!(early["error"]["code"], -32600, "{early}");
+    assert!(
+        early["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send initialize before session/new"),
+        "{early}"
+    );
+    acp.rpc.send_raw(b"{this is not json\n");
+    let parse = acp.rpc.until(|v| v.get("error").is_some());
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert!(parse["id"].is_null());
+    acp.initialize();
+    let unknown = acp.call("session/fly", &json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    assert_eq!(unknown["id"], acp.next);
+    let nobody = acp.call(
+        "session/prompt",
+        &json!({"sessionId": "01NOSUCHSESSION", "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(nobody["error"]["code"], -32002, "{nobody}");
+    let bad_params = acp.call("session/new", &json!({"cwd": 7}));
+    assert_eq!(bad_params["error"]["code"], -32602, "{bad_params}");
+    let id = acp.new_session(&ws);
+    acp.notify("session/cancel", &json!({"sessionId": id}));
+    let prompt = acp.prompt(&id, "still there?");
+    assert_eq!(acp.answer(prompt)["result"]["stopReason"], "end_turn");
+    let (status, stderr, _) = acp.rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// A gated tool asks the editor first: allowed, the command runs;
+/// rejected, it does not and the model is told; allow-always is kept
+/// for the session, so the next call does not ask.
+#[test]
+fn permission_requests_allow_and_reject() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"echo one > one.txt"}"#,
+        )])),
+        Reply::sse(chat_text("made one")),
+        Reply::sse(chat_tool_calls(&[(
+            "k2",
+            "bash",
+            r#"{"command":"echo two > two.txt"}"#,
+        )])),
+        Reply::sse(chat_text("two was refused")),
+        Reply::sse(chat_tool_calls(&[(
+            "k3",
+            "bash",
+            r#"{"command":"echo three > three.txt"}"#,
+        )])),
+        Reply::sse(chat_text("made three")),
+        Reply::sse(chat_tool_calls(&[(
+            "k4",
+            "bash",
+            r#"{"command":"echo four > four.txt"}"#,
+        )])),
+        Reply::sse(chat_text("made four")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    let first = acp.prompt(&id, "make one");
+    let asked = acp.permission_request();
+    assert_eq!(asked["params"]["sessionId"], id.as_str());
+    assert_eq!(asked["params"]["toolCall"]["toolCallId"], "k1");
+    assert_eq!(asked["params"]["toolCall"]["kind"], "execute");
+    let options: Vec<&str> = asked["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        options,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
+    acp.choose(&asked["id"], "allow_once");
+    assert_eq!(acp.answer(first)["result"]["stopReason"], "end_turn");
+    assert!(ws.path().join("one.txt").exists());
+
+    let second = acp.prompt(&id, "make two");
+    let asked = acp.permission_request();
+    acp.choose(&asked["id"], "reject_once");
+    assert_eq!(acp.answer(second)["result"]["stopReason"], "end_turn");
+    assert!(!ws.path().join("two.txt").exists());
+    let body = server.requests()[3].body_text();
+    assert!(body.contains("the user rejected this bash call"), "{body}");
+
+    let third = acp.prompt(&id, "make three");
+    let asked = acp.permission_request();
+    acp.choose(&asked["id"], "allow_always");
+    assert_eq!(acp.answer(third)["result"]["stopReason"], "end_turn");
+    let fourth = acp.prompt(&id, "make four");
+    assert_eq!(acp.answer(fourth)["result"]["stopReason"], "end_turn");
+    assert!(ws.path().join("three.txt").exists() && ws.path().join("four.txt").exists());
+    let asks = acp
+        .rpc
+        .seen
+        .iter()
+        .filter(|v| v["method"] == "session/request_permission")
+        .count();
+    assert_eq!(asks, 3, "allow-always is not asked again");
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+}
+
+/// session/cancel while the answer streams: the prompt ends with
+/// `cancelled`, nothing partial is stored, and the next prompt works.
+#[test]
+fn cancel_stops_a_streaming_answer() {
+    let ws = Workspace::new();
+    let stalled = Reply::Sse {
+        events: chat_text("partial answer")[..1].to_vec(),
+        gap: Duration::ZERO,
+        end: End::Stall(Duration::from_secs(60)),
+    };
+    let server = FakeServer::start(vec![stalled, Reply::sse(chat_text("second answer"))]).unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    let prompt = acp.prompt(&id, "first");
+    acp.rpc
+        .until(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
+    acp.notify("session/cancel", &json!({"sessionId": id}));
+    assert_eq!(acp.answer(prompt)["result"]["stopReason"], "cancelled");
+    let next = acp.prompt(&id, "second");
+    assert_eq!(acp.answer(next)["result"]["stopReason"], "end_turn");
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+    let events = jsonl(&ws.only_session());
+    let answers: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .collect();
+    assert_eq!(answers.len(), 1, "only the second answer is stored");
+}
+
+/// An edit reaches the editor as an ACP diff of the changed region.
+#[test]
+fn an_edit_is_shown_as_a_diff() {
+    let ws = Workspace::new();
+    ws.user_config(ASK_NOTHING);
+    std::fs::write(ws.path().join("greeting.txt"), "Hello, wrold!\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "e1",
+            "edit",
+            r#"{"path":"greeting.txt","oldText":"wrold","newText":"world"}"#,
+        )])),
+        Reply::sse(chat_text("fixed")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    let prompt = acp.prompt(&id, "fix the typo");
+    assert_eq!(acp.answer(prompt)["result"]["stopReason"], "end_turn");
+    let updates = acp.updates();
+    let done = updates
+        .iter()
+        .find(|u| u["toolCallId"] == "e1" && u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{updates:#?}"));
+    let diff = &done["content"][0];
+    assert_eq!(diff["type"], "diff", "{done}");
+    assert_eq!(
+        diff["path"],
+        ws.path().join("greeting.txt").display().to_string()
+    );
+    assert_eq!(diff["oldText"], "Hello, wrold!");
+    assert_eq!(diff["newText"], "Hello, world!");
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+}
+
+/// session/load tells an earlier session again as updates (its prompt,
+/// its tool call, its answer) and then goes on in it.
+#[test]
+fn load_replays_an_earlier_session() {
+    let ws = Workspace::new();
+    ws.user_config(ASK_NOTHING);
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "ls", r#"{"path":"."}"#)])),
+        Reply::sse(chat_text("an empty place")),
+        Reply::sse(chat_text("still empty")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    let prompt = acp.prompt(&id, "what is here?");
+    acp.answer(prompt);
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+
+    let mut again = Acp::start(&ws, &server);
+    again.initialize();
+    let loaded = again.call(
+        "session/load",
+        &json!({"sessionId": id, "cwd": ws.path(), "mcpServers": []}),
+    );
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let kinds: Vec<String> = again
+        .updates()
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ],
+        "{:#?}",
+        again.updates()
+    );
+    assert_eq!(again.updates()[0]["content"]["text"], "what is here?");
+    let next = again.prompt(&id, "and now?");
+    assert_eq!(again.answer(next)["result"]["stopReason"], "end_turn");
+    let body = server.requests()[2].body_text();
+    assert!(
+        body.contains("what is here?") && body.contains("an empty place"),
+        "{body}"
+    );
+    let missing = again.call(
+        "session/load",
+        &json!({"sessionId": "01NOSUCH", "cwd": ws.path(), "mcpServers": []}),
+    );
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
+    let (status, _, _) = again.rpc.finish();
+    assert!(status.success());
+}
+
+/// The editor quits mid-turn: the run is aborted, its shell is gone,
+/// etch exits 0 and the session is whole.
+#[test]
+fn a_client_that_leaves_mid_turn_leaves_a_valid_session() {
+    let ws = Workspace::new();
+    ws.user_config(ASK_NOTHING);
+    let server = FakeServer::start(vec![Reply::sse(chat_tool_calls(&[(
+        "k1",
+        "bash",
+        r#"{"command":"echo $$ > loop.pid; for i in $(seq 600); do [ -f never ] && break; sleep 0.05; done"}"#,
+    )]))])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    acp.prompt(&id, "wait");
+    acp.rpc
+        .until(|v| v["params"]["update"]["status"] == "in_progress");
+    let pid_file = ws.path().join("loop.pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (status, stderr, _) = acp.rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let gone = support::process_gone(&pid);
+    std::fs::write(ws.path().join("never"), "").unwrap();
+    assert!(gone, "the call's shell {pid} outlived etch acp");
+    assert_whole(&ws.only_session());
+}
