@@ -16,7 +16,7 @@ use std::time::Duration;
 use etch_test_support::{End, FakeServer, Reply, chat_text, chat_tool_calls};
 use serde_json::{Value, json};
 use support::rpc::RpcClient;
-use support::{Workspace, jsonl};
+use support::{Workspace, assert_whole, jsonl};
 
 /// An ACP client over a running `etch acp`.
 struct Acp {
@@ -126,22 +126,6 @@ impl Acp {
 
 /// The config that asks for nothing, so tools run unasked.
 const ASK_NOTHING: &str = "[acp]\nask = []\n";
-
-/// Asserts that every tool call in the session at `path` has a result.
-fn assert_whole(path: &std::path::Path) {
-    let events = jsonl(path);
-    let calls = events
-        .iter()
-        .filter(|e| e["type"] == "message.assistant")
-        .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
-        .filter(|p| p["type"] == "tool_call")
-        .count();
-    let results = events
-        .iter()
-        .filter(|e| e["type"] == "message.tool")
-        .count();
-    assert_eq!(calls, results, "{}", path.display());
-}
 
 /// Initialize, a new session, a prompt with a tool call: the updates
 /// come in order (the call pending, running, completed, then the

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use etch_test_support::{FakeServer, Reply, chat_text, chat_tool_calls};
 use serde_json::Value;
-use support::{Workspace, jsonl};
+use support::{Workspace, assert_whole, jsonl};
 
 /// A project configuration with subagents on and the `explore` profile
 /// (its instructions in explore.md), plus `extra`.
@@ -125,22 +125,6 @@ fn wait_until(what: &str, ready: impl Fn() -> bool) {
         assert!(std::time::Instant::now() < deadline, "{what}");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-}
-
-/// Asserts that every tool call in the session at `path` has a result.
-fn assert_whole(path: &std::path::Path) {
-    let events = jsonl(path);
-    let calls = events
-        .iter()
-        .filter(|e| e["type"] == "message.assistant")
-        .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
-        .filter(|p| p["type"] == "tool_call")
-        .count();
-    let results = events
-        .iter()
-        .filter(|e| e["type"] == "message.tool")
-        .count();
-    assert_eq!(calls, results, "{}", path.display());
 }
 
 /// One task call: the child starts from the parent's conversation

@@ -260,3 +260,19 @@ pub fn process_gone(pid: &str) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Asserts that every tool call in the session at `path` has a result.
+pub fn assert_whole(path: &std::path::Path) {
+    let events = jsonl(path);
+    let calls = events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .flat_map(|e| e["data"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["type"] == "tool_call")
+        .count();
+    let results = events
+        .iter()
+        .filter(|e| e["type"] == "message.tool")
+        .count();
+    assert_eq!(calls, results, "{}", path.display());
+}
