@@ -139,6 +139,7 @@ fn plugin(entry: &Entry) -> PluginEntry {
         command: values.string("command"),
         timeout_seconds: values.u64("timeout_seconds"),
         env: values.strings("env"),
+        set_env: Vec::new(),
         disabled: values.bool("disabled"),
         source: entry.source.clone(),
     }
@@ -155,6 +156,7 @@ fn mcp_server(entry: &Entry) -> McpServerEntry {
         headers: values.strings("headers"),
         bearer_token_env: values.string("bearer_token_env"),
         env: values.strings("env"),
+        set_env: Vec::new(),
         timeout_seconds: values.u64("timeout_seconds"),
         disabled: values.bool("disabled"),
         enabled_tools: values

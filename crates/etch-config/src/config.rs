@@ -209,6 +209,11 @@ pub struct SubagentProfile {
     pub source: PathBuf,
 }
 
+/// The `source` of MCP servers an editor gives etch over ACP: they are
+/// the user's own choice, made in the editor, so the project trust gate
+/// does not apply to them.
+pub const EDITOR_SOURCE: &str = "(given by the editor over ACP)";
+
 /// One `[[plugins]]` (E-CFG-12, M2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginEntry {
@@ -220,6 +225,9 @@ pub struct PluginEntry {
     pub timeout_seconds: u64,
     /// Extra environment variables passed through.
     pub env: Vec<String>,
+    /// Variables set to these values for the plugin: never from a file,
+    /// only what an editor gives its MCP servers over ACP.
+    pub set_env: Vec<(String, String)>,
     /// Whether the plugin is switched off.
     pub disabled: bool,
     /// The file that declared it.
@@ -244,6 +252,9 @@ pub struct McpServerEntry {
     pub bearer_token_env: String,
     /// Extra environment variables passed through (stdio).
     pub env: Vec<String>,
+    /// Variables set to these values for the server (see
+    /// [`PluginEntry::set_env`]).
+    pub set_env: Vec<(String, String)>,
     /// Start-up and per-call timeout.
     pub timeout_seconds: u64,
     /// Whether the server is switched off.

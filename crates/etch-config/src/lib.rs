@@ -49,9 +49,9 @@ mod sample_test;
 pub mod trust;
 
 pub use config::{
-    AcpConfig, Config, ContextConfig, DEFAULT_ACP_ASK, HookEntry, McpServerEntry, OpenAiConfig,
-    PluginEntry, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig,
-    ToolsConfig,
+    AcpConfig, Config, ContextConfig, DEFAULT_ACP_ASK, EDITOR_SOURCE, HookEntry, McpServerEntry,
+    OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile,
+    SubagentsConfig, ToolsConfig,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{ConfigFiles, discover};

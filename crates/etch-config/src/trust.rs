@@ -68,7 +68,7 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
         .map(|h| h.source.clone())
         .chain(config.plugins.iter().map(|p| p.source.clone()))
         .chain(config.mcp_servers.iter().map(|m| m.source.clone()))
-        .filter(|s| Some(s) != user.as_ref())
+        .filter(|s| Some(s) != user.as_ref() && s.as_os_str() != crate::config::EDITOR_SOURCE)
         .collect();
     files.sort();
     files.dedup();
@@ -295,6 +295,7 @@ mod tests {
             headers: Vec::new(),
             bearer_token_env: String::new(),
             env: Vec::new(),
+            set_env: Vec::new(),
             timeout_seconds: 30,
             disabled: false,
             enabled_tools: None,

@@ -276,7 +276,8 @@ async fn start_one(
     cwd: &Path,
     inner: &Inner,
 ) -> Result<(Arc<Client>, Vec<Value>), String> {
-    let (env, refused) = plugin_env(std::env::vars_os(), &entry.env);
+    let (mut env, refused) = plugin_env(std::env::vars_os(), &entry.env);
+    env.extend(entry.set_env.iter().map(|(k, v)| (k.into(), v.into())));
     for name in refused {
         inner.diagnose(
             &entry.name,

@@ -81,6 +81,7 @@ fn bridge_entry(server: &McpServerEntry, exe: &Path) -> PluginEntry {
         ),
         timeout_seconds: server.timeout_seconds.saturating_add(BACKSTOP_SECONDS),
         env,
+        set_env: server.set_env.clone(),
         disabled: server.disabled || (server.command.is_empty() && server.url.is_empty()),
         source: server.source.clone(),
     }
@@ -115,6 +116,7 @@ mod tests {
             headers: Vec::new(),
             bearer_token_env: String::new(),
             env: vec!["GIT_DIR".into()],
+            set_env: Vec::new(),
             timeout_seconds: 10,
             disabled: false,
             enabled_tools: None,
