@@ -10,12 +10,14 @@
 //!
 //! Modules: `rpc` (the JSON-RPC envelope), `server` (the connection:
 //! methods, sessions, turns), `update` (events as updates), `toolcall`
-//! (kinds, titles, locations, diffs), `replay` (`session/load`),
+//! (kinds, titles, locations, diffs), `replay` (`session/load`), `mcp`
+//! (the editor's MCP servers as `[[mcp.servers]]` entries),
 //! `permission` (the editor as the gated tools' approver). The wire types
 //! are the protocol's own (`agent-client-protocol-schema`, used only
 //! here). This crate must not know where its lines come from or go:
 //! the binary owns stdin and stdout.
 
+mod mcp;
 mod permission;
 mod replay;
 mod rpc;

@@ -22,10 +22,10 @@ use agent_client_protocol_schema::v1::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
     CancelNotification, ConfigOptionUpdate, ContentBlock, EmbeddedResourceResource, Error,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestId, SessionConfigOption, SessionConfigSelectOption, SessionNotification,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
-    UnstructuredCommandInput,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, RequestId, SessionConfigOption, SessionConfigSelectOption,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, StopReason, UnstructuredCommandInput,
 };
 use etch_protocol::{Command, CommandBody, EventBody, Response, WireMessage};
 use etch_runtime::host::{Host, Output, Sink};
@@ -55,6 +55,9 @@ pub struct Options {
     pub place_for: PlaceFor,
     /// Where warnings go (the binary prints them on stderr).
     pub warn: Arc<dyn Fn(String) + Send + Sync>,
+    /// Fired to stop serving (Ctrl-C): runs are aborted as when the
+    /// client leaves.
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 /// One record from the client.
@@ -75,6 +78,8 @@ pub enum Served {
     Closed,
     /// Reading from the client failed.
     Failed(String),
+    /// The front end stopped it (`Options::stop`).
+    Stopped,
 }
 
 /// What a command sent to a host answers.
@@ -166,9 +171,11 @@ pub async fn serve(options: Options, mut input: mpsc::Receiver<Input>, out: Out)
         next_command: 0,
         announce: Vec::new(),
     };
+    let stop = server.options.stop.clone();
     let ended_how = loop {
         tokio::select! {
             biased;
+            () = stop.cancelled() => break Served::Stopped,
             Some((id, output)) = outputs_rx.recv() => server.on_output(&id, output),
             Some(id) = ended_rx.recv() => server.settle(&id).await,
             Some(ask) = asks_rx.recv() => server.ask(ask),
@@ -283,25 +290,41 @@ impl Server {
         rpc::to_value(&response)
     }
 
-    /// Opens a session in `cwd` (`resume`: an existing one by id).
+    /// Opens a session in `cwd` with the editor's MCP `servers`
+    /// (`resume`: an existing one by id).
     async fn open(
         &mut self,
         cwd: &Path,
+        servers: &[McpServer],
         resume: Option<&str>,
     ) -> Result<(String, etch_session::LoadedSession), Error> {
+        let method = if resume.is_some() {
+            "session/load"
+        } else {
+            "session/new"
+        };
         if !cwd.is_absolute() {
             return Err(rpc::invalid_params(
-                "session/new",
+                method,
                 &format!("cwd {} is not an absolute path", cwd.display()),
             ));
         }
         if !cwd.is_dir() {
             return Err(rpc::invalid_params(
-                "session/new",
+                method,
                 &format!("cwd {} is not a directory", cwd.display()),
             ));
         }
-        let (place, warnings) = (self.options.place_for)(cwd).map_err(rpc::internal)?;
+        let (mut place, warnings) = (self.options.place_for)(cwd).map_err(rpc::internal)?;
+        let configured: Vec<String> = place
+            .config
+            .mcp_servers
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        let given = crate::mcp::entries(servers, &configured)
+            .map_err(|why| rpc::invalid_params(method, &why))?;
+        place.config.mcp_servers.extend(given);
         for warning in warnings {
             (self.options.warn)(warning);
         }
@@ -401,7 +424,7 @@ impl Server {
     /// `session/new`.
     async fn new_session(&mut self, raw: Value) -> Result<Value, Error> {
         let request: NewSessionRequest = params("session/new", raw)?;
-        let (id, _) = self.open(&request.cwd, None).await?;
+        let (id, _) = self.open(&request.cwd, &request.mcp_servers, None).await?;
         let response = NewSessionResponse::new(id.clone()).config_options(self.config_options(&id));
         self.announce.push(id);
         rpc::to_value(&response)
@@ -418,7 +441,9 @@ impl Server {
                 "session {wanted} is running a prompt; cancel it before loading it again"
             )));
         }
-        let (id, loaded) = self.open(&request.cwd, Some(&wanted)).await?;
+        let (id, loaded) = self
+            .open(&request.cwd, &request.mcp_servers, Some(&wanted))
+            .await?;
         let updates = match self.sessions.get_mut(&id) {
             Some(live) => crate::replay::replay(&loaded, &mut live.updates),
             None => Vec::new(),

@@ -57,24 +57,30 @@ pub async fn run(place: &Place, session_dir: Option<&Path>, args: &RunArgs) -> R
             warnings,
         ))
     });
+    let stop = tokio_util::sync::CancellationToken::new();
     let options = Options {
         settings: settings(args),
         place_for,
         warn: Arc::new(|warning: String| eprintln!("etch: warning: {warning}")),
+        stop: stop.clone(),
     };
-    let mut interrupts = crate::run::interrupts()?;
+    // Ctrl-C stops serving the way a closed stdin does: runs aborted,
+    // logs whole.
+    let watcher = crate::run::watch_sigint(stop)?;
     let (out, written) = writer();
     let input = read_stdin();
-    let served = tokio::select! {
-        served = etch_acp::serve(options, input, out) => served,
-        _ = interrupts.recv() => {
-            return Err(Failure::new(exit::INTERRUPTED, anyhow::anyhow!("interrupted; every session log is intact")));
-        }
-    };
+    let served = etch_acp::serve(options, input, out).await;
+    watcher.abort();
     // Everything written reaches the editor before etch exits.
     let _ = written.recv_timeout(std::time::Duration::from_secs(10));
     match served {
         Served::Closed => Ok(()),
+        Served::Stopped => Err(Failure::new(
+            exit::INTERRUPTED,
+            anyhow::anyhow!(
+                "interrupted; every running prompt was aborted and its session log is intact"
+            ),
+        )),
         Served::Failed(why) => Err(Failure::new(
             exit::FAILED,
             anyhow::anyhow!(

@@ -473,38 +473,237 @@ fn load_replays_an_earlier_session() {
     assert!(status.success());
 }
 
-/// The editor quits mid-turn: the run is aborted, its shell is gone,
-/// etch exits 0 and the session is whole.
+/// The editor quits mid-turn (its pipe closes), or etch gets Ctrl-C:
+/// the run is aborted, its shell is gone, etch exits 0 (130 for Ctrl-C)
+/// and the session is whole.
 #[test]
-fn a_client_that_leaves_mid_turn_leaves_a_valid_session() {
-    let ws = Workspace::new();
-    ws.user_config(ASK_NOTHING);
-    let server = FakeServer::start(vec![Reply::sse(chat_tool_calls(&[(
-        "k1",
-        "bash",
-        r#"{"command":"echo $$ > loop.pid; for i in $(seq 600); do [ -f never ] && break; sleep 0.05; done"}"#,
-    )]))])
-    .unwrap();
-    let mut acp = Acp::start(&ws, &server);
-    acp.initialize();
-    let id = acp.new_session(&ws);
-    acp.prompt(&id, "wait");
-    acp.rpc
-        .until(|v| v["params"]["update"]["status"] == "in_progress");
-    let pid_file = ws.path().join("loop.pid");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !pid_file.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
+fn a_turn_stopped_from_outside_leaves_a_valid_session() {
+    for interrupt in [false, true] {
+        let ws = Workspace::new();
+        ws.user_config(ASK_NOTHING);
+        let server = FakeServer::start(vec![Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"echo $$ > loop.pid; for i in $(seq 600); do [ -f never ] && break; sleep 0.05; done"}"#,
+        )]))])
+        .unwrap();
+        let mut acp = Acp::start(&ws, &server);
+        acp.initialize();
+        let id = acp.new_session(&ws);
+        acp.prompt(&id, "wait");
+        acp.rpc
+            .until(|v| v["params"]["update"]["status"] == "in_progress");
+        let pid_file = ws.path().join("loop.pid");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !pid_file.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the call never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (status, stderr) = if interrupt {
+            let sent = std::process::Command::new("kill")
+                .args(["-INT", &acp.rpc.pid().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+            acp.rpc.wait_exit()
+        } else {
+            let (status, stderr, _) = acp.rpc.finish();
+            (status, stderr)
+        };
+        let expected = if interrupt { 130 } else { 0 };
+        assert_eq!(status.code(), Some(expected), "{stderr}");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let gone = support::process_gone(&pid);
+        std::fs::write(ws.path().join("never"), "").unwrap();
+        assert!(gone, "the call's shell {pid} outlived etch acp");
+        assert_whole(&ws.only_session());
     }
-    let (status, stderr, _) = acp.rpc.finish();
-    assert!(status.success(), "{stderr}");
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let gone = support::process_gone(&pid);
-    std::fs::write(ws.path().join("never"), "").unwrap();
-    assert!(gone, "the call's shell {pid} outlived etch acp");
+}
+
+/// The ACP client library's scenario script, installed on first use
+/// into target/acp-client (a no-op once .ci/run installed it).
+fn sdk_client() -> &'static std::path::Path {
+    static CLIENT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = root.join("../../target/acp-client");
+        let status = std::process::Command::new("sh")
+            .arg(root.join("tests/acp-client/install.sh"))
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "installing @agentclientprotocol/sdk from the npm registry failed"
+        );
+        dir.join("client.mjs")
+    })
+}
+
+/// Runs the SDK client's `scenario` against `etch acp` in `ws` (talking
+/// to `server`), with `env` for the script; what it saw.
+fn sdk(ws: &Workspace, server: &FakeServer, scenario: &str, env: &[(&str, &str)]) -> Value {
+    let base = format!("{}/v1", server.url());
+    // The etch the script starts gets the workspace's environment.
+    let template = ws.command(&[]);
+    let mut cmd = std::process::Command::new("node");
+    cmd.arg(sdk_client())
+        .arg(scenario)
+        .arg(ws.path())
+        .arg(template.get_program())
+        .args([
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key",
+            "k",
+            "--model",
+            "m1",
+        ])
+        .current_dir(ws.path());
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the client failed: {stdout}\n{stderr}"
+    );
+    let seen: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client printed no JSON ({e}): {stdout}\n{stderr}"));
+    assert!(seen.get("error").is_none(), "{seen:#}\n{stderr}");
+    assert_eq!(seen["exit"], 0, "{seen:#}\n{stderr}");
+    seen
+}
+
+/// The protocol's own client library drives a turn: an MCP server the
+/// editor passes (npm's server-everything) is used by the model, a
+/// gated bash call asks and runs once allowed, and every update passes
+/// the library's schema checks.
+#[test]
+fn the_sdk_client_runs_a_turn_with_an_editor_mcp_server() {
+    let ws = Workspace::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mcp = root.join("../../target/mcp-servers");
+    let status = std::process::Command::new("sh")
+        .arg(root.join("tests/mcp-servers/install.sh"))
+        .arg(&mcp)
+        .status()
+        .unwrap();
+    assert!(status.success(), "installing the MCP servers failed");
+    let everything = mcp.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "m1",
+            "mcp__everything__echo",
+            r#"{"message":"hi from the editor's server"}"#,
+        )])),
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"echo ran > ran.txt"}"#,
+        )])),
+        Reply::sse(chat_text("all done")),
+    ])
+    .unwrap();
+    let servers = json!([{
+        "name": "everything",
+        "command": "node",
+        "args": [everything, "stdio"],
+        "env": [{"name": "EDITOR_GIVEN", "value": "1"}]
+    }])
+    .to_string();
+    let seen = sdk(
+        &ws,
+        &server,
+        "prompt",
+        &[
+            ("ACP_MCP_SERVERS", &servers),
+            ("ACP_PROMPT", "echo, then run it"),
+            ("ACP_PERMISSION", "allow_once"),
+        ],
+    );
+    assert_eq!(seen["initialize"]["protocolVersion"], 1);
+    assert_eq!(seen["prompt"]["stopReason"], "end_turn", "{seen:#}");
+    let tools: Vec<String> = server.requests()[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_owned()),
+        "{tools:?}"
+    );
+    let updates = seen["updates"].as_array().unwrap();
+    let echoed = updates
+        .iter()
+        .find(|u| u["toolCallId"] == "m1" && u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{updates:#?}"));
+    assert!(
+        echoed.to_string().contains("hi from the editor's server"),
+        "{echoed}"
+    );
+    let asked = seen["permissions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "only bash asks: {asked:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "k1");
+    assert!(ws.path().join("ran.txt").exists());
     assert_whole(&ws.only_session());
+}
+
+/// The library's client cancels while the answer streams: the turn
+/// ends `cancelled`, and etch exits cleanly when the editor closes.
+#[test]
+fn the_sdk_client_cancels_a_turn() {
+    let ws = Workspace::new();
+    let stalled = Reply::Sse {
+        events: chat_text("partial answer")[..1].to_vec(),
+        gap: Duration::ZERO,
+        end: End::Stall(Duration::from_secs(60)),
+    };
+    let server = FakeServer::start(vec![stalled]).unwrap();
+    let seen = sdk(&ws, &server, "cancel", &[("ACP_PROMPT", "tell me a story")]);
+    assert_eq!(seen["prompt"]["stopReason"], "cancelled", "{seen:#}");
+    assert_whole(&ws.only_session());
+}
+
+/// The library's client loads a session `etch -p` wrote: its prompt and
+/// answer come back as updates.
+#[test]
+fn the_sdk_client_loads_a_headless_session() {
+    let ws = Workspace::new();
+    let first = FakeServer::start(vec![Reply::sse(chat_text("forty-two"))]).unwrap();
+    let out = ws.run_model(&first, &["-p", "what is the answer?"], &[]);
+    assert_eq!(out.ok(), "forty-two\n");
+    let id = ws
+        .only_session()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let server = FakeServer::start(Vec::new()).unwrap();
+    let seen = sdk(&ws, &server, "load", &[("ACP_SESSION", &id)]);
+    let updates = seen["updates"].as_array().unwrap();
+    assert_eq!(
+        updates[0]["sessionUpdate"], "user_message_chunk",
+        "{updates:#?}"
+    );
+    assert_eq!(updates[0]["content"]["text"], "what is the answer?");
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "agent_message_chunk"
+                && u["content"]["text"] == "forty-two"),
+        "{updates:#?}"
+    );
 }

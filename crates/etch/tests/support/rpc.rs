@@ -97,6 +97,11 @@ impl RpcClient {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Writes one command.
     pub fn send(&mut self, command: &Value) {
         let mut line = command.to_string();
