@@ -861,6 +861,13 @@ fn slash(text: &str, skills: &[(String, String)]) -> Slash {
 
 /// What a compaction's answer says, for the editor.
 fn compacted(data: Option<&Value>) -> String {
+    if let Some(why) = data.and_then(|d| d.get("skipped")).and_then(Value::as_str) {
+        // The reason reads "compaction skipped: …"; it is a sentence here.
+        let mut chars = why.chars();
+        return chars.next().map_or_else(String::new, |first| {
+            first.to_uppercase().chain(chars).collect()
+        });
+    }
     let n = |key: &str| data.and_then(|d| d.get(key)).and_then(Value::as_u64);
     match (n("tokensBefore"), n("tokensAfter")) {
         (Some(before), Some(after)) => {

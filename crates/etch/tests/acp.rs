@@ -707,3 +707,124 @@ fn the_sdk_client_loads_a_headless_session() {
         "{updates:#?}"
     );
 }
+
+/// Skills and `/compact` are the editor's slash commands; the model is
+/// a session option the editor can switch, and later requests use the
+/// new model. The session is one `etch show` and `etch resume` know.
+#[test]
+fn slash_commands_and_the_model_option() {
+    let ws = Workspace::new();
+    let dir = ws.path().join(".etch/skills/deploy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: deploy\ndescription: Deploy the service.\n---\nRun make deploy-now.\n",
+    )
+    .unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("deploying")),
+        Reply::sse(chat_text("on m2 now")),
+        Reply::sse(chat_text("resumed")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    let commands = acp
+        .rpc
+        .until(|v| v["params"]["update"]["sessionUpdate"] == "available_commands_update");
+    let listed = commands["params"]["update"]["availableCommands"].to_string();
+    assert!(
+        listed.contains("\"skill:deploy\"") && listed.contains("Deploy the service."),
+        "{listed}"
+    );
+    let skill = acp.prompt(&id, "/skill:deploy to staging");
+    assert_eq!(acp.answer(skill)["result"]["stopReason"], "end_turn");
+    let sent = server.requests()[0].body_text();
+    assert!(
+        sent.contains("Run make deploy-now.") && sent.contains("to staging"),
+        "{sent}"
+    );
+    // A session this short has nothing to compact, and says so.
+    let compact = acp.prompt(&id, "/compact keep the deploy");
+    assert_eq!(acp.answer(compact)["result"]["stopReason"], "end_turn");
+    let said = acp.updates().last().unwrap()["content"]["text"].clone();
+    assert!(
+        said.as_str().unwrap().starts_with("Nothing to compact: "),
+        "{said}"
+    );
+    assert_eq!(server.requests().len(), 1, "no summary was asked for");
+    let switched = acp.call(
+        "session/set_config_option",
+        &json!({"sessionId": id, "configId": "model", "value": "m2"}),
+    );
+    assert_eq!(
+        switched["result"]["configOptions"][0]["currentValue"], "m2",
+        "{switched}"
+    );
+    let bad = acp.call(
+        "session/set_config_option",
+        &json!({"sessionId": id, "configId": "mode", "value": "fast"}),
+    );
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let next = acp.prompt(&id, "which model?");
+    assert_eq!(acp.answer(next)["result"]["stopReason"], "end_turn");
+    let last = server.requests().last().unwrap().json();
+    assert_eq!(last["model"], "m2");
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+    let shown = ws.run(&["show", &id]).ok();
+    assert!(shown.contains("on m2 now"), "{shown}");
+    let resumed = ws.run_model(&server, &["resume", &id, "-p", "go on"], &[]);
+    assert_eq!(resumed.ok(), "resumed\n", "{}", resumed.stderr());
+}
+
+/// `/compact` with something to compact: the summary request goes out,
+/// the editor is told how far the context shrank, and the next prompt
+/// starts from the summary.
+#[test]
+fn compact_summarizes_and_says_so() {
+    let ws = Workspace::new();
+    ws.user_config("[context]\nkeep_recent_tokens = 0\n[session]\nkeep_messages = 1\n");
+    // No usage chunk: the fake's fixed token counts would claim these
+    // long answers are tiny, so the estimate measures the messages.
+    let long = |text: &str| {
+        let mut frames = chat_text(&text.repeat(200));
+        frames.retain(|f| !f.contains("\"prompt_tokens\""));
+        Reply::sse(frames)
+    };
+    let server = FakeServer::start(vec![
+        long("a long first answer "),
+        long("a long second answer "),
+        Reply::sse(chat_text("The user asked two things.")),
+        Reply::sse(chat_text("after the summary")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    for text in ["one", "two"] {
+        let prompt = acp.prompt(&id, &format!("{text} {}", "and so on ".repeat(200)));
+        assert_eq!(acp.answer(prompt)["result"]["stopReason"], "end_turn");
+    }
+    let compact = acp.prompt(&id, "/compact");
+    assert_eq!(acp.answer(compact)["result"]["stopReason"], "end_turn");
+    let said = acp.updates().last().unwrap()["content"]["text"].clone();
+    assert!(
+        said.as_str()
+            .unwrap()
+            .starts_with("Compacted the conversation: about "),
+        "{said}"
+    );
+    let next = acp.prompt(&id, "three");
+    assert_eq!(acp.answer(next)["result"]["stopReason"], "end_turn");
+    let body = server.requests()[3].body_text();
+    assert!(body.contains("The user asked two things."), "{body}");
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+    assert!(
+        jsonl(&ws.only_session())
+            .iter()
+            .any(|e| e["type"] == "context.summary")
+    );
+}
