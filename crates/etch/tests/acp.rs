@@ -828,3 +828,67 @@ fn compact_summarizes_and_says_so() {
             .any(|e| e["type"] == "context.summary")
     );
 }
+
+/// An editor that stops reading: once more output waits than the cap
+/// allows, etch acp aborts the run and exits 1 saying why; the session
+/// log is whole.
+#[test]
+fn an_editor_that_stops_reading_gets_a_clear_error() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = Workspace::new();
+    let mut child = ws
+        .command(&["acp", "--provider", "echo"])
+        .env("ETCH_ACP_OUTBOX_BYTES", "65536")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": ws.path(), "mcpServers": []}}),
+    );
+    let session = loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "etch acp ended early"
+        );
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value["id"] == 2 {
+            break value["result"]["sessionId"].as_str().unwrap().to_owned();
+        }
+    };
+    // From here on nothing is read: the echoed answer fills the pipe.
+    let big = "word ".repeat(100_000);
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": big}]}}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("etch acp did not give up on an editor that stopped reading");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopped reading"), "{stderr}");
+    for line in std::fs::read_to_string(ws.only_session()).unwrap().lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+}
