@@ -23,8 +23,8 @@ use agent_client_protocol_schema::v1::{
     CancelNotification, ConfigOptionUpdate, ContentBlock, EmbeddedResourceResource, Error,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, RequestId, SessionConfigOption, SessionConfigSelectOption,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    PromptRequest, PromptResponse, RequestId, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOption, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, StopReason, UnstructuredCommandInput,
 };
 use etch_protocol::{Command, CommandBody, EventBody, Response, WireMessage};
@@ -87,8 +87,9 @@ pub enum Served {
 enum Pending {
     /// A prompt's acceptance: refused, it fails the ACP request.
     Prompt,
-    /// A `/compact` command, ending the turn of that request.
-    Compact(RequestId),
+    /// A `/compact` command, ending the turn of that request; `true`
+    /// once the client cancelled it.
+    Compact(RequestId, bool),
     /// A model switch answering `session/set_config_option`.
     SetModel(RequestId),
     /// Nothing to answer (an abort).
@@ -316,6 +317,24 @@ impl Server {
             ));
         }
         let (mut place, warnings) = (self.options.place_for)(cwd).map_err(rpc::internal)?;
+        // A session to load is named by its whole id: its file, looked
+        // up before anything starts.
+        let stored = match resume {
+            Some(id) => {
+                let file = place.session_dir.join(format!("{id}.jsonl"));
+                if id.is_empty()
+                    || !id.chars().all(|c| c.is_ascii_alphanumeric())
+                    || !file.is_file()
+                {
+                    return Err(unknown_stored(
+                        id,
+                        "no session of this directory has exactly this id",
+                    ));
+                }
+                Some((id, file))
+            }
+            None => None,
+        };
         let configured: Vec<String> = place
             .config
             .mcp_servers
@@ -348,7 +367,7 @@ impl Server {
             .collect();
         let warn = Arc::clone(&self.options.warn);
         let mut notify = move |notice: Notice| warn(notice.message);
-        let (session, loaded) = match resume {
+        let (session, loaded) = match &stored {
             None => {
                 let (session, _) = Session::create(
                     place,
@@ -362,21 +381,30 @@ impl Server {
                 let loaded = session.load().map_err(|e| rpc::internal(e.to_string()))?;
                 (session, loaded)
             }
-            Some(id) => Session::open_loaded(
+            Some((id, file)) => Session::open_loaded(
                 place,
                 settings,
                 context,
-                Target::Prefix(id),
+                Target::Path(file),
                 &mut notify,
                 &mut etch_core::NoopObserver,
             )
             .await
             .map_err(|e| match e {
-                etch_runtime::OpenError::Session(_) | etch_runtime::OpenError::Resolve(_) => {
-                    Error::session_not_found(id.to_owned())
-                        .data(json!({"sessionId": id, "why": e.to_string()}))
+                etch_runtime::OpenError::Resolve(_) => unknown_stored(id, &e.to_string()),
+                other => rpc::internal(format!("cannot open session {id}: {other}")),
+            })
+            .and_then(|(session, _)| {
+                // An id names one session: a prefix that happens to match
+                // is not the session the editor asked for.
+                if session.id() == *id {
+                    // Read again: opening closed any call a crash left
+                    // open, and the replay must show it closed.
+                    let loaded = session.load().map_err(|e| rpc::internal(e.to_string()))?;
+                    Ok((session, loaded))
+                } else {
+                    Err(unknown_stored(id, "no session has exactly this id"))
                 }
-                other => rpc::internal(other.to_string()),
             })?,
         };
         let id = session.id().to_owned();
@@ -434,16 +462,22 @@ impl Server {
     async fn load_session(&mut self, raw: Value) -> Result<Value, Error> {
         let request: LoadSessionRequest = params("session/load", raw)?;
         let wanted = request.session_id.0.to_string();
-        if let Some(live) = self.sessions.get(&wanted)
-            && live.turn.is_some()
-        {
-            return Err(rpc::internal(format!(
-                "session {wanted} is running a prompt; cancel it before loading it again"
-            )));
-        }
-        let (id, loaded) = self
-            .open(&request.cwd, &request.mcp_servers, Some(&wanted))
-            .await?;
+        // A session already open here is told again from its own log: it
+        // holds the log's lock, so it cannot be opened a second time.
+        let (id, loaded) = if let Some(live) = self.sessions.get_mut(&wanted) {
+            live.host.settle().await;
+            let Some(session) = live.host.session() else {
+                return Err(rpc::internal(format!(
+                    "session {wanted} is running a prompt; cancel it (session/cancel) before loading it again"
+                )));
+            };
+            let loaded = session.load().map_err(|e| rpc::internal(e.to_string()))?;
+            live.updates = Updates::new(request.cwd.clone());
+            (wanted, loaded)
+        } else {
+            self.open(&request.cwd, &request.mcp_servers, Some(&wanted))
+                .await?
+        };
         let updates = match self.sessions.get_mut(&id) {
             Some(live) => crate::replay::replay(&loaded, &mut live.updates),
             None => Vec::new(),
@@ -474,6 +508,7 @@ impl Server {
             .collect();
         vec![
             SessionConfigOption::select("model", "Model", current, options)
+                .category(SessionConfigOptionCategory::Model)
                 .description(format!("The {} model etch asks", state.0)),
         ]
     }
@@ -522,6 +557,9 @@ impl Server {
         let Some(live) = self.sessions.get_mut(&session) else {
             return Some(Err(unknown_session(&session)));
         };
+        // A task that ended gives its session back first (the end signal
+        // may still be on its way).
+        live.host.settle().await;
         if live.turn.is_some() || live.host.is_busy() {
             return Some(Err(rpc::internal(format!(
                 "session {session} is already running a prompt; wait for its answer or send session/cancel"
@@ -530,7 +568,7 @@ impl Server {
         let body = match slash(&text, &live.skills) {
             Slash::Compact(focus) => {
                 live.pending
-                    .insert(command.clone(), Pending::Compact(id.clone()));
+                    .insert(command.clone(), Pending::Compact(id.clone(), false));
                 CommandBody::Compact {
                     custom_instructions: focus,
                 }
@@ -646,6 +684,11 @@ impl Server {
         if let Some(turn) = &mut live.turn {
             turn.cancelled = true;
         }
+        for pending in live.pending.values_mut() {
+            if let Pending::Compact(_, cancelled) = pending {
+                *cancelled = true;
+            }
+        }
         live.pending.insert(command.clone(), Pending::Quiet);
         live.host
             .handle(Command {
@@ -657,6 +700,13 @@ impl Server {
 
     /// Sends a gated tool's question to the client.
     fn ask(&mut self, ask: Ask) {
+        // A call stopped while its question waited in the queue (its
+        // turn was cancelled) needs no answer; neither do the questions
+        // of calls stopped since.
+        self.waiting.retain(|_, reply| !reply.is_closed());
+        if ask.reply.is_closed() {
+            return;
+        }
         self.next_request += 1;
         let id = self.next_request;
         self.waiting.insert(id, ask.reply);
@@ -729,7 +779,12 @@ impl Server {
             match error {
                 None if turn.max_tokens => Ok(StopReason::MaxTokens),
                 None => Ok(StopReason::EndTurn),
+                // The loop's round bound and a blocking UserPromptSubmit
+                // hook say so in their (tested) texts.
                 Some(e) if e.contains("model/tool rounds") => Ok(StopReason::MaxTurnRequests),
+                Some(e) if e.contains("blocked by a UserPromptSubmit hook") => {
+                    Ok(StopReason::Refusal)
+                }
                 Some(e) => Err(rpc::internal(e)),
             }
         };
@@ -761,7 +816,13 @@ impl Server {
                     self.answer(&turn.request, Err(failure()));
                 }
             }
-            Pending::Compact(request) => {
+            Pending::Compact(request, true) => {
+                self.answer(
+                    &request,
+                    rpc::to_value(&PromptResponse::new(StopReason::Cancelled)),
+                );
+            }
+            Pending::Compact(request, false) => {
                 if response.success {
                     let said = compacted(response.data.as_ref());
                     self.update(id, SessionUpdate::AgentMessageChunk(chunk(&said)));
@@ -820,6 +881,14 @@ impl Live {
             self.configured.iter().cloned().collect(),
         )
     }
+}
+
+/// The error for a session id no stored session has.
+fn unknown_stored(id: &str, why: &str) -> Error {
+    Error::session_not_found(id.to_owned()).data(json!({
+        "sessionId": id,
+        "why": format!("{why}; etch sessions lists the sessions of this directory"),
+    }))
 }
 
 /// The error for a session etch does not serve.

@@ -30,25 +30,53 @@ fn arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The paths a call names: `path`, else a batch (`paths`, or the
+/// `path` of each of `files`).
+fn paths(args: &Value) -> Vec<String> {
+    let one = arg(args, "path");
+    if !one.is_empty() {
+        return vec![one.to_owned()];
+    }
+    let listed = args.get("paths").and_then(Value::as_array).map(|ps| {
+        ps.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    });
+    let files = args.get("files").and_then(Value::as_array).map(|fs| {
+        fs.iter()
+            .map(|f| arg(f, "path").to_owned())
+            .filter(|p| !p.is_empty())
+            .collect()
+    });
+    listed.or(files).unwrap_or_default()
+}
+
+/// The paths of a call for a title, `fallback` when it names none.
+fn places(args: &Value, fallback: &str) -> String {
+    let paths = paths(args);
+    if paths.is_empty() {
+        fallback.to_owned()
+    } else {
+        paths.join(", ")
+    }
+}
+
 /// A one-line title for a call to `name` with `args`.
 pub fn title(name: &str, args: &Value) -> String {
     let first_line = |text: &str| text.lines().next().unwrap_or("").to_owned();
     match name {
         "bash" => format!("`{}`", first_line(arg(args, "command"))),
-        "read" => format!("Read {}", arg(args, "path")),
+        "read" => format!("Read {}", places(args, "")),
         "write" => format!("Write {}", arg(args, "path")),
         "edit" => format!("Edit {}", arg(args, "path")),
-        "ls" => format!("List {}", non_empty(arg(args, "path"), ".")),
+        "ls" => format!("List {}", places(args, ".")),
         "grep" => format!(
             "Search for `{}` in {}",
-            arg(args, "regex"),
-            non_empty(arg(args, "path"), ".")
-        ),
-        "find" => format!(
-            "Find `{}` in {}",
             arg(args, "pattern"),
-            non_empty(arg(args, "path"), ".")
+            places(args, ".")
         ),
+        "find" => format!("Find `{}` in {}", arg(args, "pattern"), places(args, ".")),
         "task" => format!(
             "Subagent {}: {}",
             arg(args, "profile"),
@@ -58,30 +86,34 @@ pub fn title(name: &str, args: &Value) -> String {
     }
 }
 
-/// `text`, or `fallback` when it is empty.
-fn non_empty<'a>(text: &'a str, fallback: &'a str) -> &'a str {
-    if text.is_empty() { fallback } else { text }
-}
-
 /// The files a call touches, resolved against `cwd`.
 pub fn locations(name: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
-    match name {
-        "read" | "write" | "edit" | "ls" | "grep" | "find" => {
-            let path = arg(args, "path");
-            if path.is_empty() && !matches!(name, "ls" | "grep" | "find") {
-                return Vec::new();
-            }
-            let path = cwd.join(non_empty(path, "."));
-            let mut location = ToolCallLocation::new(path);
-            if name == "read"
-                && let Some(offset) = args.get("offset").and_then(Value::as_u64)
-            {
-                location = location.line(u32::try_from(offset).unwrap_or(u32::MAX));
-            }
-            vec![location]
-        }
-        _ => Vec::new(),
+    if !matches!(name, "read" | "write" | "edit" | "ls" | "grep" | "find") {
+        return Vec::new();
     }
+    let mut paths = paths(args);
+    if paths.is_empty() && matches!(name, "ls" | "grep" | "find") {
+        paths.push(".".to_owned());
+    }
+    let line = |offset: Option<u64>| offset.map(|o| u32::try_from(o).unwrap_or(u32::MAX));
+    paths
+        .into_iter()
+        .map(|path| {
+            let mut location = ToolCallLocation::new(cwd.join(&path));
+            if name == "read"
+                && paths_single(args)
+                && let Some(l) = line(args.get("offset").and_then(Value::as_u64))
+            {
+                location = location.line(l);
+            }
+            location
+        })
+        .collect()
+}
+
+/// Whether a call names one `path` (not a batch).
+fn paths_single(args: &Value) -> bool {
+    !arg(args, "path").is_empty()
 }
 
 /// Text as call content.
@@ -103,6 +135,9 @@ pub fn result(
         if let Some(diff) = details
             .and_then(|d| d.get("diff"))
             .and_then(Value::as_array)
+            // A diff cut short (its note says so) would look complete as
+            // hunks; its text says what was left out.
+            && !diff.iter().any(|line| arg(line, "kind") == "note")
         {
             let dry_run = details
                 .and_then(|d| d.get("dryRun"))
@@ -140,7 +175,24 @@ fn diffs(path: &Path, lines: &[Value]) -> Vec<ToolCallContent> {
     };
     for line in lines {
         let text = arg(line, "text");
-        match arg(line, "kind") {
+        // Inside a hunk, a removed `--…` or added `++…` line is labelled a
+        // header; its first character says which it is.
+        let kind = match (arg(line, "kind"), hunk.is_some()) {
+            ("header", true) if text.starts_with('-') => "removed-header",
+            ("header", true) if text.starts_with('+') => "added-header",
+            (kind, _) => kind,
+        };
+        match kind {
+            "removed-header" => {
+                if let Some((old, _)) = &mut hunk {
+                    old.push(&text[1..]);
+                }
+            }
+            "added-header" => {
+                if let Some((_, new)) = &mut hunk {
+                    new.push(&text[1..]);
+                }
+            }
             "hunk" => {
                 flush(&mut hunk, &mut out);
                 hunk = Some((Vec::new(), Vec::new()));
@@ -187,9 +239,19 @@ mod tests {
         );
         assert_eq!(title("ls", &json!({})), "List .");
         assert_eq!(
-            title("grep", &json!({"regex": "fn x", "path": "src"})),
+            title(
+                "grep",
+                &json!({"pattern": "fn x", "path": "src", "regex": true})
+            ),
             "Search for `fn x` in src"
         );
+        assert_eq!(
+            title("grep", &json!({"pattern": "x", "paths": ["a", "b"]})),
+            "Search for `x` in a, b"
+        );
+        let batch = json!({"files": [{"path": "a.rs"}, {"path": "b.rs", "offset": 3}]});
+        assert_eq!(title("read", &batch), "Read a.rs, b.rs");
+        assert_eq!(locations("read", &batch, Path::new("/w")).len(), 2);
         let at = locations(
             "read",
             &json!({"path": "a.rs", "offset": 10}),
@@ -224,6 +286,25 @@ mod tests {
         assert_eq!(first.path, PathBuf::from("/w/a.txt"));
         assert_eq!(first.old_text.as_deref(), Some("one\ntow"));
         assert_eq!(first.new_text, "one\ntwo");
+        // A removed `---` rule inside a hunk is a line like any other.
+        let rule = json!({"diff": [
+            {"kind": "header", "text": "--- a.md"},
+            {"kind": "header", "text": "+++ a.md"},
+            {"kind": "hunk", "text": "@@ -1,2 +1 @@"},
+            {"kind": "context", "text": "title"},
+            {"kind": "header", "text": "----"}
+        ]});
+        let md = json!({"path": "a.md"});
+        let content = result("edit", &md, Path::new("/w"), "ok", false, Some(&rule));
+        let ToolCallContent::Diff(diff) = &content[0] else {
+            panic!("not a diff: {content:?}");
+        };
+        assert_eq!(diff.old_text.as_deref(), Some("title\n---"));
+        assert_eq!(diff.new_text, "title");
+        // A diff cut short is shown as the tool's text.
+        let cut = json!({"diff": [{"kind": "hunk", "text": "@@ -1 +1 @@"}, {"kind": "note", "text": "(diff cut)"}]});
+        let content = result("edit", &md, Path::new("/w"), "the text", false, Some(&cut));
+        assert!(matches!(content[0], ToolCallContent::Content(_)));
         let failed = result(
             "edit",
             &args,

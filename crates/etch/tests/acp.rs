@@ -892,3 +892,66 @@ fn an_editor_that_stops_reading_gets_a_clear_error() {
         serde_json::from_str::<Value>(line).unwrap();
     }
 }
+
+/// More bad input: a second prompt while one runs, an image the
+/// capabilities never offered, a load by a prefix, loading a session
+/// already open on this connection (told again from its log), and a
+/// cancel while a permission question is open (the turn ends cancelled,
+/// the call never runs).
+#[test]
+fn busy_sessions_prefixes_images_and_open_questions() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "k1",
+            "bash",
+            r#"{"command":"touch ran.txt"}"#,
+        )])),
+        Reply::sse(chat_text("never mind")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let id = acp.new_session(&ws);
+    let first = acp.prompt(&id, "run it");
+    acp.permission_request();
+    let second = acp.prompt(&id, "and this?");
+    let refused = acp.answer(second);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already running a prompt"),
+        "{refused}"
+    );
+    let image = acp.call(
+        "session/prompt",
+        &json!({"sessionId": id, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+    );
+    assert_eq!(image["error"]["code"], -32602, "{image}");
+    // The question stays open; the editor cancels the turn instead.
+    acp.notify("session/cancel", &json!({"sessionId": id}));
+    assert_eq!(acp.answer(first)["result"]["stopReason"], "cancelled");
+    assert!(!ws.path().join("ran.txt").exists());
+    let by_prefix = acp.call(
+        "session/load",
+        &json!({"sessionId": &id[..8], "cwd": ws.path(), "mcpServers": []}),
+    );
+    assert_eq!(by_prefix["error"]["code"], -32002, "{by_prefix}");
+    let again = acp.call(
+        "session/load",
+        &json!({"sessionId": id, "cwd": ws.path(), "mcpServers": []}),
+    );
+    assert!(again.get("result").is_some(), "{again}");
+    // A live turn never echoes the user's text: this is the replay.
+    assert!(
+        acp.updates()
+            .iter()
+            .any(|u| u["sessionUpdate"] == "user_message_chunk" && u["content"]["text"] == "run it"),
+        "{:#?}",
+        acp.updates()
+    );
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+    assert_whole(&ws.only_session());
+}
