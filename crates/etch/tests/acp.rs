@@ -270,32 +270,25 @@ fn bad_messages_are_answered_and_the_connection_goes_on() {
 #[test]
 fn permission_requests_allow_and_reject() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[(
-            "k1",
-            "bash",
-            r#"{"command":"echo one > one.txt"}"#,
-        )])),
-        Reply::sse(chat_text("made one")),
-        Reply::sse(chat_tool_calls(&[(
-            "k2",
-            "bash",
-            r#"{"command":"echo two > two.txt"}"#,
-        )])),
-        Reply::sse(chat_text("two was refused")),
-        Reply::sse(chat_tool_calls(&[(
-            "k3",
-            "bash",
-            r#"{"command":"echo three > three.txt"}"#,
-        )])),
-        Reply::sse(chat_text("made three")),
-        Reply::sse(chat_tool_calls(&[(
-            "k4",
-            "bash",
-            r#"{"command":"echo four > four.txt"}"#,
-        )])),
-        Reply::sse(chat_text("made four")),
-    ])
+    // Four turns, each a bash call that writes a file, then an answer.
+    let turns = [
+        ("k1", "one"),
+        ("k2", "two"),
+        ("k3", "three"),
+        ("k4", "four"),
+    ];
+    let server = FakeServer::start(
+        turns
+            .iter()
+            .flat_map(|(id, word)| {
+                let command = json!({"command": format!("echo {word} > {word}.txt")}).to_string();
+                [
+                    Reply::sse(chat_tool_calls(&[(id, "bash", &command)])),
+                    Reply::sse(chat_text(&format!("done with {word}"))),
+                ]
+            })
+            .collect(),
+    )
     .unwrap();
     let mut acp = Acp::start(&ws, &server);
     acp.initialize();
