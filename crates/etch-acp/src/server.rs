@@ -395,8 +395,8 @@ impl Server {
                 other => rpc::internal(format!("cannot open session {id}: {other}")),
             })
             .and_then(|(session, _)| {
-                // An id names one session: a prefix that happens to match
-                // is not the session the editor asked for.
+                // The file's own header must name the id asked for (a
+                // copied or renamed file does not).
                 if session.id() == *id {
                     // Read again: opening closed any call a crash left
                     // open, and the replay must show it closed.
