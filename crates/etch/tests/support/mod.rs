@@ -32,9 +32,66 @@ pub struct Workspace {
     pub home: tempfile::TempDir,
 }
 
+/// Makes sure the system programs the tests run are there: tmux (the
+/// chat's tests drive etch in it) and procps's `kill`. A fresh machine
+/// may lack them; as root with apt, they are installed once (under a
+/// lock, as test binaries run at the same time), as `.ci/run` does;
+/// anywhere else a missing one fails the test saying what to install.
+fn ensure_system_programs() {
+    static CHECKED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    CHECKED.get_or_init(|| {
+        let have = |program: &str| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {program} >/dev/null")])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let missing: Vec<&str> = [("tmux", "tmux"), ("kill", "procps")]
+            .into_iter()
+            .filter(|(program, _)| {
+                // `kill` must be a program, not only the shell's builtin.
+                if *program == "kill" {
+                    !Path::new("/bin/kill").exists() && !Path::new("/usr/bin/kill").exists()
+                } else {
+                    !have(program)
+                }
+            })
+            .map(|(_, package)| package)
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        assert!(
+            root && have("apt-get"),
+            "the tests need {}: install them (apt-get install {})",
+            missing.join(" and "),
+            missing.join(" ")
+        );
+        let script = format!(
+            "flock /tmp/etch-tests-apt.lock sh -c 'apt-get update -qq && apt-get install -y -qq {}' >/dev/null",
+            missing.join(" ")
+        );
+        let installed = Command::new("sh")
+            .args(["-c", &script])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            installed,
+            "installing {} with apt-get failed; install them by hand",
+            missing.join(" ")
+        );
+    });
+}
+
 impl Workspace {
-    /// Creates an empty workspace.
+    /// Creates an empty workspace (after making sure the system programs
+    /// the tests need are there).
     pub fn new() -> Self {
+        ensure_system_programs();
         Self {
             dir: tempfile::tempdir().unwrap(),
             home: tempfile::tempdir().unwrap(),
