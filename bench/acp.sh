@@ -15,20 +15,13 @@ runs="${1:-30}"
 . bench/lib.sh
 mkdir -p "$HOME/.etch"
 printf '[acp]\nask = []\n' > "$HOME/.etch/config.toml"
-python3 - "$etch" "$port" "$runs" "$PWD" <<'PY'
+python3 - "$etch" "$port" "$runs" "$PWD" "$bench_dir" <<'PY'
 import json, statistics, subprocess, sys, time
 etch, port, runs, cwd = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, sys.argv[5])
+from timing import read_until, rpc_turns
 flags = ["--provider", "openai", "--api-key", "unused", "--model", "bench",
          "--base-url", f"http://127.0.0.1:{port}/text/v1"]
-
-def read_until(p, pred):
-    while True:
-        line = p.stdout.readline()
-        if not line:
-            raise SystemExit("etch ended early")
-        v = json.loads(line)
-        if pred(v):
-            return v
 
 def acp(count):
     """One session: prompt to the first update, and to the answer."""
@@ -56,32 +49,12 @@ def acp(count):
     p.wait()
     return firsts, ends
 
-def rpc(count):
-    """One session: prompt to agent_start, and to agent_end."""
-    p = subprocess.Popen([etch, "rpc", *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    read_until(p, lambda v: v.get("type") == "session_info")
-    firsts, ends = [], []
-    for i in range(count + 3):
-        t = time.perf_counter()
-        p.stdin.write(json.dumps({"id": str(i), "type": "prompt", "message": "go"}) + "\n")
-        p.stdin.flush()
-        read_until(p, lambda v: v.get("type") == "agent_start")
-        first = time.perf_counter() - t
-        read_until(p, lambda v: v.get("type") == "agent_end")
-        end = time.perf_counter() - t
-        if i >= 3:
-            firsts.append(first * 1000); ends.append(end * 1000)
-    p.stdin.close()
-    p.wait()
-    return firsts, ends
-
 med = statistics.median
 a_first, a_end, r_first, r_end = [], [], [], []
 # Alternate rounds so machine noise hits both alike.
 for _ in range(3):
     f, e = acp(max(runs // 3, 1)); a_first += f; a_end += e
-    f, e = rpc(max(runs // 3, 1)); r_first += f; r_end += e
+    _, f, e = rpc_turns(etch, flags, max(runs // 3, 1)); r_first += f; r_end += e
 print(f"prompts per figure:                 {len(a_end)}")
 print(f"acp, prompt to first update:        {med(a_first):7.2f} ms")
 print(f"acp, prompt to answer:              {med(a_end):7.2f} ms")

@@ -15,9 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-30}"
 . bench/lib.sh
-python3 - "$etch" "$port" "$runs" <<'PY'
+python3 - "$etch" "$port" "$runs" "$bench_dir" <<'PY'
 import json, statistics, subprocess, sys, time
 etch, port, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from timing import read_until, rpc_turns
 flags = ["--provider", "openai", "--api-key", "unused", "--model", "bench",
          "--base-url", f"http://127.0.0.1:{port}/text/v1"]
 
@@ -35,15 +37,6 @@ def print_mode():
     p.wait()
     return first * 1000, done * 1000
 
-def read_until(p, pred):
-    while True:
-        line = p.stdout.readline()
-        if not line:
-            raise SystemExit("etch rpc ended early")
-        v = json.loads(line)
-        if pred(v):
-            return v
-
 def rpc_cold():
     """Start plus a prompt line, to the run's first event and to agent_end."""
     t = time.perf_counter()
@@ -59,28 +52,6 @@ def rpc_cold():
     p.wait()
     return first * 1000, done * 1000
 
-def rpc_warm(count):
-    """In one session: prompt written to ack, to first event, to agent_end."""
-    p = subprocess.Popen([etch, "rpc", *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    read_until(p, lambda v: v.get("type") == "session_info")
-    acks, firsts, ends = [], [], []
-    for i in range(count + 3):
-        t = time.perf_counter()
-        p.stdin.write(json.dumps({"id": str(i), "type": "prompt", "message": "go"}) + "\n")
-        p.stdin.flush()
-        read_until(p, lambda v: v.get("type") == "response")
-        ack = time.perf_counter() - t
-        read_until(p, lambda v: v.get("type") == "agent_start")
-        first = time.perf_counter() - t
-        read_until(p, lambda v: v.get("type") == "agent_end")
-        end = time.perf_counter() - t
-        if i >= 3:
-            acks.append(ack * 1000); firsts.append(first * 1000); ends.append(end * 1000)
-    p.stdin.close()
-    p.wait()
-    return statistics.median(acks), statistics.median(firsts), statistics.median(ends)
-
 # Interleave the two cold measurements so machine noise hits both alike.
 p_first, p_done, r_first, r_done = [], [], [], []
 for _ in range(3):
@@ -89,7 +60,8 @@ for _ in range(runs):
     a, b = print_mode(); p_first.append(a); p_done.append(b)
     a, b = rpc_cold(); r_first.append(a); r_done.append(b)
 med = statistics.median
-ack, first, end = rpc_warm(runs)
+acks, firsts, ends = rpc_turns(etch, flags, runs)
+ack, first, end = med(acks), med(firsts), med(ends)
 print(f"runs per figure:                    {runs}")
 print(f"-p --json, start to first line:     {med(p_first):7.2f} ms")
 print(f"-p --json, start to result line:    {med(p_done):7.2f} ms")

@@ -12,18 +12,14 @@ use serde_json::Value;
 use crate::update::{Updates, chunk};
 
 /// The text of every `text` part of `content`.
-fn texts(content: &Value, kind: &str) -> Vec<String> {
+fn texts(content: &Value) -> Vec<&str> {
     content
         .as_array()
-        .map(|parts| {
-            parts
-                .iter()
-                .filter(|p| p["type"] == kind)
-                .filter_map(|p| p["text"].as_str().or_else(|| p["thinking"].as_str()))
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"] == "text")
+        .filter_map(|p| p["text"].as_str())
+        .collect()
 }
 
 /// The updates replaying `loaded`'s active branch.
@@ -35,7 +31,7 @@ pub fn replay(loaded: &LoadedSession, updates: &mut Updates) -> Vec<SessionUpdat
         };
         match event.kind.as_str() {
             "message.user" => out.extend(
-                texts(&data["content"], "text")
+                texts(&data["content"])
                     .iter()
                     .map(|t| SessionUpdate::UserMessageChunk(chunk(t))),
             ),
@@ -66,7 +62,7 @@ pub fn replay(loaded: &LoadedSession, updates: &mut Updates) -> Vec<SessionUpdat
                 }
             }
             "message.tool" => {
-                let text = texts(&data["content"], "text").join("\n");
+                let text = texts(&data["content"]).join("\n");
                 out.push(updates.finish(
                     data["toolCallId"].as_str().unwrap_or_default(),
                     &text,

@@ -44,16 +44,19 @@ impl Updates {
 
     /// The tool call announcement for call `id` of `name` with `args`.
     pub fn announce(&mut self, id: &str, name: &str, args: &Value) -> SessionUpdate {
+        SessionUpdate::ToolCall(self.call(id, name, args, ToolCallStatus::Pending))
+    }
+
+    /// Call `id` of `name` with `args`, in `status`, kept for its end.
+    fn call(&mut self, id: &str, name: &str, args: &Value, status: ToolCallStatus) -> ToolCall {
         self.calls
             .insert(id.to_owned(), (name.to_owned(), args.clone()));
-        SessionUpdate::ToolCall(
-            ToolCall::new(id.to_owned(), toolcall::title(name, args))
-                .name(name.to_owned())
-                .kind(toolcall::kind(name))
-                .status(ToolCallStatus::Pending)
-                .locations(toolcall::locations(name, args, &self.cwd))
-                .raw_input(args.clone()),
-        )
+        ToolCall::new(id.to_owned(), toolcall::title(name, args))
+            .name(name.to_owned())
+            .kind(toolcall::kind(name))
+            .status(status)
+            .locations(toolcall::locations(name, args, &self.cwd))
+            .raw_input(args.clone())
     }
 
     /// The update ending call `id`.
@@ -115,14 +118,12 @@ impl Updates {
                 } else {
                     // A call the model's message did not announce (none
                     // today): announce it as running.
-                    let SessionUpdate::ToolCall(call) =
-                        self.announce(tool_call_id, tool_name, args)
-                    else {
-                        return Vec::new();
-                    };
-                    vec![SessionUpdate::ToolCall(
-                        call.status(ToolCallStatus::InProgress),
-                    )]
+                    vec![SessionUpdate::ToolCall(self.call(
+                        tool_call_id,
+                        tool_name,
+                        args,
+                        ToolCallStatus::InProgress,
+                    ))]
                 }
             }
             EventBody::ToolExecutionUpdate {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use etch_test_support::{End, FakeServer, Reply, chat_text, chat_tool_calls};
 use serde_json::{Value, json};
 use support::rpc::RpcClient;
-use support::{Workspace, assert_whole, jsonl};
+use support::{Workspace, assert_whole, jsonl, model_args, wait_until};
 
 /// An ACP client over a running `etch acp`.
 struct Acp {
@@ -29,22 +29,9 @@ struct Acp {
 impl Acp {
     /// `etch acp` in `ws` against `server` (the OpenAI shape).
     fn start(ws: &Workspace, server: &FakeServer) -> Self {
-        let base = format!("{}/v1", server.url());
-        let rpc = RpcClient::start_command(
-            ws,
-            "acp",
-            &[
-                "--provider",
-                "openai",
-                "--base-url",
-                &base,
-                "--api-key",
-                "k",
-                "--model",
-                "m1",
-            ],
-            &[],
-        );
+        let args = model_args(server);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let rpc = RpcClient::start_command(ws, "acp", &args, &[]);
         Self { rpc, next: 0 }
     }
 
@@ -121,6 +108,15 @@ impl Acp {
     /// Answers the server's request `id` with option `option`.
     fn choose(&mut self, id: &Value, option: &str) {
         self.rpc.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+    }
+}
+
+/// An answer that sends its first chunk and then stalls for a minute.
+fn stalled() -> Reply {
+    Reply::Sse {
+        events: chat_text("partial answer")[..1].to_vec(),
+        gap: Duration::ZERO,
+        end: End::Stall(Duration::from_secs(60)),
     }
 }
 
@@ -260,8 +256,17 @@ fn bad_messages_are_answered_and_the_connection_goes_on() {
     acp.notify("session/cancel", &json!({"sessionId": id}));
     let prompt = acp.prompt(&id, "still there?");
     assert_eq!(acp.answer(prompt)["result"]["stopReason"], "end_turn");
-    let (status, stderr, _) = acp.rpc.finish();
+    // The cancel with nothing running was answered by nothing: the only
+    // errors are the five asked for above.
+    let seen = acp.rpc.seen.clone();
+    let (status, stderr, rest) = acp.rpc.finish();
     assert!(status.success(), "{stderr}");
+    let errors = seen
+        .iter()
+        .chain(&rest)
+        .filter(|v| v.get("error").is_some())
+        .count();
+    assert_eq!(errors, 5, "{seen:#?}");
 }
 
 /// A gated tool asks the editor first: allowed, the command runs;
@@ -343,12 +348,8 @@ fn permission_requests_allow_and_reject() {
 #[test]
 fn cancel_stops_a_streaming_answer() {
     let ws = Workspace::new();
-    let stalled = Reply::Sse {
-        events: chat_text("partial answer")[..1].to_vec(),
-        gap: Duration::ZERO,
-        end: End::Stall(Duration::from_secs(60)),
-    };
-    let server = FakeServer::start(vec![stalled, Reply::sse(chat_text("second answer"))]).unwrap();
+    let server =
+        FakeServer::start(vec![stalled(), Reply::sse(chat_text("second answer"))]).unwrap();
     let mut acp = Acp::start(&ws, &server);
     acp.initialize();
     let id = acp.new_session(&ws);
@@ -487,14 +488,7 @@ fn a_turn_stopped_from_outside_leaves_a_valid_session() {
         acp.rpc
             .until(|v| v["params"]["update"]["status"] == "in_progress");
         let pid_file = ws.path().join("loop.pid");
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !pid_file.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the call never started"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until("the call never started", || pid_file.exists());
         let (status, stderr) = if interrupt {
             let sent = std::process::Command::new("kill")
                 .args(["-INT", &acp.rpc.pid().to_string()])
@@ -539,7 +533,6 @@ fn sdk_client() -> &'static std::path::Path {
 /// Runs the SDK client's `scenario` against `etch acp` in `ws` (talking
 /// to `server`), with `env` for the script; what it saw.
 fn sdk(ws: &Workspace, server: &FakeServer, scenario: &str, env: &[(&str, &str)]) -> Value {
-    let base = format!("{}/v1", server.url());
     // The etch the script starts gets the workspace's environment.
     let template = ws.command(&[]);
     let mut cmd = std::process::Command::new("node");
@@ -547,16 +540,7 @@ fn sdk(ws: &Workspace, server: &FakeServer, scenario: &str, env: &[(&str, &str)]
         .arg(scenario)
         .arg(ws.path())
         .arg(template.get_program())
-        .args([
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-        ])
+        .args(model_args(server))
         .current_dir(ws.path());
     for (key, value) in template.get_envs() {
         match value {
@@ -659,12 +643,7 @@ fn the_sdk_client_runs_a_turn_with_an_editor_mcp_server() {
 #[test]
 fn the_sdk_client_cancels_a_turn() {
     let ws = Workspace::new();
-    let stalled = Reply::Sse {
-        events: chat_text("partial answer")[..1].to_vec(),
-        gap: Duration::ZERO,
-        end: End::Stall(Duration::from_secs(60)),
-    };
-    let server = FakeServer::start(vec![stalled]).unwrap();
+    let server = FakeServer::start(vec![stalled()]).unwrap();
     let seen = sdk(&ws, &server, "cancel", &[("ACP_PROMPT", "tell me a story")]);
     assert_eq!(seen["prompt"]["stopReason"], "cancelled", "{seen:#}");
     assert_whole(&ws.only_session());

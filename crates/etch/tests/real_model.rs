@@ -303,6 +303,30 @@ fn mentions(text: &str, word: &str) -> bool {
     text.to_lowercase().contains(&word.to_lowercase())
 }
 
+/// A workspace whose src holds three files, `sum` defined in
+/// src/maths.rs and called from src/main.rs: the "which file defines
+/// it" tasks.
+fn sum_workspace() -> Workspace {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(
+        ws.path().join("src/main.rs"),
+        "fn main() {\n    let total = sum(&[1, 2]);\n    println!(\"{total}\");\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("src/util.rs"),
+        "pub fn helper() -> u32 {\n    7\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("src/maths.rs"),
+        "pub fn sum(values: &[u32]) -> u32 {\n    values.iter().sum()\n}\n",
+    )
+    .unwrap();
+    ws
+}
+
 /// The five agent tasks of issue 6, each run [`RUNS`] times against one
 /// server; fails listing every task below its required pass rate.
 #[test]
@@ -338,23 +362,7 @@ fn agent_tasks_pass_at_the_required_rate() {
     }));
 
     // grep: find which file defines a function.
-    let ws = Workspace::new();
-    std::fs::create_dir_all(ws.path().join("src")).unwrap();
-    std::fs::write(
-        ws.path().join("src/main.rs"),
-        "fn main() {\n    let total = sum(&[1, 2]);\n    println!(\"{total}\");\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.path().join("src/util.rs"),
-        "pub fn helper() -> u32 {\n    7\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.path().join("src/maths.rs"),
-        "pub fn sum(values: &[u32]) -> u32 {\n    values.iter().sum()\n}\n",
-    )
-    .unwrap();
+    let ws = sum_workspace();
     failures.extend(measure("grep", |_| {
         let (run, requests, elapsed) = etch(
             &ws,
@@ -488,23 +496,7 @@ fn a_parent_delegates_a_search_to_an_explore_subagent() {
         return;
     };
     let server = Server::start(None, &[]);
-    let ws = Workspace::new();
-    std::fs::create_dir_all(ws.path().join("src")).unwrap();
-    std::fs::write(
-        ws.path().join("src/main.rs"),
-        "fn main() {\n    println!(\"{}\", sum(&[1, 2]));\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.path().join("src/util.rs"),
-        "pub fn helper() -> u32 {\n    7\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.path().join("src/maths.rs"),
-        "pub fn sum(values: &[u32]) -> u32 {\n    values.iter().sum()\n}\n",
-    )
-    .unwrap();
+    let ws = sum_workspace();
     std::fs::write(
         ws.path().join("explore.md"),
         "You are a code explorer working for another agent: use your tools to find the answer in the files, then report it briefly.",

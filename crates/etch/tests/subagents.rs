@@ -12,7 +12,7 @@ use std::process::Command;
 
 use etch_test_support::{FakeServer, Reply, chat_text, chat_tool_calls};
 use serde_json::Value;
-use support::{Workspace, assert_whole, jsonl};
+use support::{Workspace, assert_whole, jsonl, model_args, wait_until};
 
 /// A project configuration with subagents on and the `explore` profile
 /// (its instructions in explore.md), plus `extra`.
@@ -80,51 +80,20 @@ fn result(ws: &Workspace, id: &str) -> String {
 /// `etch -p go` against `server` (the OpenAI shape), running in the
 /// background.
 fn spawn_run(ws: &Workspace, server: &FakeServer) -> std::process::Child {
-    let base = format!("{}/v1", server.url());
-    ws.command(&[
-        "--provider",
-        "openai",
-        "--base-url",
-        &base,
-        "--api-key",
-        "k",
-        "--model",
-        "m1",
-        "-p",
-        "go",
-    ])
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap()
+    let mut args = model_args(server);
+    args.extend(["-p".to_owned(), "go".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ws.command(&args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// `etch rpc` against `server`.
 fn rpc_against(ws: &Workspace, server: &FakeServer) -> support::rpc::RpcClient {
-    let base = format!("{}/v1", server.url());
-    support::rpc::RpcClient::start(
-        ws,
-        &[
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-        ],
-        &[],
-    )
-}
-
-/// Waits until `ready` holds, at most 20 s: a barrier on a side effect
-/// of the run (a file its shell wrote), never a guess at a duration.
-fn wait_until(what: &str, ready: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !ready() {
-        assert!(std::time::Instant::now() < deadline, "{what}");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let args = model_args(server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    support::rpc::RpcClient::start(ws, &args, &[])
 }
 
 /// One task call: the child starts from the parent's conversation

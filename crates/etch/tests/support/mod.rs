@@ -271,20 +271,29 @@ impl Workspace {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Run {
-        let base = format!("{}/v1", server.url());
-        let mut all = vec![
-            "--provider",
-            "openai",
-            "--base-url",
-            base.as_str(),
-            "--api-key",
-            "k",
-            "--model",
-            "m1",
-        ];
-        all.extend_from_slice(args);
+        let mut all = model_args(server);
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
         self.run_env(&all, env)
     }
+}
+
+/// The flags that point etch at `server` in the OpenAI shape, with key
+/// `k` and model `m1`.
+pub fn model_args(server: &etch_test_support::FakeServer) -> Vec<String> {
+    let base = format!("{}/v1", server.url());
+    [
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--api-key",
+        "k",
+        "--model",
+        "m1",
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 impl Workspace {
@@ -332,4 +341,14 @@ pub fn assert_whole(path: &std::path::Path) {
         .filter(|e| e["type"] == "message.tool")
         .count();
     assert_eq!(calls, results, "{}", path.display());
+}
+
+/// Waits until `ready` holds, at most 20 s: a barrier on a side effect
+/// of the run (a file its shell wrote), never a guess at a duration.
+pub fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
