@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::config::{
-    AcpConfig, Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry,
-    PromptConfig, ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
+    AcpConfig, AnthropicConfig, Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig,
+    PluginEntry, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig,
+    ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -47,6 +48,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             max_retries: provider.u32("max_retries"),
             retry_base_delay_ms: provider.u64("retry_base_delay_ms"),
             idle_timeout_secs: provider.u64("idle_timeout_secs"),
+            allow_http_credentials: provider.bool("allow_http_credentials"),
         },
         openai: OpenAiConfig {
             base_url: openai.set_string("base_url"),
@@ -56,6 +58,9 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             stream_usage: openai.bool("stream_usage"),
             transport: openai.string("transport"),
             auth: openai.string("auth"),
+        },
+        anthropic: AnthropicConfig {
+            auth: get("anthropic").string("auth"),
         },
         prompt: PromptConfig {
             text: get("prompt").set_string("text"),
@@ -84,6 +89,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
         plugins: entries_of(entries, "plugins").map(plugin).collect(),
         mcp_servers: entries_of(entries, "mcp.servers").map(mcp_server).collect(),
         hooks: entries_of(entries, HOOKS_TABLE).map(hook).collect(),
+        project_settings: Vec::new(),
     }
 }
 

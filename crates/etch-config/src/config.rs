@@ -18,6 +18,8 @@ pub struct Config {
     pub provider: ProviderConfig,
     /// `[openai]`.
     pub openai: OpenAiConfig,
+    /// `[anthropic]`.
+    pub anthropic: AnthropicConfig,
     /// `[prompt]`.
     pub prompt: PromptConfig,
     /// `[tools.*]`.
@@ -32,6 +34,12 @@ pub struct Config {
     pub mcp_servers: Vec<McpServerEntry>,
     /// `[[hooks.<Event>]]` entries in source order, user entries first (M2).
     pub hooks: Vec<HookEntry>,
+    /// The settings the project file makes that need the user's trust
+    /// (who the model is, what it may do), as the file wrote them,
+    /// whether they apply or were held back
+    /// ([`Loaded::gate_project`](crate::Loaded::gate_project)). Trust
+    /// pins them with the project's commands.
+    pub project_settings: Vec<crate::gated::GatedSetting>,
 }
 
 impl Default for Config {
@@ -86,6 +94,9 @@ pub struct ProviderConfig {
     pub retry_base_delay_ms: u64,
     /// Seconds a stream may stay silent before the pass fails as stalled.
     pub idle_timeout_secs: u64,
+    /// Whether credentials may travel over plain http to a host other
+    /// than this machine (honoured only from the user's own file).
+    pub allow_http_credentials: bool,
 }
 
 /// `[openai]` (E-CFG-10, C35, G13, G19).
@@ -107,6 +118,16 @@ pub struct OpenAiConfig {
     /// Which credentials `base_url` gets: `auto` (an environment key only
     /// to its own service), `none` or `api-key` (the environment key to any
     /// URL). `--api-key` is always sent.
+    pub auth: String,
+}
+
+/// `[anthropic]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnthropicConfig {
+    /// Which credentials the endpoint gets: `auto` (`ANTHROPIC_API_KEY`
+    /// only to api.anthropic.com), `none`, or `api-key` (to any URL;
+    /// honoured only from the user's own file). `--api-key` is always
+    /// sent.
     pub auth: String,
 }
 

@@ -28,6 +28,13 @@ pub(crate) fn render(loaded: &Loaded) -> String {
         "# project file: {}",
         file(loaded.files.project.as_deref())
     );
+    if !loaded.withheld.is_empty() {
+        let _ = writeln!(
+            out,
+            "# held back until you trust the project file (etch trust): {}",
+            loaded.withheld.join(", ")
+        );
+    }
     for table in schema::TABLES
         .iter()
         .filter(|table| table.kind == TableKind::Table)

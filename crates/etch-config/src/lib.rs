@@ -29,6 +29,7 @@ mod credentials;
 mod diagnostic;
 mod discover;
 mod effective;
+mod gated;
 mod lines;
 mod load;
 mod merge;
@@ -49,12 +50,13 @@ mod sample_test;
 pub mod trust;
 
 pub use config::{
-    AcpConfig, Config, ContextConfig, DEFAULT_ACP_ASK, EDITOR_SOURCE, HookEntry, McpServerEntry,
-    OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile,
-    SubagentsConfig, ToolsConfig,
+    AcpConfig, AnthropicConfig, Config, ContextConfig, DEFAULT_ACP_ASK, EDITOR_SOURCE, HookEntry,
+    McpServerEntry, OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig, SessionConfig,
+    SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{ConfigFiles, discover};
+pub use gated::GatedSetting;
 pub use load::{Loaded, load, load_files};
 pub use provenance::Source;
 pub use schema_json::{schema_json, schema_keys};

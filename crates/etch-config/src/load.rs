@@ -16,9 +16,10 @@ use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::discover::{ConfigFiles, discover, project_root};
 use crate::merge::Merged;
-use crate::parse::parse;
+use crate::parse::{Layer, parse};
 use crate::problem::Problem;
 use crate::provenance::Source;
+use crate::trust::{TrustState, TrustStore};
 
 /// The result of loading: what to run with, and what was wrong.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +35,12 @@ pub struct Loaded {
     pub diagnostics: Vec<Diagnostic>,
     /// Provenance of values not from defaults, by dotted `table.key`.
     sources: BTreeMap<String, Source>,
+    /// The parsed files, user first, as read: [`Self::gate_project`]
+    /// merges them again without what it holds back.
+    layers: Vec<Layer>,
+    /// Labels of the project settings [`Self::gate_project`] held back
+    /// (`[openai] base_url`), for `--effective`.
+    pub withheld: Vec<String>,
 }
 
 impl Loaded {
@@ -72,6 +79,88 @@ impl Loaded {
         crate::effective::render(self)
     }
 
+    /// Holds back what the project file may not decide on its own (see
+    /// the `gated` module): `[openai] auth` values that send credentials,
+    /// always; and, unless the user trusted the project file with `etch
+    /// trust` (the trust store under `home`), its settings that choose
+    /// who the model is or what it may do. The merged config is rebuilt
+    /// without them; [`Config::project_settings`] still lists them all,
+    /// for trust. Returns one warning per thing held back, for the caller
+    /// to show.
+    pub fn gate_project(&mut self, home: Option<&Path>) -> Vec<String> {
+        let Some(project_path) = self.files.project.clone() else {
+            return Vec::new();
+        };
+        let mut warnings = Vec::new();
+        let trusted = self.project_trusted(&project_path, home, &mut warnings);
+        let (users, projects): (Vec<&mut Layer>, Vec<&mut Layer>) = self
+            .layers
+            .iter_mut()
+            .partition(|layer| layer.path != project_path);
+        let Some(project) = projects.into_iter().next() else {
+            return warnings;
+        };
+        let user = users.into_iter().next().map(|l| &*l);
+        warnings.extend(crate::gated::distrust_credentials(project));
+        match trusted {
+            Some(TrustState::Trusted | TrustState::Nothing) => {}
+            state => {
+                let withheld = crate::gated::withhold(project, user);
+                if !withheld.is_empty() {
+                    warnings.push(crate::gated::warning(
+                        &project_path,
+                        &withheld,
+                        state == Some(TrustState::Changed),
+                    ));
+                }
+                self.withheld = withheld;
+            }
+        }
+        self.remerge();
+        warnings
+    }
+
+    /// Where the project file's trust stands; `None` when it cannot be
+    /// known (no HOME, an unreadable trust store: a warning says which),
+    /// which counts as untrusted.
+    fn project_trusted(
+        &self,
+        project: &Path,
+        home: Option<&Path>,
+        warnings: &mut Vec<String>,
+    ) -> Option<TrustState> {
+        if self.config.project_settings.is_empty() {
+            return Some(TrustState::Nothing);
+        }
+        let Some(home) = home else {
+            warnings.push(format!(
+                "HOME is not set, so etch cannot know whether you trusted {}",
+                project.display()
+            ));
+            return None;
+        };
+        match TrustStore::load(home) {
+            Ok(store) => Some(store.state(&self.config, project)),
+            Err(err) => {
+                warnings.push(err.to_string());
+                None
+            }
+        }
+    }
+
+    /// Merges the layers again and rebuilds the config from them, keeping
+    /// the list of gated settings found when the files were read.
+    fn remerge(&mut self) {
+        let settings = std::mem::take(&mut self.config.project_settings);
+        let mut merged = Merged::default();
+        for layer in &self.layers {
+            merged.apply(layer.clone());
+        }
+        self.config = build(&merged.scalars, &merged.entries);
+        self.config.project_settings = settings;
+        self.sources = merged.sources;
+    }
+
     /// Resolves a path value from the config (`session.dir`,
     /// `system_prompt_file`) per E-CFG-21: absolute stays as is, relative
     /// joins the project root, or `cwd` without a project file. A leading
@@ -99,13 +188,15 @@ pub fn load_files(files: ConfigFiles, cwd: &Path) -> Loaded {
     };
     let mut merged = Merged::default();
     let mut diagnostics = Vec::new();
+    let mut layers = Vec::new();
     for path in [&files.user, &files.project].into_iter().flatten() {
         match fs::read_to_string(path) {
             Ok(text) => {
                 let (layer, found) = parse(path, &text);
                 diagnostics.extend(found);
                 if let Some(layer) = layer {
-                    merged.apply(layer);
+                    merged.apply(layer.clone());
+                    layers.push(layer);
                 }
             }
             Err(error) => diagnostics.push(Diagnostic {
@@ -117,12 +208,20 @@ pub fn load_files(files: ConfigFiles, cwd: &Path) -> Loaded {
             }),
         }
     }
+    let mut config = build(&merged.scalars, &merged.entries);
+    config.project_settings = layers
+        .iter()
+        .filter(|layer| files.project.as_ref() == Some(&layer.path))
+        .flat_map(crate::gated::settings)
+        .collect();
     Loaded {
-        config: build(&merged.scalars, &merged.entries),
+        config,
         project_root: files.project.as_deref().and_then(project_root),
         files,
         diagnostics,
         sources: merged.sources,
+        layers,
+        withheld: Vec::new(),
     }
 }
 

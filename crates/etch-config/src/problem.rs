@@ -54,6 +54,20 @@ pub(crate) enum Problem {
         /// The regex crate's explanation, flattened to one line.
         detail: String,
     },
+    /// A string holding a control character or a direction override:
+    /// in a command it could make what `etch trust` shows differ from
+    /// what runs, and no setting needs one.
+    #[error(
+        "{value:?} contains a control character ({shown}); etch refuses them in configuration values (only tabs{newlines} are allowed), so that what is shown is what runs"
+    )]
+    ControlCharacter {
+        /// The value as written.
+        value: String,
+        /// The first offending character, made visible.
+        shown: String,
+        /// ", newlines" where the key takes text, else empty.
+        newlines: &'static str,
+    },
     /// A key the table does not have.
     #[error("unknown key `{key}` in [{table}]{hint}; valid keys: {valid}")]
     UnknownKey {

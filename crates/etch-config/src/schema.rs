@@ -424,6 +424,12 @@ const PROVIDER: &[KeySpec] = &[
         "Seconds a model stream may stay silent before the pass fails as stalled.",
     )
     .default(Literal::Int(300)),
+    KeySpec::boolean(
+        "allow_http_credentials",
+        "Send credentials over plain http to a server that is not on this machine (only from \
+         ~/.etch/config.toml); otherwise such a base_url needs https.",
+    )
+    .default(Literal::Bool(false)),
 ];
 
 /// `[openai]` keys (E-CFG-10, C35, G13, G19).
@@ -470,6 +476,19 @@ const OPENAI: &[KeySpec] = &[
     .default(Literal::Str("auto"))
     .allowed(OPENAI_AUTHS),
 ];
+
+/// Which credentials an Anthropic endpoint gets.
+pub(crate) const ANTHROPIC_AUTHS: &[&str] = &["auto", "none", "api-key"];
+
+/// `[anthropic]` keys.
+const ANTHROPIC: &[KeySpec] = &[KeySpec::string(
+    "auth",
+    "Credentials sent to the Anthropic endpoint: auto sends ANTHROPIC_API_KEY only to \
+     api.anthropic.com and none to other servers; none never sends one; api-key sends it to any \
+     --base-url (only from ~/.etch/config.toml).",
+)
+.default(Literal::Str("auto"))
+.allowed(ANTHROPIC_AUTHS)];
 
 /// `[prompt]` keys (E-CFG-11).
 const PROMPT: &[KeySpec] = &[KeySpec::string(
@@ -713,6 +732,14 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Settings of the OpenAI provider. Credentials come from flags or the environment.",
         keys: OPENAI,
+        rule: None,
+    },
+    TableSpec {
+        name: "anthropic",
+        kind: TableKind::Table,
+        milestone: Milestone::M1,
+        description: "Settings of the Anthropic provider. The key comes from --api-key or ANTHROPIC_API_KEY.",
+        keys: ANTHROPIC,
         rule: None,
     },
     TableSpec {

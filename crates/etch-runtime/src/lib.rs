@@ -13,6 +13,7 @@
 //! anything is drawn or which front end asked.
 
 pub mod context;
+pub mod endpoints;
 pub mod error;
 pub mod events;
 pub mod hooks;

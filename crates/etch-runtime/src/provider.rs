@@ -43,6 +43,8 @@ use etch_provider::openai::responses_ws::Transport;
 
 use etch_config::Config;
 
+use crate::endpoints::KnownEndpoints;
+
 /// Every provider name the `--provider` flag accepts.
 pub const PROVIDERS: [&str; 3] = ["echo", "openai", "anthropic"];
 
@@ -108,6 +110,10 @@ pub enum SelectError {
     /// that cannot be refreshed).
     #[error("{0}")]
     Failed(String),
+    /// A resumed session recorded an endpoint the user never chose (the
+    /// URL): it is not reused until they name it.
+    #[error("{}", crate::endpoints::unfamiliar(.0))]
+    Unfamiliar(String),
 }
 
 /// A chosen client plus lines for the user.
@@ -167,6 +173,7 @@ pub async fn select_for_session(
     args: &ProviderFlags,
     config: &Config,
     session: &etch_session::LoadedSession,
+    known: &KnownEndpoints,
 ) -> Result<Selection, SelectError> {
     // What session.started recorded, as later model.change and
     // thinking_level.change events on the branch left it.
@@ -177,6 +184,24 @@ pub async fn select_for_session(
         base_url: state.base_url.as_deref(),
         openai_api: state.openai_api.as_deref(),
     };
+    // The recorded endpoint would be used as it is: only one the user
+    // chose (a session file may have come with the repository).
+    if args.base_url.is_none()
+        && let Some(url) = recorded.base_url
+        && args
+            .provider
+            .as_deref()
+            .is_none_or(|p| p == recorded.provider)
+        && !known.knows(url)
+        && !(recorded.provider == "openai"
+            && config
+                .openai
+                .base_url
+                .as_deref()
+                .is_some_and(|configured| crate::endpoints::same(configured, url)))
+    {
+        return Err(SelectError::Unfamiliar(url.to_owned()));
+    }
     let mut with_level = args.clone();
     if with_level.reasoning_effort.is_none() {
         with_level
@@ -280,6 +305,11 @@ struct Knobs {
     stream_usage: bool,
     /// `[openai] auth`: which credentials an endpoint gets.
     auth: String,
+    /// `[anthropic] auth`: which credentials an Anthropic endpoint gets.
+    anthropic_auth: String,
+    /// `[provider] allow_http_credentials`: credentials may cross a
+    /// network in cleartext.
+    allow_http_credentials: bool,
     /// Whether `--openai-transport` was given (a WebSocket transport with
     /// Chat Completions is then a usage error rather than a warning).
     transport_flag: bool,
@@ -319,6 +349,8 @@ pub async fn select(
         idle_timeout: idle_timeout(config),
         stream_usage: config.openai.stream_usage,
         auth: config.openai.auth.clone(),
+        anthropic_auth: config.anthropic.auth.clone(),
+        allow_http_credentials: config.provider.allow_http_credentials,
         transport_flag: args.openai_transport.is_some(),
     };
     let openai_args = with_openai_config(
@@ -448,16 +480,15 @@ fn anthropic_client(
     model: Option<&str>,
     knobs: &Knobs,
 ) -> Result<Selection, SelectError> {
-    let Some(key) = args.api_key.clone().or_else(|| env("ANTHROPIC_API_KEY")) else {
-        return Err(SelectError::Failed(
-            "no Anthropic credentials: set ANTHROPIC_API_KEY or pass --api-key".to_owned(),
-        ));
-    };
     let base_url = checked_url(
         args.base_url
             .clone()
             .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string()),
     )?;
+    let (key, label) = anthropic_key(args, &base_url, knobs)?;
+    if !key.is_empty() {
+        refuse_cleartext(&base_url, "your Anthropic API key", knobs)?;
+    }
     let model = model.unwrap_or(anthropic::DEFAULT_MODEL).to_string();
     // Thinking costs tokens on every pass, so Anthropic thinks only when the
     // user asks for an effort explicitly.
@@ -465,7 +496,7 @@ fn anthropic_client(
         .reasoning_effort
         .as_deref()
         .and_then(anthropic::thinking_budget);
-    let notice = format!("etch: anthropic messages · {model} · {base_url} · Anthropic: API key");
+    let notice = format!("etch: anthropic messages · {model} · {base_url} · {label}");
     Ok(Selection {
         endpoint: Some(base_url.clone()),
         notes: Vec::new(),
@@ -480,6 +511,73 @@ fn anthropic_client(
         })),
         notice: Some(notice),
     })
+}
+
+/// The key an Anthropic endpoint gets and the header line's label for
+/// it: `--api-key` always; `ANTHROPIC_API_KEY` only to Anthropic's own
+/// API, unless `[anthropic] auth = "api-key"` (the user's own file) sends
+/// it anywhere; `auth = "none"` sends none. An empty key sends no header.
+fn anthropic_key(
+    args: &ProviderFlags,
+    base_url: &str,
+    knobs: &Knobs,
+) -> Result<(String, String), SelectError> {
+    if let Some(key) = &args.api_key {
+        return Ok((key.clone(), "Anthropic: API key (--api-key)".to_owned()));
+    }
+    if knobs.anthropic_auth == "none" {
+        return Ok((
+            String::new(),
+            "no API key ([anthropic] auth = \"none\")".to_owned(),
+        ));
+    }
+    let host = etch_provider::http::host_of(base_url).unwrap_or_default();
+    let own = host == ANTHROPIC_HOST || host.ends_with(".anthropic.com");
+    match env("ANTHROPIC_API_KEY") {
+        Some(key) if own || knobs.anthropic_auth == "api-key" => {
+            Ok((key, "Anthropic: API key (ANTHROPIC_API_KEY)".to_owned()))
+        }
+        _ if own => Err(SelectError::Failed(
+            "no Anthropic credentials: set ANTHROPIC_API_KEY or pass --api-key".to_owned(),
+        )),
+        _ => Ok((
+            String::new(),
+            "no API key (ANTHROPIC_API_KEY goes only to api.anthropic.com; \
+             [anthropic] auth = \"api-key\" sends it here)"
+                .to_owned(),
+        )),
+    }
+}
+
+/// Anthropic's API host, the home of `ANTHROPIC_API_KEY`.
+const ANTHROPIC_HOST: &str = "api.anthropic.com";
+
+/// Refuses to send `what` (a credential) to `base_url` over plain http
+/// when the host is not this machine: anyone on the path could read it.
+/// `[provider] allow_http_credentials = true` in the user's own file
+/// allows it, for a server on a network they trust.
+fn refuse_cleartext(base_url: &str, what: &str, knobs: &Knobs) -> Result<(), SelectError> {
+    if knobs.allow_http_credentials || !base_url.to_ascii_lowercase().starts_with("http://") {
+        return Ok(());
+    }
+    let host = etch_provider::http::host_of(base_url).unwrap_or_default();
+    if is_loopback(&host) {
+        return Ok(());
+    }
+    Err(SelectError::Usage(format!(
+        "refusing to send {what} to {base_url} over plain http: anyone between you and {host} could read it; \
+         use https://, or set [provider] allow_http_credentials = true in ~/.etch/config.toml for a server on a network you trust"
+    )))
+}
+
+/// Whether `host` (as a URL gives it) is this machine.
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare == "localhost"
+        || bare.ends_with(".localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Where a key may be sent: the host it belongs to.
@@ -656,6 +754,7 @@ async fn codex_client(
                 || etch_provider::http::host_of(url).is_some_and(|h| is_chatgpt(&h))
         })
         .unwrap_or_else(|| CODEX_BASE_URL.to_string());
+    refuse_cleartext(&base_url, "your ChatGPT/Codex login", knobs)?;
     let transport = transport(args);
     let notice = format!(
         "etch: openai responses{} · {model_name} · {base_url} · {label}",
@@ -746,6 +845,9 @@ fn api_key_client(
         Key::Env(var, key) => (Some(key), format!("{LABEL_API_KEY} ({var})")),
         Key::None(why) => (None, format!("no API key ({why})")),
     };
+    if key.is_some() {
+        refuse_cleartext(&base_url, "your API key", knobs)?;
+    }
     let api = args.openai_api.as_deref().unwrap_or("chat");
     let mut notes = Vec::new();
     let mut transport = transport(args);
@@ -866,6 +968,44 @@ mod tests {
             notice.contains("(--api-key)") && !notice.contains("sk-secret"),
             "{notice}"
         );
+    }
+
+    /// A key never crosses a network in cleartext: plain http only to
+    /// this machine, unless the user's file allows it.
+    #[test]
+    fn credentials_need_https_off_this_machine() {
+        let mut knobs = Knobs {
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(1),
+            stream_usage: true,
+            auth: "auto".into(),
+            anthropic_auth: "auto".into(),
+            allow_http_credentials: false,
+            transport_flag: false,
+        };
+        for url in [
+            "https://api.openai.com/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:1/v1",
+            "http://[::1]:8080/v1",
+        ] {
+            assert!(refuse_cleartext(url, "k", &knobs).is_ok(), "{url}");
+        }
+        let Err(SelectError::Usage(message)) =
+            refuse_cleartext("http://api.openai.com/v1", "your API key", &knobs)
+        else {
+            panic!("cleartext to a remote host is refused");
+        };
+        assert!(
+            message.contains("over plain http") && message.contains("allow_http_credentials"),
+            "{message}"
+        );
+        knobs.allow_http_credentials = true;
+        assert!(refuse_cleartext("http://10.0.0.5/v1", "k", &knobs).is_ok());
+        let mut keyed = flags("openai", Some("http://api.openai.com/v1"));
+        keyed.api_key = Some("sk-secret".to_owned());
+        let refused = block(select(&keyed, &Config::default(), None));
+        assert!(matches!(refused, Err(SelectError::Usage(_))));
     }
 
     /// OpenAI's own services are recognised by host, not by prefix.

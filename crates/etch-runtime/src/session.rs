@@ -28,6 +28,7 @@ use etch_session::{
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{Context, compact_settings};
+use crate::endpoints::KnownEndpoints;
 use crate::error::{Notice, OpenError};
 use crate::hooks::SessionHooks;
 use crate::paths;
@@ -102,6 +103,7 @@ impl Session {
     ) -> Result<(Self, Appended), OpenError> {
         let store = SessionStore::new(&place.session_dir);
         let (writer, first) = store.create(&new_session(&place, &selection, title))?;
+        remember_endpoint(&place, &selection);
         let mut session = Self {
             place,
             settings,
@@ -136,6 +138,7 @@ impl Session {
             &new_session(&place, &selection, title),
             of.lineage,
         )?;
+        remember_endpoint(&place, &selection);
         let mut child = Self {
             place,
             settings,
@@ -298,8 +301,11 @@ impl Session {
             loaded.leaf().map(str::to_string),
         )?;
         warn_skipped(&loaded, notify);
+        let known = KnownEndpoints::load(place.home.as_deref());
         let selection =
-            provider::select_for_session(&settings.provider, &place.config, &loaded).await?;
+            provider::select_for_session(&settings.provider, &place.config, &loaded, &known)
+                .await?;
+        remember_endpoint(&place, &selection);
         announce(&selection, notify);
         close_dangling_calls(&loaded, &mut writer, observer)
             .map_err(|e| OpenError::Failed(e.to_string()))?;
@@ -406,7 +412,10 @@ impl Session {
         observer: &mut dyn Observer,
     ) -> Result<(), OpenError> {
         let loaded = self.load()?;
-        let selection = provider::select_for_session(&flags, &self.place.config, &loaded).await?;
+        let known = KnownEndpoints::load(self.place.home.as_deref());
+        let selection =
+            provider::select_for_session(&flags, &self.place.config, &loaded, &known).await?;
+        remember_endpoint(&self.place, &selection);
         for note in &selection.notes {
             notify(Notice::info(note.clone()));
         }
@@ -796,4 +805,14 @@ fn first_user_text(loaded: &LoadedSession) -> Option<String> {
             Message::User { content } => Some(etch_model::content::joined_text(content)),
             _ => None,
         })
+}
+
+/// Keeps the endpoint `selection` goes to among those the user chose
+/// (`crate::endpoints`): it passed the check of a resumed session, or a
+/// flag or the configuration picked it. Failing to write the file only
+/// means the user is asked again later, so it is not an error.
+fn remember_endpoint(place: &Place, selection: &Selection) {
+    if let Some(url) = &selection.endpoint {
+        let _ = KnownEndpoints::load(place.home.as_deref()).remember(url);
+    }
 }

@@ -49,7 +49,7 @@ pub async fn run(place: &Place, session_dir: Option<&Path>, args: &RunArgs) -> R
         }
         let mut warnings: Vec<String> =
             loaded.diagnostics.iter().map(ToString::to_string).collect();
-        warnings.extend(crate::config_cmd::distrust_project_credentials(&mut loaded));
+        warnings.extend(loaded.gate_project(home.as_deref()));
         let session_dir =
             etch_runtime::paths::session_dir(cwd, flag_dir.as_deref(), &loaded.config.session.dir);
         Ok((

@@ -18,6 +18,22 @@ use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
 use crate::run::{Place, open_failure, settings};
 
+/// Asks on the terminal, before the chat takes it over, whether to go on
+/// against the unfamiliar endpoint `url` that `err` refused; only a typed
+/// `y` or `yes` says yes.
+fn confirm(err: &etch_runtime::OpenError, url: &str) -> bool {
+    diag!("etch: {err}");
+    eprint!(
+        "Continue this session against {}? [y/N] ",
+        etch_sanitize::visible(url)
+    );
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
 /// Whether a run without a prompt should open the chat: stdin and stdout
 /// are terminals.
 pub fn wanted() -> bool {
@@ -38,7 +54,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             "the chat needs a terminal on stdin and stdout; for a headless run give the prompt with -p \"…\" or pipe it in",
         ));
     }
-    let settings = settings(args);
+    let mut settings = settings(args);
     let context = Context::build(place, &settings).map_err(open_failure)?;
     let plugins = std::sync::Arc::clone(&context.plugins);
     let mut notices: Vec<Notice> = context
@@ -51,25 +67,37 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     let mut chosen = None;
     let (session, provider, model, header) = if let Some(prefix) = prefix {
         let mut header = None;
-        let (session, loaded) = Session::open_loaded(
-            place.clone(),
-            settings.clone(),
-            context.clone(),
-            Target::Prefix(prefix),
-            &mut |n: Notice| {
-                if n.level == NoticeLevel::Info
-                    && header.is_none()
-                    && n.message.starts_with("etch: ")
-                {
-                    header = Some(n.message);
-                } else {
-                    notices.push(n);
-                }
-            },
-            &mut etch_core::NoopObserver,
-        )
-        .await
-        .map_err(open_failure)?;
+        let (session, loaded) = loop {
+            let opened = Session::open_loaded(
+                place.clone(),
+                settings.clone(),
+                context.clone(),
+                Target::Prefix(prefix),
+                &mut |n: Notice| {
+                    if n.level == NoticeLevel::Info
+                        && header.is_none()
+                        && n.message.starts_with("etch: ")
+                    {
+                        header = Some(n.message);
+                    } else {
+                        notices.push(n);
+                    }
+                },
+                &mut etch_core::NoopObserver,
+            )
+            .await;
+            match opened {
+                Ok(opened) => break opened,
+                // On a terminal the user can say yes to a recorded
+                // endpoint they never chose; saying so is naming it.
+                Err(err) => match err.unfamiliar_endpoint().map(str::to_owned) {
+                    Some(url) if settings.provider.base_url.is_none() && confirm(&err, &url) => {
+                        settings.provider.base_url = Some(url);
+                    }
+                    _ => return Err(open_failure(err)),
+                },
+            }
+        };
         let client = &session.selection().client;
         let (provider, model) = (client.provider().to_owned(), client.model().to_owned());
         log = Some(loaded);
@@ -156,7 +184,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         }
         let mut warnings: Vec<String> =
             loaded.diagnostics.iter().map(ToString::to_string).collect();
-        warnings.extend(crate::config_cmd::distrust_project_credentials(&mut loaded));
+        warnings.extend(loaded.gate_project(base.home.as_deref()));
         let place = Place {
             config: loaded.config,
             ..base.clone()

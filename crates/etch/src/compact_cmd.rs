@@ -43,7 +43,7 @@ pub async fn run(
     }
     let hooks = etch_runtime::hooks::load(place).map_err(crate::run::open_failure)?;
     let (loaded, mut writer) = session_arg::open(&place.session_dir, prefix)?;
-    let selection = provider::select_for_session(args, &place.config, &loaded).await?;
+    let selection = provider::select_for_session(args, place, &loaded).await?;
     let cancel = tokio_util::sync::CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
     // The compaction hooks (PreCompact, PostCompact) run here as in a

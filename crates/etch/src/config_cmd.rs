@@ -35,7 +35,7 @@ pub fn run(
                 ));
             }
             for diagnostic in &loaded.diagnostics {
-                eprintln!("etch: {}: {diagnostic}", diagnostic.severity);
+                diag!("etch: {}: {diagnostic}", diagnostic.severity);
             }
             crate::output::print_text(&loaded.effective_toml());
             Ok(())
@@ -62,10 +62,10 @@ fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
         .map(|p| p.display().to_string())
         .collect();
     for diagnostic in &loaded.diagnostics {
-        eprintln!("etch: {}: {diagnostic}", diagnostic.severity);
+        diag!("etch: {}: {diagnostic}", diagnostic.severity);
     }
     for problem in skill_problems {
-        eprintln!("etch: error: skill {problem}");
+        diag!("etch: error: skill {problem}");
     }
     let checked = if files.is_empty() {
         "no config files found (~/.etch/config.toml, .etch/config.toml); the defaults apply"
@@ -96,31 +96,6 @@ fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A project's config file comes with the repository, so it must not send
-/// the user's credentials to a server of its choosing: `[openai] auth =
-/// "api-key"` or `"login"` there is ignored (with a warning) and `auto`
-/// applies; only `~/.etch/config.toml` may say it.
-///
-/// Returns the warning to show when something was ignored.
-pub fn distrust_project_credentials(loaded: &mut Loaded) -> Option<String> {
-    let auth = loaded.config.openai.auth.as_str();
-    if !matches!(auth, "api-key" | "login") {
-        return None;
-    }
-    if let etch_config::Source::File(path) = loaded.source("openai.auth")
-        && loaded.files.project.as_deref() == Some(path.as_path())
-    {
-        let warning = format!(
-            "[openai] auth = \"{auth}\" in {} is ignored: a project file may not send \
-             your credentials to another server; set it in ~/.etch/config.toml if you mean it",
-            path.display()
-        );
-        "auto".clone_into(&mut loaded.config.openai.auth);
-        return Some(warning);
-    }
-    None
-}
-
 /// Reports problems before another command runs. With `strict` (commands
 /// that call a model), an error stops the command: running with a value
 /// silently dropped would surprise the user more than a refusal.
@@ -130,7 +105,7 @@ pub fn report(loaded: &Loaded, strict: bool) -> Result<(), Failure> {
             Severity::Error if strict => "error",
             Severity::Error | Severity::Warning => "warning",
         };
-        eprintln!("etch: {label}: {diagnostic}");
+        diag!("etch: {label}: {diagnostic}");
     }
     if strict && loaded.has_errors() {
         return Err(Failure::new(

@@ -91,7 +91,7 @@ fn dump(
 ) -> Result<(), Failure> {
     let out = report::dump(session, context);
     if path.is_some_and(|p| p == Path::new("-")) {
-        crate::output::print_text(&out);
+        crate::output::print_prose(&out);
         return Ok(());
     }
     let target = report::dump_path(place, session.map(LoadedSession::session_id), path)

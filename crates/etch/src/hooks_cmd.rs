@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use clap::Subcommand;
 use etch_hooks::{HookEvent, Hooks, Outcome, envelope};
+use etch_sanitize::visible;
 use serde_json::{Value, json};
 
 use crate::exit::{self, Failure};
@@ -85,8 +86,8 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                     out,
                     "{:<16} {:<14} {}{}\n                 {} · timeout {} s{} · {}",
                     entry.event,
-                    matcher,
-                    entry.command,
+                    visible(matcher),
+                    visible(&entry.command),
                     if entry.disabled { "   (disabled)" } else { "" },
                     origin,
                     entry.timeout_seconds,
@@ -95,7 +96,7 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                     } else {
                         ""
                     },
-                    entry.source.display()
+                    visible(&entry.source.display().to_string())
                 );
             }
             crate::output::print_text(&out);
@@ -111,7 +112,10 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
             let subject = subject.unwrap_or_else(|| default_subject(event).to_owned());
             let matching: Vec<_> = hooks.matching(event, &subject).collect();
             if matching.is_empty() {
-                crate::output::print_line(&format!("no {event} hook matches \"{subject}\""));
+                crate::output::print_line(&format!(
+                    "no {event} hook matches \"{}\"",
+                    visible(&subject)
+                ));
                 return Ok(());
             }
             let input = envelope(event, &place.cwd, sample_payload(event, &subject));
@@ -133,7 +137,7 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                         failed = true;
                         crate::output::print_line(&format!(
                             "{}: not run, {}",
-                            hook.command,
+                            visible(&hook.command),
                             crate::trust_cmd::describe(state)
                         ));
                         continue;
@@ -155,9 +159,10 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                     }
                 };
                 crate::output::print_line(&format!(
-                    "{} ({} ms): {said}",
-                    hook.command,
-                    ran.elapsed.as_millis()
+                    "{} ({} ms): {}",
+                    visible(&hook.command),
+                    ran.elapsed.as_millis(),
+                    visible(&said)
                 ));
             }
             if failed {

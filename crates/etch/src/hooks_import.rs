@@ -140,7 +140,7 @@ pub fn run(place: &Place, from: Option<PathBuf>, write: bool) -> Result<(), Fail
         imported.extend(read(file, &mut skipped)?);
     }
     for why in &skipped {
-        eprintln!("etch: skipped {why}");
+        diag!("etch: skipped {why}");
     }
     if imported.is_empty() {
         crate::output::print_line("no command hooks to import");
@@ -170,7 +170,9 @@ pub fn run(place: &Place, from: Option<PathBuf>, write: bool) -> Result<(), Fail
         text.push_str(&hook.toml());
     }
     if !write {
-        crate::output::print_text(&text);
+        // Commands from a settings file someone else may have written:
+        // shown exactly, nothing acting on the terminal.
+        crate::output::print_text(&etch_sanitize::visible_lines(&text));
         return Ok(());
     }
     if new == 0 {

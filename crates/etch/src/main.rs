@@ -6,6 +6,16 @@
 //! command modules, and turns their outcome into an exit code (G14). All agent
 //! behaviour lives in the library crates.
 
+/// Writes one diagnostic line to stderr, like `eprintln!`, with every
+/// control character in it made visible: etch's messages quote paths,
+/// commands, server replies and values from a project's files, and none
+/// of those may act on the user's terminal.
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        $crate::output::eprint_line(&format!($($arg)*))
+    };
+}
+
 mod acp_cmd;
 mod auth_cmd;
 mod chat_cmd;
@@ -48,7 +58,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::from(exit::OK),
         Err(failure) => {
             if let Some(error) = failure.error {
-                eprintln!("etch: error: {}", describe(&error));
+                diag!("etch: error: {}", describe(&error));
             }
             ExitCode::from(failure.code)
         }
@@ -125,6 +135,9 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
     let mut config = etch_config::load(&cwd, home.as_deref());
+    // What a project may not decide untrusted is held back before any
+    // command reads the configuration.
+    let gate_warnings = config.gate_project(home.as_deref());
     if let Some(Command::Config(action)) = &command {
         return config_cmd::run(action, config, &cwd, home.as_deref());
     }
@@ -139,8 +152,11 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         )
     );
     config_cmd::report(&config, runs_model)?;
-    if let Some(warning) = config_cmd::distrust_project_credentials(&mut config) {
-        eprintln!("etch: warning: {warning}");
+    // `etch trust` lists the held-back settings itself.
+    if !matches!(command, Some(Command::Trust { .. })) {
+        for warning in &gate_warnings {
+            diag!("etch: warning: {warning}");
+        }
     }
     let session_dir = paths::session_dir(
         &cwd,

@@ -35,7 +35,7 @@ fn notice(event: &AgentEvent<'_>) {
         reason,
     } = event
     {
-        eprintln!(
+        diag!(
             "etch: {reason}; retrying in {:.1} s (retry {attempt} of {max_retries})",
             delay.as_secs_f64()
         );
@@ -48,11 +48,11 @@ fn notice(event: &AgentEvent<'_>) {
         CompactionResult::Compacted {
             tokens_before,
             tokens_after,
-        } => eprintln!(
+        } => diag!(
             "etch: compacted the context ({trigger}): ~{tokens_before} -> ~{tokens_after} estimated tokens; the full history stays in the session log"
         ),
-        CompactionResult::Skipped(why) => eprintln!("etch: {trigger} compaction skipped: {why}"),
-        CompactionResult::Failed(why) => eprintln!("etch: {trigger} compaction failed: {why}"),
+        CompactionResult::Skipped(why) => diag!("etch: {trigger} compaction skipped: {why}"),
+        CompactionResult::Failed(why) => diag!("etch: {trigger} compaction failed: {why}"),
     }
 }
 
@@ -62,6 +62,28 @@ pub fn print_line(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
+}
+
+/// Prints text from outside etch (a model's answer, a transcript, a
+/// tool's output, a session title) for a person: escape sequences and
+/// other control characters removed, newlines and tabs kept, on a
+/// terminal and in a pipe alike (`--json` output goes through
+/// [`print_line`] untouched instead).
+pub fn print_prose(text: &str) {
+    print_text(&etch_sanitize::sanitize(text));
+}
+
+/// [`print_prose`] for one line.
+pub fn print_prose_line(line: &str) {
+    print_line(&etch_sanitize::sanitize(line));
+}
+
+/// Writes one line to stderr with every control character but the line
+/// breaks made visible (the `diag!` macro's body). A closed stderr is
+/// ignored.
+pub fn eprint_line(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", etch_sanitize::visible_lines(line));
 }
 
 /// Prints text to stdout as it is. A closed pipe (`etch show ID | head`)
@@ -121,7 +143,7 @@ impl Observer for Quiet {
 
     fn durable_line(&mut self, line: &str) {
         if let Some(message) = etch_runtime::events::line_notice(line) {
-            eprintln!("etch: warning: {message}");
+            diag!("etch: warning: {message}");
         }
     }
 }

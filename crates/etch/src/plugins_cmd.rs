@@ -15,6 +15,7 @@ use clap::Subcommand;
 use etch_config::PluginEntry;
 use etch_config::trust::{TrustState, TrustStore, project_files};
 use etch_plugins::{PluginSet, Status};
+use etch_sanitize::visible;
 use etch_tool::{Access, Tool, ToolSource};
 use serde_json::Value;
 
@@ -158,11 +159,12 @@ pub fn report(
         };
         let _ = writeln!(
             out,
-            "{}  {state}\n  {} · {} · {}",
-            row.name,
-            row.what,
+            "{}  {}\n  {} · {} · {}",
+            visible(&row.name),
+            visible(&state),
+            visible(&row.what),
             row.origin,
-            row.source.display()
+            visible(&row.source.display().to_string())
         );
         if let Status::Ready {
             tools: names,
@@ -179,14 +181,21 @@ pub fn report(
                     };
                     (safety, t.spec().description.as_str())
                 });
+                // A plugin names its tools and describes them: outside
+                // text, shown exactly and inert.
                 if check {
-                    let _ = writeln!(out, "  tool {name} ({safety}): {description}");
+                    let _ = writeln!(
+                        out,
+                        "  tool {} ({safety}): {}",
+                        visible(name),
+                        visible(description)
+                    );
                 } else {
-                    let _ = writeln!(out, "  tool {name}");
+                    let _ = writeln!(out, "  tool {}", visible(name));
                 }
             }
             for why in rejected {
-                let _ = writeln!(out, "  rejected: {why}");
+                let _ = writeln!(out, "  rejected: {}", visible(why));
             }
         }
     }

@@ -6,7 +6,6 @@
 //! `ETCH_ECHO_DELAY_MS`, `ETCH_IDLE_TIMEOUT_SECS` and
 //! `ETCH_RETRY_BASE_DELAY_MS` are read by the factory (test knobs).
 
-use etch_config::Config;
 use etch_runtime::{ProviderFlags, SelectError};
 
 pub use etch_runtime::Selection;
@@ -33,6 +32,7 @@ fn failure(err: SelectError) -> Failure {
     match err {
         SelectError::Usage(message) => Failure::usage(message),
         SelectError::Failed(message) => Failure::new(exit::FAILED, anyhow::anyhow!(message)),
+        unfamiliar @ SelectError::Unfamiliar(_) => Failure::usage(unfamiliar.to_string()),
     }
 }
 
@@ -40,17 +40,18 @@ fn failure(err: SelectError) -> Failure {
 /// switched endpoint first) and header line.
 pub async fn select_for_session(
     args: &RunArgs,
-    config: &Config,
+    place: &etch_runtime::Place,
     session: &etch_session::LoadedSession,
 ) -> Result<Selection, Failure> {
-    let selection = etch_runtime::select_for_session(&flags(args), config, session)
+    let known = etch_runtime::endpoints::KnownEndpoints::load(place.home.as_deref());
+    let selection = etch_runtime::select_for_session(&flags(args), &place.config, session, &known)
         .await
         .map_err(failure)?;
     for note in &selection.notes {
-        eprintln!("{note}");
+        diag!("{note}");
     }
     if let Some(notice) = &selection.notice {
-        eprintln!("{notice}");
+        diag!("{notice}");
     }
     Ok(selection)
 }

@@ -98,7 +98,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     drop(host);
     plugins.shutdown().await;
     if !unsent.is_empty() {
-        eprintln!(
+        diag!(
             "etch: warning: {} queued prompt(s) were not run because etch rpc stopped: {}",
             unsent.len(),
             unsent
@@ -135,7 +135,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     drop(outbox);
     // Hand over what is pending, unless the client stopped reading.
     if writer.recv_timeout(DRAIN_AT_EXIT).is_err() {
-        eprintln!(
+        diag!(
             "etch: warning: the client did not read etch rpc's last output within {} s; it was dropped; {intact}",
             DRAIN_AT_EXIT.as_secs()
         );

@@ -37,8 +37,8 @@ pub fn settings(args: &RunArgs) -> RunSettings {
 #[allow(clippy::needless_pass_by_value)]
 pub fn print_notice(notice: Notice) {
     match notice.level {
-        NoticeLevel::Warning => eprintln!("etch: warning: {}", notice.message),
-        NoticeLevel::Info => eprintln!("{}", notice.message),
+        NoticeLevel::Warning => diag!("etch: warning: {}", notice.message),
+        NoticeLevel::Info => diag!("{}", notice.message),
     }
 }
 
@@ -167,7 +167,7 @@ pub fn watch_sigint(cancel: CancellationToken) -> Result<tokio::task::JoinHandle
         if interrupts.recv().await.is_some() {
             cancel.cancel();
             if interrupts.recv().await.is_some() {
-                eprintln!("etch: interrupted twice; exiting without waiting for tools");
+                diag!("etch: interrupted twice; exiting without waiting for tools");
                 // Plugins run in their own process groups and never saw
                 // the Ctrl-C; exit skips the destructors that stop them.
                 etch_plugins::kill_all();
@@ -206,7 +206,7 @@ fn report(
         })?;
         output::print_line(&encoded);
         if let Some(error) = &error {
-            eprintln!("etch: error: {error}");
+            diag!("etch: error: {error}");
         }
         return if code == exit::OK {
             Ok(())
@@ -217,9 +217,9 @@ fn report(
     match error {
         None => {
             if std::io::stdout().is_terminal() {
-                output::print_line(&crate::markdown::render(text));
+                output::print_prose_line(&crate::markdown::render(text));
             } else {
-                output::print_line(text);
+                output::print_prose_line(text);
             }
             Ok(())
         }

@@ -54,7 +54,7 @@ pub fn open(session_dir: &Path, prefix: &str) -> Result<(LoadedSession, SessionW
         .open(&row)
         .map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in &loaded.warnings {
-        eprintln!("etch: warning: {}: {warning}", loaded.path.display());
+        diag!("etch: warning: {}: {warning}", loaded.path.display());
     }
     Ok((loaded, writer))
 }

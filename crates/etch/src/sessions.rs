@@ -5,14 +5,14 @@ use std::path::Path;
 use etch_session::SessionStore;
 
 use crate::exit::{self, Failure};
-use crate::output::print_line;
+use crate::output::{print_line, print_prose_line};
 
 /// Lists sessions as `{id}  {createdAt}  {title}` lines or a JSON array.
 pub fn list(session_dir: &Path, json: bool) -> Result<(), Failure> {
     let store = SessionStore::new(session_dir);
     let (rows, warnings) = store.list().map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in warnings {
-        eprintln!("etch: warning: {warning}");
+        diag!("etch: warning: {warning}");
     }
     if json {
         let text = serde_json::to_string(&rows).map_err(|e| {
@@ -22,7 +22,7 @@ pub fn list(session_dir: &Path, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     if rows.is_empty() {
-        eprintln!("etch: no sessions in {}", session_dir.display());
+        diag!("etch: no sessions in {}", session_dir.display());
     }
     for row in rows {
         let marker = if row.parent_session_id.is_some() {
@@ -30,9 +30,14 @@ pub fn list(session_dir: &Path, json: bool) -> Result<(), Failure> {
         } else {
             ""
         };
-        print_line(&format!(
+        // Titles come from prompts, and session files may come with a
+        // cloned repository: one line each, nothing that acts on the
+        // terminal.
+        print_prose_line(&format!(
             "{}  {}  {}{marker}",
-            row.id, row.created_at, row.title
+            row.id,
+            row.created_at,
+            row.title.replace(['\n', '\r'], " ")
         ));
     }
     Ok(())

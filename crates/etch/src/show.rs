@@ -24,12 +24,12 @@ pub fn show(
     let (_, path) = crate::session_arg::pick(session_dir, prefix)?;
     let loaded = load_session(&path).map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in &loaded.warnings {
-        eprintln!("etch: warning: {}: {warning}", path.display());
+        diag!("etch: warning: {}: {warning}", path.display());
     }
     if tree {
         let mut text = crate::show_tree::render(&loaded);
         text.push_str(&children(session_dir, loaded.session_id()));
-        crate::output::print_text(&text);
+        crate::output::print_prose(&text);
         return Ok(());
     }
     if json {
@@ -47,7 +47,7 @@ pub fn show(
         }
         return Ok(());
     }
-    crate::output::print_text(&etch_runtime::transcript::render(&loaded));
+    crate::output::print_prose(&etch_runtime::transcript::render(&loaded));
     Ok(())
 }
 

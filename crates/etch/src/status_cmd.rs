@@ -19,7 +19,7 @@ pub fn status(session_dir: &Path, prefix: Option<&str>, json: bool) -> Result<()
     let (_, path) = session_arg::pick(session_dir, prefix)?;
     let loaded = load_session(&path).map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in &loaded.warnings {
-        eprintln!("etch: warning: {}: {warning}", path.display());
+        diag!("etch: warning: {}: {warning}", path.display());
     }
     let stats = session_stats(&loaded);
     if json {
@@ -31,7 +31,7 @@ pub fn status(session_dir: &Path, prefix: Option<&str>, json: bool) -> Result<()
         })?;
         print_line(&text);
     } else {
-        crate::output::print_text(&render(&stats, &path));
+        crate::output::print_prose(&render(&stats, &path));
     }
     Ok(())
 }

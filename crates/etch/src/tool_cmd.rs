@@ -15,7 +15,6 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::{self, Failure};
-use crate::output::print_line;
 use etch_runtime::paths;
 
 /// One tool invocation from the command line.
@@ -245,15 +244,17 @@ pub async fn run(cwd: &Path, command: ToolCommand) -> Result<(), Failure> {
     watcher.abort();
     // A spilled bash output may have created `.etch/tmp`: keep it out of git.
     if let Err(err) = paths::keep_state_out_of_git(cwd) {
-        eprintln!("etch: warning: {err}");
+        diag!("etch: warning: {err}");
     }
     match result {
         Ok(out) => {
-            print_line(&out.text);
+            // What the model would get, for a person: a file's escape
+            // sequences must not reach the terminal.
+            crate::output::print_prose_line(&out.text);
             Ok(())
         }
         Err(err) => {
-            print_line(&format!("tool error: {err}"));
+            crate::output::print_prose_line(&format!("tool error: {err}"));
             let code = if cancel.is_cancelled() {
                 exit::INTERRUPTED
             } else {

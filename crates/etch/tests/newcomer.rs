@@ -112,6 +112,8 @@ fn resume_prefers_the_session_endpoint_over_config() {
     ws.run(&["--provider", "openai", "--base-url", &url, "-p", "hi"])
         .ok();
     ws.project_config("[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n");
+    // A project's endpoint applies only once trusted.
+    ws.run(&["trust", "--yes"]).ok();
     let id = id_of(&ws.only_session());
     let out = ws.run(&["resume", &id, "-p", "again"]);
     assert_eq!(out.ok(), "two\n");
@@ -514,6 +516,8 @@ fn credentials_stay_with_their_service() {
     let key = [("OPENAI_API_KEY", "sk-real-secret")];
     let project = format!("[provider]\nname = \"openai\"\n[openai]\nbase_url = \"{url}\"\n");
     ws.project_config(&format!("{project}auth = \"api-key\"\n"));
+    // Trusted, the project's endpoint applies; its auth never does.
+    ws.run(&["trust", "--yes"]).ok();
     let out = ws.run_env(&["-p", "hi"], &key);
     assert_eq!(out.ok(), "project\n");
     assert_eq!(server.requests()[1].header("authorization"), None);
@@ -525,6 +529,7 @@ fn credentials_stay_with_their_service() {
     );
 
     ws.project_config(&project);
+    ws.run(&["trust", "--yes"]).ok();
     ws.user_config("[openai]\nauth = \"api-key\"\n");
     let out = ws.run_env(&["-p", "hi"], &key);
     assert_eq!(out.ok(), "user\n");

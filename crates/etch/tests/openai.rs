@@ -375,6 +375,7 @@ fn provider_auto_selection_and_missing_key() {
     ws.project_config(&format!(
         "[provider]\nname = \"openai\"\n[openai]\nauth = \"none\"\nbase_url = \"{base}\"\n"
     ));
+    ws.run(&["trust", "--yes"]).ok();
     let out = ws.run_env(&["-p", "x"], &key);
     assert_eq!(out.ok(), "none\n");
     assert_eq!(server.requests()[2].header("authorization"), None);

@@ -132,10 +132,13 @@ fn anthropic_messages_with_a_tool_round() {
     );
 }
 
-/// C42: with only ANTHROPIC_API_KEY set, anthropic is chosen.
+/// C42: with only ANTHROPIC_API_KEY set, anthropic is chosen. (The key
+/// goes to a server other than Anthropic's only because the user's own
+/// file says `[anthropic] auth = "api-key"`.)
 #[test]
 fn anthropic_is_auto_selected() {
     let ws = Workspace::new();
+    ws.user_config("[anthropic]\nauth = \"api-key\"\n");
     let server = FakeServer::start(vec![Reply::sse(anthropic_text("auto anthropic"))]).unwrap();
     let out = support::Run(
         ws.command(&["--base-url", &server.url(), "-p", "x"])

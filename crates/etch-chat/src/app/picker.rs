@@ -11,6 +11,7 @@ use ratatui_core::text::{Line, Span};
 use super::{App, Effect, Key, LiveCall};
 use crate::render::theme;
 use crate::render::wrap::truncate;
+use crate::term::sanitize;
 
 /// Rows of choices shown at once.
 const ROWS: usize = 10;
@@ -88,7 +89,13 @@ impl Picker {
                 ratatui_core::style::Style::new()
             };
             rows.push(Line::from(Span::styled(
-                truncate(&format!("  {}", choice.label), width),
+                // Titles and prompts come from session files, which a
+                // cloned repository may ship: nothing in them may act on
+                // the terminal, nor break a row in two.
+                truncate(
+                    &format!("  {}", sanitize(&choice.label).replace('\n', " ")),
+                    width,
+                ),
                 style,
             )));
         }
@@ -239,5 +246,34 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `/tree` or `/resume` row whose label came from a session file
+    /// (a prompt, a title) holding escape sequences and line breaks is
+    /// drawn as one inert row.
+    #[test]
+    fn rows_from_session_files_are_inert() {
+        let picker = Picker {
+            pick: Pick::Tree,
+            title: "tree".into(),
+            choices: vec![Choice {
+                label: "user: hi\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\nsecond".into(),
+                value: "e1".into(),
+            }],
+            filter: String::new(),
+            selected: 0,
+        };
+        let rows = picker.render(80, 10);
+        let text: String = rows
+            .iter()
+            .flat_map(|line| line.spans.iter().map(|span| span.content.to_string()))
+            .collect();
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(text.contains("user: hi second"), "{text:?}");
     }
 }

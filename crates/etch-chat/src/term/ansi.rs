@@ -21,7 +21,7 @@ pub fn push_line(out: &mut String, line: &Line<'_>, width: usize, color: bool) {
         for c in span.content.chars() {
             // The last guard: whatever a caller forgot to sanitize, no
             // control character reaches the terminal from here.
-            if c.is_control() || super::sanitize::is_bidi_control(c) {
+            if c.is_control() || super::is_bidi_control(c) {
                 continue;
             }
             let w = c.width().unwrap_or(0);

@@ -4,8 +4,35 @@
 //! ([`screen`]). This module must not know what the chat shows.
 
 pub mod ansi;
-pub mod sanitize;
 pub mod screen;
 
-pub use sanitize::sanitize;
+use std::borrow::Cow;
+
+pub use etch_sanitize::is_bidi_control;
 pub use screen::Screen;
+
+/// The columns a tab expands to in the chat's rows.
+const TAB: &str = "    ";
+
+/// `text` with nothing a terminal would act on (`etch_sanitize`'s rules,
+/// shared with every other place etch shows outside text), tabs expanded
+/// to spaces so the chat's width arithmetic holds. Newlines stay; the
+/// caller splits on them.
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    match etch_sanitize::sanitize(text) {
+        Cow::Borrowed(clean) if !clean.contains('\t') => Cow::Borrowed(clean),
+        clean => Cow::Owned(clean.replace('\t', TAB)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    /// The chat's rows never hold a tab or an escape sequence.
+    #[test]
+    fn tabs_expand_and_escapes_go() {
+        assert_eq!(sanitize("a\tb\u{1b}[2Jc\r\n"), "a    bc\n");
+        assert!(matches!(sanitize("plain"), std::borrow::Cow::Borrowed(_)));
+    }
+}

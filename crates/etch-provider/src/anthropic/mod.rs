@@ -58,7 +58,7 @@ pub struct AnthropicConfig {
     /// API root, e.g. [`DEFAULT_BASE_URL`]; requests go to
     /// `{base_url}/v1/messages`.
     pub base_url: String,
-    /// The API key, sent as `x-api-key`.
+    /// The API key, sent as `x-api-key`; empty sends no key.
     pub api_key: String,
     /// Model name sent in requests.
     pub model: String,
@@ -144,12 +144,15 @@ impl AnthropicClient {
             request_bytes: bytes.len() as u64,
             ..Metrics::default()
         };
+        let mut headers = vec![("anthropic-version".to_string(), API_VERSION.to_string())];
+        // An empty key sends none: a server that is not Anthropic's gets
+        // no key unless the user's configuration sends it there.
+        if !config.api_key.is_empty() {
+            headers.insert(0, ("x-api-key".to_string(), config.api_key.clone()));
+        }
         Ok(HttpPass {
             url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
-            headers: vec![
-                ("x-api-key".to_string(), config.api_key.clone()),
-                ("anthropic-version".to_string(), API_VERSION.to_string()),
-            ],
+            headers,
             body: bytes,
             retry: config.retry.clone(),
             idle_timeout: config.idle_timeout,

@@ -8,6 +8,8 @@
 //!
 //! This module must not know how a child is run or reported.
 
+use std::path::Path;
+
 use etch_config::SubagentProfile;
 use etch_model::SystemLayer;
 use etch_tool::ToolRegistry;
@@ -76,6 +78,7 @@ pub(crate) fn shape(
     context.assembled = assemble(place, &context.tools.names());
     if let Some(file) = &profile.system_prompt_file {
         let path = paths::project_root(&place.cwd).join(file);
+        inside_project(place, profile, &path)?;
         let text = std::fs::read_to_string(&path).map_err(|e| {
             format!(
                 "subagent profile {name}: cannot read its system_prompt_file {}: {e}",
@@ -88,6 +91,43 @@ pub(crate) fn shape(
         });
     }
     Ok(())
+}
+
+/// Refuses a project profile's `system_prompt_file` outside its project
+/// (symlinks resolved): a cloned repository's profile could otherwise
+/// hand the model any file the user can read, `~/.etch/auth/openai.json`
+/// included, with no tool call at all. A profile in the user's own
+/// `~/.etch/config.toml` may name any file.
+fn inside_project(place: &Place, profile: &SubagentProfile, path: &Path) -> Result<(), String> {
+    let user_file = place
+        .home
+        .as_deref()
+        .map(|home| home.join(".etch").join("config.toml"));
+    if user_file.as_deref() == Some(profile.source.as_path()) {
+        return Ok(());
+    }
+    let root = profile
+        .source
+        .parent()
+        .filter(|dir| dir.file_name().is_some_and(|n| n == ".etch"))
+        .and_then(Path::parent)
+        .unwrap_or_else(|| Path::new(""));
+    let inside = match (path.canonicalize(), root.canonicalize()) {
+        (Ok(file), Ok(root)) => file.starts_with(root),
+        // A missing file is reported by the read that follows.
+        (Err(_), _) => return Ok(()),
+        (Ok(_), Err(_)) => false,
+    };
+    if inside {
+        return Ok(());
+    }
+    Err(format!(
+        "subagent profile {}: its system_prompt_file {} is outside the project {}; a profile from {} may only use instructions inside the project (define the profile in ~/.etch/config.toml to use another file)",
+        profile.name,
+        path.display(),
+        root.display(),
+        profile.source.display()
+    ))
 }
 
 /// The registry a child of `profile` gets: `tools` (never `task`)

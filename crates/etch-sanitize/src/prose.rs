@@ -1,20 +1,15 @@
-//! Makes text from the outside world safe to put on a terminal.
+//! Prose from the outside world made safe to put on a terminal.
 //!
 //! A file's contents, a command's output and a model's reply may hold
 //! escape sequences that would move the cursor, retitle the window,
 //! write the clipboard (OSC 52), switch character sets or hide text if
-//! they reached the terminal as they are. Everything the chat draws that
-//! it did not write itself goes through [`sanitize`] first: escape
-//! sequences (CSI, OSC, DCS and the rest) are removed whole, other
-//! control characters are dropped, tabs become spaces and bidirectional
-//! overrides (which can make text read differently from what it is) are
-//! removed. Newlines stay; the caller splits on them. This module must
-//! not know where the text goes.
+//! they reached the terminal as they are. [`sanitize`] removes escape
+//! sequences (CSI, OSC, DCS and the rest) whole, drops other control
+//! characters and removes bidirectional overrides (which can make text
+//! read differently from what it is). Newlines and tabs stay, so code
+//! keeps its shape. This module must not know where the text goes.
 
 use std::borrow::Cow;
-
-/// The columns a tab expands to.
-const TAB: &str = "    ";
 
 /// `text` with nothing a terminal would act on: see the module docs.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
@@ -25,8 +20,7 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\n' => out.push('\n'),
-            '\t' => out.push_str(TAB),
+            '\n' | '\t' => out.push(c),
             '\u{1b}' => skip_escape(&mut chars),
             // CSI, OSC, DCS, SOS, PM and APC as single C1 characters
             // introduce sequences just like their ESC forms.
@@ -39,9 +33,10 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether `c` is a control character or an invisible direction override.
+/// Whether `c` is a control character (other than newline and tab) or an
+/// invisible direction override.
 fn needs_work(c: char) -> bool {
-    (c.is_control() && c != '\n') || is_bidi_control(c)
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
 }
 
 /// Unicode's explicit directional embeddings, overrides and isolates.
@@ -93,9 +88,10 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 mod tests {
     use super::*;
 
+    /// Text with nothing to remove is not copied.
     #[test]
     fn plain_text_is_borrowed() {
-        assert!(matches!(sanitize("hello\nworld"), Cow::Borrowed(_)));
+        assert!(matches!(sanitize("hello\n\tworld"), Cow::Borrowed(_)));
     }
 
     /// Each kind of sequence a hostile file or model could send.
@@ -118,9 +114,10 @@ mod tests {
         }
     }
 
+    /// Lone controls and direction overrides go; layout characters stay.
     #[test]
-    fn controls_go_tabs_expand_newlines_stay() {
-        assert_eq!(sanitize("a\tb\r\nc\u{8}d\u{7f}"), "a    b\ncd");
+    fn controls_go_tabs_and_newlines_stay() {
+        assert_eq!(sanitize("a\tb\r\nc\u{8}d\u{7f}"), "a\tb\ncd");
         assert_eq!(sanitize("abc\u{202e}fed"), "abcfed");
     }
 }
