@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::DEFAULT_ACP_ASK;
-use crate::parse::Layer;
+use crate::parse::{Entry, Layer};
 use crate::value::Value;
 
 /// How an untrusted project's value of a gated key is treated.
@@ -123,6 +123,20 @@ fn label(dotted: &str) -> String {
     }
 }
 
+/// Whether `entry` is a `[[subagents.profile]]`.
+fn is_profile(entry: &Entry) -> bool {
+    entry.table.name == "subagents.profile"
+}
+
+/// A profile entry's name (validation requires one).
+fn profile_name(entry: &Entry) -> &str {
+    entry
+        .values
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+}
+
 /// Every gated setting `project` makes, in a stable order: plain keys in
 /// [`GATED`] order, then profiles in file order.
 pub(crate) fn settings(project: &Layer) -> Vec<GatedSetting> {
@@ -139,16 +153,8 @@ pub(crate) fn settings(project: &Layer) -> Vec<GatedSetting> {
             })
         })
         .collect();
-    for entry in project
-        .entries
-        .iter()
-        .filter(|e| e.table.name == "subagents.profile")
-    {
-        let name = entry
-            .values
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("?");
+    for entry in project.entries.iter().filter(|e| is_profile(e)) {
+        let name = profile_name(entry);
         for key in GATED_PROFILE_KEYS {
             if let Some(value) = entry.values.get(key) {
                 found.push(GatedSetting {
@@ -194,17 +200,8 @@ pub(crate) fn withhold(project: &mut Layer, user: Option<&Layer>) -> Vec<String>
             }
         }
     }
-    for entry in project
-        .entries
-        .iter_mut()
-        .filter(|e| e.table.name == "subagents.profile")
-    {
-        let name = entry
-            .values
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_owned();
+    for entry in project.entries.iter_mut().filter(|e| is_profile(e)) {
+        let name = profile_name(entry).to_owned();
         for key in GATED_PROFILE_KEYS {
             if entry.values.remove(key).is_some() {
                 withheld.push(format!("[[subagents.profile]] {name}: {key}"));
@@ -303,14 +300,7 @@ pub(crate) fn warning(file: &Path, withheld: &[String], changed: bool) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse;
-
-    /// The layer of `text` as `path`.
-    fn layer(path: &str, text: &str) -> Layer {
-        let (layer, diagnostics) = parse(Path::new(path), text);
-        assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        layer.expect("valid layer")
-    }
+    use crate::parse::test_layer as layer;
 
     /// Every gated key of the attack is found and withheld; other keys
     /// stay.

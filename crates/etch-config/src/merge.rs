@@ -37,15 +37,7 @@ impl Merged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse;
-    use std::path::Path;
-
-    /// A layer parsed from `text` as if read from `path`.
-    fn layer(path: &str, text: &str) -> Layer {
-        let (layer, diagnostics) = parse(Path::new(path), text);
-        assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        layer.expect("valid layer")
-    }
+    use crate::parse::test_layer as layer;
 
     /// The later scalar wins and names its file; untouched keys keep theirs.
     #[test]

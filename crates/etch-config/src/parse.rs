@@ -459,5 +459,14 @@ fn key_home(name: &str) -> Option<String> {
         .map(|table| format!("{}.{name}", table.name))
 }
 
+/// The layer of `text` read as `path`, for tests of the modules that
+/// take layers; a finding fails the test.
+#[cfg(test)]
+pub(crate) fn test_layer(path: &str, text: &str) -> Layer {
+    let (layer, diagnostics) = parse(Path::new(path), text);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    layer.expect("valid layer")
+}
+
 #[cfg(test)]
 mod tests;
