@@ -24,6 +24,8 @@ use crate::term::Screen;
 const FRAME: Duration = Duration::from_millis(16);
 /// The working line's animation step while a run is active.
 const TICK: Duration = Duration::from_millis(80);
+/// The longest wait for the terminal's cursor report before frames go on.
+const LOCATE_WAIT: Duration = Duration::from_millis(250);
 
 /// Why the chat ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +67,9 @@ pub enum ChatError {
 enum Input {
     /// A terminal event.
     Event(TermEvent),
+    /// Where the cursor (the live area's first row) is, asked of the
+    /// terminal right after a resize (`true`) or a Ctrl+L (`false`).
+    Located(u16, bool),
     /// The terminal cannot be read any more.
     Closed,
 }
@@ -108,8 +113,12 @@ fn restore() {
 }
 
 /// Reads terminal events on a thread of its own (crossterm's reader
-/// blocks); it ends with the process.
-fn spawn_input() -> mpsc::UnboundedReceiver<Input> {
+/// blocks); it ends with the process. When the terminal answers cursor
+/// position reports (`locates`), a resize and Ctrl+L are followed by
+/// where the cursor now is: asked here, on the thread that reads the
+/// terminal, as the answer arrives on the same input (see
+/// [`Screen::locate`]).
+fn spawn_input(locates: bool) -> mpsc::UnboundedReceiver<Input> {
     let (tx, rx) = mpsc::unbounded_channel();
     let _ = std::thread::Builder::new()
         .name("etch-input".into())
@@ -119,8 +128,24 @@ fn spawn_input() -> mpsc::UnboundedReceiver<Input> {
                     Ok(event) => Input::Event(event),
                     Err(_) => Input::Closed,
                 };
+                let locate = match &input {
+                    Input::Event(TermEvent::Resize(..)) => Some(true),
+                    Input::Event(TermEvent::Key(key))
+                        if key.code == KeyCode::Char('l')
+                            && key.modifiers.contains(KeyModifiers::CONTROL) =>
+                    {
+                        Some(false)
+                    }
+                    _ => None,
+                };
                 let closed = matches!(input, Input::Closed);
                 if tx.send(input).is_err() || closed {
+                    return;
+                }
+                if let Some(resized) = locate.filter(|_| locates)
+                    && let Ok((_, row)) = crossterm::cursor::position()
+                    && tx.send(Input::Located(row, resized)).is_err()
+                {
                     return;
                 }
             }
@@ -143,15 +168,33 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
     let guard = TerminalGuard::enter()?;
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     let mut screen = Screen::new(terminal_out(), width, height, color);
-    let mut input = spawn_input();
+    // Where the chat starts on the screen; a terminal that does not
+    // answer leaves the screen drawing inline, as it always could.
+    let start_row = crossterm::cursor::position().ok().map(|(_, row)| row);
+    if let Some(row) = start_row {
+        screen.locate(row, false);
+    }
+    let locates = start_row.is_some();
+    let mut input = spawn_input(locates);
+    // While the terminal is asked where the cursor is (after a resize or
+    // Ctrl+L), no frame is drawn: one drawn before the answer would move
+    // the cursor and make the answer stale. A terminal that stops
+    // answering costs at most this wait.
+    let mut locating: Option<Instant> = None;
     let mut last_frame: Option<Instant> = None;
     let mut dirty = true;
     // A key is drawn at once; output (a stream) at most every FRAME.
     let mut urgent = false;
     let ended = loop {
         let now = Instant::now();
-        if dirty && (urgent || last_frame.is_none_or(|t| now.duration_since(t) >= FRAME)) {
-            draw(&mut app, &mut screen, now);
+        if locating.is_some_and(|until| now >= until) {
+            locating = None;
+        }
+        if dirty
+            && locating.is_none()
+            && (urgent || last_frame.is_none_or(|t| now.duration_since(t) >= FRAME))
+            && draw(&mut app, &mut screen, now, locates)
+        {
             if last_frame.is_none() {
                 crate::render::highlight::warm();
             }
@@ -160,7 +203,9 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
             urgent = false;
         }
         let ticking = app.wants_tick();
-        let wake = if dirty {
+        let wake = if let Some(until) = locating {
+            until
+        } else if dirty {
             last_frame.map_or(now, |t| t + FRAME)
         } else if ticking {
             now + TICK
@@ -183,7 +228,11 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                             let rows = app.expand_last(usize::from(screen.width()));
                             let _ = screen.frame(&rows, &app.live(usize::from(screen.width()), usize::from(screen.height()), Instant::now()));
                         }
-                        KeyCode::Char('l') if ctrl => {}
+                        KeyCode::Char('l') if ctrl => {
+                            if locates {
+                                locating = Some(Instant::now() + LOCATE_WAIT);
+                            }
+                        }
                         _ => effects = app.key(key, Instant::now()),
                     }
                 }
@@ -194,6 +243,17 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                 Some(Input::Event(TermEvent::Resize(w, h))) => {
                     screen.resize(w, h);
                     app.resized(Instant::now());
+                    if locates {
+                        locating = Some(Instant::now() + LOCATE_WAIT);
+                    }
+                }
+                // An answer that comes after the wait gave up may be from
+                // before frames drawn since: not trusted.
+                Some(Input::Located(row, resized)) => {
+                    if locating.take().is_some() {
+                        urgent = true;
+                        screen.locate(row, resized);
+                    }
                 }
                 Some(Input::Event(_)) => {}
                 Some(Input::Closed) | None => break Ended::TerminalClosed,
@@ -221,10 +281,10 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
         if !timer || ticking {
             dirty = true;
         }
-        if urgent && !effects.is_empty() {
+        if urgent && !effects.is_empty() && locating.is_none() {
             // The key shows before its effect runs (opening a session on
             // the first prompt takes a moment).
-            draw(&mut app, &mut screen, Instant::now());
+            draw(&mut app, &mut screen, Instant::now(), locates);
         }
         let quit = apply(&mut slot, &mut app, effects).await;
         for raw in app.take_raw() {
@@ -316,14 +376,19 @@ fn terminal_out() -> Box<dyn Write + Send> {
     }
 }
 
-/// Draws one frame: new history rows, then the live area. The size is
-/// asked of the terminal first (one ioctl): a resize event may still be on
-/// its way, and a frame drawn for the old, taller size would scroll live
-/// rows into the scrollback.
-fn draw(app: &mut App, screen: &mut Screen, now: Instant) {
+/// Draws one frame: new history rows, then the live area; returns whether
+/// it drew. The size is asked of the terminal first (one ioctl): a resize
+/// event may still be on its way, and a frame drawn for the old, taller
+/// size would scroll live rows into the scrollback. When the terminal
+/// reports the cursor (`locates`), a changed size draws nothing yet: the
+/// resize event and the cursor's new place follow.
+fn draw(app: &mut App, screen: &mut Screen, now: Instant, locates: bool) -> bool {
     if let Ok((w, h)) = crossterm::terminal::size()
         && (w, h) != (screen.width(), screen.height())
     {
+        if locates {
+            return false;
+        }
         screen.resize(w, h);
         app.resized(now);
     }
@@ -333,6 +398,7 @@ fn draw(app: &mut App, screen: &mut Screen, now: Instant) {
     // A write error means the terminal is gone; the input thread reports
     // that and the loop ends.
     let _ = screen.frame(&history, &live);
+    true
 }
 
 /// Waits for the host's task to end, or forever when there is no host.

@@ -1105,3 +1105,99 @@ fn a_subagent_shows_its_task_and_counts_in_the_footer() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// Narrows the terminal to each of `widths` in turn, as dragging a
+/// window's edge does, waiting after each until the live area's rule has
+/// been redrawn at the new width (a frame drawn for it), never for a
+/// fixed time.
+fn narrow_in_steps(tmux: &Tmux, widths: &[u16], height: u16) {
+    for &w in widths {
+        tmux.resize(w, height);
+        let rule = "─".repeat(usize::from(w) - 1);
+        tmux.wait(&format!("the live area redrawn at {w} columns"), |_| {
+            tmux.screen().lines().any(|l| l.trim_end() == rule)
+        });
+    }
+}
+
+/// The widths of issue 28's report: 120, then 98 down to 84 in steps
+/// of two.
+const NARROWING: [u16; 9] = [120, 98, 96, 94, 92, 90, 88, 86, 84];
+
+/// Narrowing the window in steps, idle, leaves exactly one live area:
+/// no stale copy of the rule, editor or footer in the scrollback, every
+/// history row once; Ctrl+L repaints without adding a copy.
+#[test]
+fn narrowing_in_steps_leaves_no_stale_copies() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(&ws, &["--provider", "echo"], &[], 120, 30);
+    tmux.wait_for("/help for commands");
+    tmux.line("hello there");
+    tmux.wait("the answer's turn footer", |h| {
+        h.lines().any(|l| l.starts_with("─ "))
+    });
+    narrow_in_steps(&tmux, &NARROWING, 30);
+    tmux.keys(&["C-l"]);
+    tmux.keys(&["x"]);
+    tmux.wait_screen("› x");
+    let history = tmux.history();
+    let footers = history.lines().filter(|l| l.starts_with("echo · ")).count();
+    assert_eq!(footers, 1, "{history}");
+    assert_eq!(count(&history, "› x"), 1, "{history}");
+    assert_eq!(count(&history, "/help for commands"), 1, "{history}");
+    assert_eq!(count(&history, "• hello there"), 2, "{history}");
+    let rules = history
+        .lines()
+        .filter(|l| !l.is_empty() && l.chars().all(|c| c == '─'))
+        .count();
+    assert_eq!(rules, 1, "{history}");
+    tmux.keys(&["C-u", "C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// Two narrowing resizes while a 40-paragraph answer streams: every
+/// paragraph reaches the scrollback exactly once, no preview row is
+/// stranded there, and one footer remains.
+#[test]
+fn narrowing_during_a_stream_keeps_every_paragraph_once() {
+    let ws = Workspace::new();
+    let text: String = (1..=40)
+        .map(|i| format!("paragraph-{i:02} of the streamed answer\n\n"))
+        .collect();
+    let server = FakeServer::start(vec![Reply::Sse {
+        events: chat_text_chunks(&text, 30),
+        gap: Duration::from_millis(60),
+        end: End::Close,
+    }])
+    .unwrap();
+    let args = against(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // A tall terminal: the live area starts high on the screen, where a
+    // reflow used to push it into the scrollback.
+    let tmux = Tmux::start(&ws, &args, &[], 120, 60);
+    tmux.wait_for("/help for commands");
+    tmux.line("stream");
+    tmux.wait_for("paragraph-03");
+    narrow_in_steps(&tmux, &NARROWING[..5], 60);
+    tmux.wait_for("paragraph-12");
+    narrow_in_steps(&tmux, &NARROWING[5..], 60);
+    tmux.wait_for("paragraph-40 of the streamed answer");
+    tmux.wait_screen("1 req");
+    let history = tmux.history();
+    for i in 1..=40 {
+        assert_eq!(
+            count(
+                &history,
+                &format!("paragraph-{i:02} of the streamed answer")
+            ),
+            1,
+            "paragraph {i}:\n{history}"
+        );
+    }
+    let footers = history.lines().filter(|l| l.starts_with("m1 · ")).count();
+    assert_eq!(footers, 1, "{history}");
+    assert_eq!(count(&history, "Responding"), 0, "{history}");
+    assert_eq!(count(&history, "┊"), 0, "{history}");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

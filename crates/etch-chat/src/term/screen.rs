@@ -1,15 +1,29 @@
 //! The inline screen: history written once into the terminal's own
 //! scrollback, and a live area at the bottom redrawn in place.
 //!
-//! The invariant that makes resizes safe: between frames the (hidden)
-//! cursor rests at column 0 of the live area's first row. A terminal that
-//! reflows lines on a width change (tmux, VTE, kitty, iTerm) keeps the
-//! cursor on that cell, and one that does not (xterm) leaves it there
-//! too, so the next frame's "return to column 0, erase everything below"
-//! removes the whole old live area however it was rewrapped, and never
-//! touches a history row above it. No absolute positions, no scroll
-//! regions, never `ESC[2J` or `ESC[3J`: the history is the terminal's
-//! once written. The caret in the editor is drawn as a reversed cell.
+//! Between frames the (hidden) cursor rests at column 0 of the live
+//! area's first row. A terminal that reflows lines on a width change
+//! (tmux, VTE, kitty, iTerm) keeps the cursor on that cell, and one that
+//! does not (xterm) leaves it there too, so the next frame's "return to
+//! column 0, erase everything below" removes the whole old live area
+//! however it was rewrapped, and never touches a history row above it.
+//! No absolute positions, no scroll regions, never `ESC[2J` or `ESC[3J`:
+//! the history is the terminal's once written.
+//!
+//! What that alone does not survive: a reflowing terminal that narrows
+//! makes the live area's rows wrap, and tmux (like others) keeps the
+//! screen's bottom where it was and pushes the top rows into the
+//! scrollback to make room, blank rows below notwithstanding. When the
+//! live area sits near the top of the screen (a new chat), a few narrowing
+//! steps push its own first rows into the scrollback, where no erase can
+//! reach them: stacked stale copies of the rule, editor and footer. So
+//! once the terminal has been resized, the live area is kept at the bottom
+//! of the screen: the rows between the last history row and the live area
+//! are blank padding the screen owns (later history fills them), and a
+//! reflow pushes history or padding, never the live area. The screen
+//! knows the rows it is on from the terminal (a cursor position report at
+//! start and after each resize, [`Screen::locate`]); without one (a
+//! terminal that does not answer) it draws inline as before.
 //!
 //! Each frame is one write wrapped in a synchronized update (DEC mode
 //! 2026), so terminals that support it show no half-drawn frames; the
@@ -28,8 +42,12 @@ use super::ansi;
 const SYNC_BEGIN: &str = "\u{1b}[?2026h";
 /// See [`SYNC_BEGIN`].
 const SYNC_END: &str = "\u{1b}[?2026l";
-/// Erase from the cursor to the end of the screen.
-const ERASE_BELOW: &str = "\u{1b}[J";
+/// Erase the cursor's row and every row below it, the cursor staying put.
+/// Not a plain `ESC[J`: at the screen's top-left corner tmux takes that
+/// for clearing the whole screen and moves every row into the scrollback
+/// (a stale copy of the live area each time). So: save the cursor, erase
+/// its row, erase from the row below, restore.
+const ERASE_BELOW: &str = "\u{1b}7\u{1b}[2K\u{1b}[1B\u{1b}[J\u{1b}8";
 
 /// The terminal as the chat draws on it.
 pub struct Screen {
@@ -45,6 +63,14 @@ pub struct Screen {
     color: bool,
     /// Bytes written, for benchmarks and tests.
     written: u64,
+    /// The screen row of the live area's first row (where the cursor
+    /// rests), when the terminal told; `None` draws inline, unanchored.
+    top: Option<u16>,
+    /// Blank rows this screen keeps between the last history row and the
+    /// live area (see the module docs).
+    pad: u16,
+    /// Whether the live area is kept at the bottom (after a resize).
+    anchored: bool,
 }
 
 impl Screen {
@@ -57,7 +83,23 @@ impl Screen {
             live_rows: 0,
             color,
             written: 0,
+            top: None,
+            pad: 0,
+            anchored: false,
         }
+    }
+
+    /// The terminal reported the cursor, which rests on the live area's
+    /// first row, at screen row `row` (0-based): at start, and after a
+    /// resize, once the terminal has reflowed. From the first resize on,
+    /// the live area is kept at the bottom.
+    pub fn locate(&mut self, row: u16, resized: bool) {
+        let row = row.min(self.height.saturating_sub(1));
+        self.top = Some(row);
+        // Padding is blank and sits right above the live area; whatever a
+        // reflow pushed off the top of the screen is no longer ours.
+        self.pad = self.pad.min(row);
+        self.anchored |= resized;
     }
 
     /// Columns.
@@ -77,8 +119,16 @@ impl Screen {
 
     /// The terminal's new size; the next frame draws at it.
     pub fn resize(&mut self, width: u16, height: u16) {
-        self.width = width.max(1);
-        self.height = height.max(1);
+        let (width, height) = (width.max(1), height.max(1));
+        if (width, height) != (self.width, self.height) {
+            // The terminal has reflowed: where the live area is now, only
+            // the terminal can say ([`Self::locate`]). Until it does,
+            // frames draw inline, which never scrolls padding over
+            // history.
+            self.top = None;
+        }
+        self.width = width;
+        self.height = height;
     }
 
     /// Draws one frame: `history` lines (already wrapped to the width) go
@@ -92,10 +142,27 @@ impl Screen {
         let live = &live[live.len() - keep..];
         let mut buf = String::with_capacity(64 + (history.len() + live.len()) * (width + 16));
         buf.push_str(SYNC_BEGIN);
+        // From the top of the padding: new history fills it first.
+        if self.pad > 0 {
+            let _ = write!(buf, "\u{1b}[{}A", self.pad);
+        }
         buf.push('\r');
         buf.push_str(ERASE_BELOW);
+        let bottom = self.height.saturating_sub(1);
+        let mut row = self.top.map(|top| top.saturating_sub(self.pad));
         for line in history {
             ansi::push_line(&mut buf, line, width, self.color);
+            buf.push_str("\r\n");
+            // A line break on the last row scrolls the screen instead.
+            row = row.map(|r| r.saturating_add(1).min(bottom));
+        }
+        let rows = u16::try_from(keep).unwrap_or(u16::MAX);
+        // Padding down to where the live area ends on the last row.
+        self.pad = match row {
+            Some(r) if self.anchored => self.height.saturating_sub(rows).saturating_sub(r),
+            _ => 0,
+        };
+        for _ in 0..self.pad {
             buf.push_str("\r\n");
         }
         // Live rows leave the last column empty: a character the terminal
@@ -110,12 +177,17 @@ impl Screen {
             }
             ansi::push_line(&mut buf, line, live_width, self.color);
         }
-        let rows = u16::try_from(keep).unwrap_or(u16::MAX);
         if rows > 1 {
             let _ = write!(buf, "\u{1b}[{}A", rows - 1);
         }
         buf.push('\r');
         buf.push_str(SYNC_END);
+        // Live rows that ran past the last row scrolled the screen: the
+        // live area then ends on the last row.
+        self.top = row.map(|r| {
+            let start = r.saturating_add(self.pad);
+            start.min(self.height.saturating_sub(rows))
+        });
         self.live_rows = rows;
         self.emit(&buf)
     }
@@ -125,6 +197,9 @@ impl Screen {
     pub fn close(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
         let width = usize::from(self.width);
         let mut buf = String::new();
+        if self.pad > 0 {
+            let _ = write!(buf, "\u{1b}[{}A", self.pad);
+        }
         buf.push('\r');
         buf.push_str(ERASE_BELOW);
         for line in lines {
@@ -132,6 +207,7 @@ impl Screen {
             buf.push_str("\r\n");
         }
         self.live_rows = 0;
+        self.pad = 0;
         self.emit(&buf)
     }
 
@@ -146,5 +222,103 @@ impl Screen {
         self.out.flush()?;
         self.written += text.len() as u64;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A terminal's input, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Bytes(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Bytes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Lines of plain text.
+    fn lines(texts: &[&str]) -> Vec<Line<'static>> {
+        texts.iter().map(|t| Line::from((*t).to_owned())).collect()
+    }
+
+    /// What a terminal of `width` x `height` shows after `bytes`, row by
+    /// row, and its cursor row.
+    fn shown(bytes: &Bytes, width: u16, height: u16) -> (Vec<String>, u16) {
+        let mut parser = vt100::Parser::new(height, width, 0);
+        parser.process(&bytes.0.lock().unwrap());
+        let screen = parser.screen();
+        let rows = screen.rows(0, width).collect();
+        (rows, screen.cursor_position().0)
+    }
+
+    /// Drawn inline until the first resize; from then on the live area
+    /// ends on the last row, with blank padding above it that later
+    /// history fills, and the cursor on the live area's first row.
+    #[test]
+    fn after_a_resize_the_live_area_stays_at_the_bottom() {
+        let bytes = Bytes::default();
+        let mut screen = Screen::new(Box::new(bytes.clone()), 30, 10, false);
+        screen.locate(0, false);
+        screen
+            .frame(&lines(&["header"]), &lines(&["rule", "editor"]))
+            .unwrap();
+        let (rows, cursor) = shown(&bytes, 30, 10);
+        assert_eq!(&rows[..3], ["header", "rule", "editor"]);
+        assert_eq!(cursor, 1);
+        screen.resize(30, 10);
+        screen.locate(1, true);
+        screen.frame(&[], &lines(&["rule", "editor"])).unwrap();
+        let (rows, cursor) = shown(&bytes, 30, 10);
+        assert_eq!(rows[0], "header");
+        assert!(rows[1..8].iter().all(String::is_empty), "{rows:?}");
+        assert_eq!(&rows[8..], ["rule", "editor"]);
+        assert_eq!(cursor, 8);
+        // New history fills the padding from its top, no gap left.
+        screen
+            .frame(
+                &lines(&["answer one", "answer two"]),
+                &lines(&["rule", "editor"]),
+            )
+            .unwrap();
+        let (rows, cursor) = shown(&bytes, 30, 10);
+        assert_eq!(&rows[..3], ["header", "answer one", "answer two"]);
+        assert_eq!(&rows[8..], ["rule", "editor"]);
+        assert_eq!(cursor, 8);
+        screen.close(&lines(&["bye"])).unwrap();
+        let (rows, _) = shown(&bytes, 30, 10);
+        assert_eq!(&rows[..4], ["header", "answer one", "answer two", "bye"]);
+        assert!(rows[4..].iter().all(String::is_empty), "{rows:?}");
+    }
+
+    /// Without a cursor report the screen draws inline, and never a bare
+    /// erase-below, which tmux takes at the top-left corner for "push the
+    /// screen into the scrollback".
+    #[test]
+    fn without_a_report_frames_stay_inline() {
+        let bytes = Bytes::default();
+        let mut screen = Screen::new(Box::new(bytes.clone()), 30, 10, false);
+        screen
+            .frame(&lines(&["header"]), &lines(&["rule", "editor"]))
+            .unwrap();
+        screen.resize(28, 10);
+        screen.frame(&[], &lines(&["rule", "editor"])).unwrap();
+        let (rows, cursor) = shown(&bytes, 28, 10);
+        assert_eq!(&rows[..3], ["header", "rule", "editor"]);
+        assert_eq!(cursor, 1);
+        let text = String::from_utf8_lossy(&bytes.0.lock().unwrap()).into_owned();
+        assert_eq!(
+            text.matches("\u{1b}[J").count(),
+            text.matches(ERASE_BELOW).count()
+        );
     }
 }
