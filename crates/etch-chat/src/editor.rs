@@ -40,6 +40,9 @@ pub struct Editor {
     draft: Option<String>,
     /// Large pastes: the marker shown and the text it stands for.
     pastes: Vec<(String, String)>,
+    /// Whether all the text is selected: the next typed character or
+    /// paste replaces it (what a refused command leaves behind).
+    selected: bool,
 }
 
 impl Editor {
@@ -95,8 +98,25 @@ impl Editor {
         out
     }
 
+    /// Selects all the text: the next typed character, paste, Backspace
+    /// or Delete replaces or removes it; a movement key keeps it.
+    pub fn select_all(&mut self) {
+        self.selected = !self.is_empty();
+    }
+
+    /// Whether all the text is selected.
+    pub fn is_selected(&self) -> bool {
+        self.selected
+    }
+
+    /// Ends a selection, keeping the text.
+    pub fn deselect(&mut self) {
+        self.selected = false;
+    }
+
     /// Empties the editor (history stays).
     pub fn clear(&mut self) {
+        self.selected = false;
         self.lines = vec![String::new()];
         self.row = 0;
         self.col = 0;
@@ -370,6 +390,14 @@ impl Editor {
         let inner = width.saturating_sub(2).max(1);
         let mut rows: Vec<Vec<Span<'static>>> = Vec::new();
         let mut caret_row = 0;
+        // Selected text (a refused command's) shows as such.
+        let plain = |text: String| {
+            if self.selected {
+                Span::styled(text, theme::selected())
+            } else {
+                Span::raw(text)
+            }
+        };
         for (r, line) in self.lines.iter().enumerate() {
             // One shown character per typed one, so the caret stays on
             // its character: a tab shows as a space, other controls as �.
@@ -381,12 +409,12 @@ impl Editor {
             for (i, c) in chars.iter().enumerate() {
                 let w = c.width().unwrap_or(0);
                 if used + w > inner {
-                    row.push(Span::raw(std::mem::take(&mut text)));
+                    row.push(plain(std::mem::take(&mut text)));
                     rows.push(std::mem::take(&mut row));
                     used = 0;
                 }
                 if caret_here && i == self.col {
-                    row.push(Span::raw(std::mem::take(&mut text)));
+                    row.push(plain(std::mem::take(&mut text)));
                     row.push(Span::styled(c.to_string(), theme::caret()));
                     caret_row = rows.len();
                 } else {
@@ -396,14 +424,14 @@ impl Editor {
             }
             if caret_here && self.col >= chars.len() {
                 if used + 1 > inner {
-                    row.push(Span::raw(std::mem::take(&mut text)));
+                    row.push(plain(std::mem::take(&mut text)));
                     rows.push(std::mem::take(&mut row));
                 }
-                row.push(Span::raw(std::mem::take(&mut text)));
+                row.push(plain(std::mem::take(&mut text)));
                 row.push(Span::styled(" ", theme::caret()));
                 caret_row = rows.len();
             }
-            row.push(Span::raw(text));
+            row.push(plain(text));
             rows.push(row);
         }
         let max_rows = max_rows.max(1);

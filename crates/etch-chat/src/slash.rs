@@ -149,8 +149,15 @@ pub fn parse(text: &str) -> Option<Slash> {
         Some((name, args)) => (name, args.trim()),
         None => (rest, ""),
     };
-    // A path (`/usr/lib/x fails`) is a prompt, not a command.
-    if name.contains('/') {
+    // A path (`/usr/lib/x fails`) is a prompt, not a command; but a
+    // command run into more text (`/name/quit now`, a refused `/name`
+    // and what was typed after it) is never sent to the model.
+    if let Some((first, _)) = name.split_once('/') {
+        if is_command(first) {
+            return Some(Slash::Usage(format!(
+                "\"{text}\" starts with /{first} and runs on: send one command at a time, or a prompt without a leading /{first}"
+            )));
+        }
         return None;
     }
     let arg = || (!args.is_empty()).then(|| args.to_owned());
@@ -213,6 +220,14 @@ pub fn parse(text: &str) -> Option<Slash> {
             None => Slash::Unknown(name.to_owned()),
         },
     })
+}
+
+/// Whether `name` (without its `/`) is one of the chat's commands.
+fn is_command(name: &str) -> bool {
+    name.starts_with("skill:")
+        || COMMANDS
+            .iter()
+            .any(|(command, _)| command.strip_prefix('/') == Some(name))
 }
 
 /// The export format a path's extension implies (HTML otherwise).

@@ -1201,3 +1201,21 @@ fn narrowing_during_a_stream_keeps_every_paragraph_once() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// `/name` without a title is refused and stays selected; typing `/quit
+/// now` replaces it and quits, where it used to send "/name/quit now"
+/// to the model and start a session.
+#[test]
+fn a_refused_command_is_replaced_by_what_is_typed_next() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(&ws, &["--provider", "echo"], &[], SIZE.0, SIZE.1);
+    tmux.wait_for("/help for commands");
+    tmux.line("/name");
+    tmux.wait_for("give the new name");
+    tmux.line("/quit now");
+    assert_eq!(tmux.exit_code(), 0);
+    let history = tmux.history();
+    assert!(!history.contains("/name/quit"), "{history}");
+    assert!(history.contains("no session was started"), "{history}");
+    assert!(ws.session_files().is_empty());
+}

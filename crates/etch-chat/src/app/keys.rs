@@ -75,6 +75,18 @@ impl App {
         {
             return effects;
         }
+        if self.editor.is_selected() {
+            // A refused command's text is selected: typing replaces it,
+            // Backspace or Delete removes it, anything else keeps it.
+            match key.code {
+                KeyCode::Char(_) if !ctrl && !alt => self.editor.clear(),
+                KeyCode::Backspace | KeyCode::Delete => {
+                    self.editor.clear();
+                    return Vec::new();
+                }
+                _ => self.editor.deselect(),
+            }
+        }
         match key.code {
             KeyCode::Enter if alt || key.modifiers.contains(KeyModifiers::SHIFT) => {
                 self.editor.newline();
@@ -145,6 +157,9 @@ impl App {
     pub fn paste(&mut self, text: &str) {
         self.armed = false;
         self.popup = None;
+        if self.editor.is_selected() {
+            self.editor.clear();
+        }
         self.editor.paste(text);
     }
 
@@ -156,11 +171,14 @@ impl App {
             return Vec::new();
         }
         if let Some(command) = slash::parse(&text) {
-            // A mistyped command (or a path that starts with `/`) stays in
-            // the editor to be fixed, a refused one to be sent later;
-            // anything else was taken.
+            // A mistyped or refused command stays in the editor, selected:
+            // fix it with a movement key, or type anything to replace it,
+            // so it never runs into the next line; anything else was
+            // taken.
             let refused = needs_idle(&command) && self.is_busy();
-            if !refused && !matches!(command, Slash::Unknown(_) | Slash::Usage(_)) {
+            if refused || matches!(command, Slash::Unknown(_) | Slash::Usage(_)) {
+                self.editor.select_all();
+            } else {
                 self.editor.clear();
             }
             return self.slash(command, now);

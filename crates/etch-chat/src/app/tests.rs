@@ -205,6 +205,49 @@ fn unknown_commands_and_barriers() {
     );
 }
 
+/// A refused command stays in the editor selected: typing replaces it,
+/// so `/name` (no title) then `/quit now` quits instead of sending
+/// "/name/quit now" to the model; a movement key keeps it to fix; and a
+/// command run into more text is never a prompt.
+#[test]
+fn a_refused_command_never_runs_into_the_next_line() {
+    let mut app = app();
+    let _ = history(&mut app);
+    type_text(&mut app, "/name");
+    assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
+    assert!(history(&mut app).contains("give the new name"));
+    assert_eq!(app.editor.raw(), "/name");
+    assert!(app.editor.is_selected());
+    type_text(&mut app, "/quit now");
+    assert_eq!(app.editor.raw(), "/quit now");
+    assert_eq!(app.key(key(KeyCode::Enter), Instant::now()), [Effect::Quit]);
+    // A movement key keeps the text to be fixed.
+    let mut app = super::tests::app();
+    type_text(&mut app, "/nope");
+    app.key(key(KeyCode::Enter), Instant::now());
+    app.key(key(KeyCode::End), Instant::now());
+    type_text(&mut app, "x");
+    assert_eq!(app.editor.raw(), "/nopex");
+    // Backspace removes a selection whole.
+    app.key(key(KeyCode::Enter), Instant::now());
+    app.key(key(KeyCode::Backspace), Instant::now());
+    assert!(app.editor.is_empty());
+    // Run-on commands are refused, never sent.
+    type_text(&mut app, "/name/quit now");
+    assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
+    assert!(
+        history(&mut app).contains("starts with /name and runs on"),
+        "refused"
+    );
+    // A path is still a prompt.
+    app.key(key(KeyCode::Backspace), Instant::now());
+    type_text(&mut app, "/usr/lib/x fails");
+    assert!(matches!(
+        app.key(key(KeyCode::Enter), Instant::now()).as_slice(),
+        [Effect::Host(_)]
+    ));
+}
+
 /// ESC aborts once; Ctrl-C clears, then quits on the second press.
 #[test]
 fn esc_and_ctrl_c() {

@@ -72,6 +72,11 @@ pub fn removed() -> Style {
     Style::new().fg(Color::Red)
 }
 
+/// Text selected in the editor (the next key replaces it).
+pub fn selected() -> Style {
+    Style::new().add_modifier(Modifier::REVERSED | Modifier::DIM)
+}
+
 /// The editor's caret cell.
 pub fn caret() -> Style {
     Style::new().add_modifier(Modifier::REVERSED)
