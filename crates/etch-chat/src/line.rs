@@ -110,6 +110,7 @@ pub async fn run(launch: Launch, start: Start) -> Result<Outcome, ChatError> {
                 while let Ok(output) = outputs.try_recv() {
                     app.output(output, Instant::now());
                 }
+                effects = app.take_released(Instant::now());
             }
             () = crate::run::wait(slot.host().map(|h| h.task_ended())) => {
                 if let Some(host) = slot.host() {

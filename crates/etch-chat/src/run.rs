@@ -264,6 +264,9 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                 while let Ok(output) = outputs.try_recv() {
                     app.output(output, Instant::now());
                 }
+                // Prompts held behind a command go once the run before
+                // them is over.
+                effects = app.take_released(Instant::now());
             }
             () = wait(task_ended) => {
                 if let Some(host) = slot.host() {

@@ -1219,3 +1219,35 @@ fn a_refused_command_is_replaced_by_what_is_typed_next() {
     assert!(history.contains("no session was started"), "{history}");
     assert!(ws.session_files().is_empty());
 }
+
+/// E-CHAT-05: `x1`, `/status`, `x2` typed while an answer streams are
+/// two turns, in order, where they used to be one follow-up "x1\n\nx2".
+#[test]
+fn a_command_between_queued_prompts_keeps_them_apart() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::Sse {
+            events: chat_text_chunks("slow final answer", 4),
+            gap: Duration::from_millis(1500),
+            end: End::Close,
+        },
+        Reply::sse(chat_text("answer to x1")),
+        Reply::sse(chat_text("answer to x2")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("first");
+    tmux.wait_screen("Responding");
+    tmux.line("x1");
+    tmux.wait_screen("↳ queued: x1");
+    tmux.line("/status");
+    tmux.line("x2");
+    tmux.wait_screen("↳ after the command: x2");
+    tmux.wait_for("answer to x2");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(user_texts(&requests[1].json()).last().unwrap(), "x1");
+    assert_eq!(user_texts(&requests[2].json()).last().unwrap(), "x2");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

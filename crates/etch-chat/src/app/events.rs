@@ -489,6 +489,9 @@ impl App {
         let Some(run) = self.run.take() else {
             return;
         };
+        // What was queued before a barrier has run: what came after it
+        // may go (`take_released`).
+        self.release = self.barrier && self.queued.is_empty();
         if let Some(id) = &run.id {
             self.ended.insert(id.clone());
         }

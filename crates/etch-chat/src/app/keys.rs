@@ -207,12 +207,29 @@ impl App {
             return vec![self.bash(command.to_owned(), exclude, now)];
         }
         self.editor.clear();
+        // Behind a command that ran while texts were queued: held, so it
+        // is never joined with what was typed before the command.
+        if self.is_busy() && self.barrier {
+            self.editor.remember(&text);
+            self.held.push(text);
+            return Vec::new();
+        }
         vec![self.send_prompt(text, now)]
+    }
+
+    /// A command that runs while texts are queued is an ordering barrier
+    /// (E-CHAT-05): whatever is typed after it waits in `held` for its own
+    /// turn.
+    fn barrier(&mut self) {
+        if self.is_busy() && !self.queued.is_empty() {
+            self.barrier = true;
+        }
     }
 
     /// A slash command: the ones the app can answer alone, else an effect
     /// for the runner. Never queued behind a run (E-CHAT-05).
     fn slash(&mut self, command: Slash, now: Instant) -> Vec<Effect> {
+        self.barrier();
         match command {
             Slash::Help => self.push(Block::Output(slash::help())),
             Slash::Hotkeys => self.push(Block::Output(slash::hotkeys())),

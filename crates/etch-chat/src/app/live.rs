@@ -95,8 +95,10 @@ impl App {
             rows.reverse();
             bottom.extend(rows);
         }
-        for text in self.queued.iter().rev().take(3) {
-            let line = format!("↳ queued: {}", text.replace('\n', " "));
+        let held = self.held.iter().map(|t| ("↳ after the command: ", t));
+        let queued = self.queued.iter().map(|t| ("↳ queued: ", t));
+        for (lead, text) in held.rev().chain(queued.rev()).take(3) {
+            let line = format!("{lead}{}", text.replace('\n', " "));
             bottom.push(Line::from(Span::styled(
                 truncate(&sanitize(&line), width),
                 theme::muted(),

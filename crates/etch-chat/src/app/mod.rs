@@ -208,6 +208,17 @@ pub struct App {
     waiting: HashMap<String, Purpose>,
     /// Steering and follow-up texts not yet admitted.
     queued: Vec<String>,
+    /// Prompts typed after a slash command that ran while texts were
+    /// queued (E-CHAT-05: a command is an ordering barrier): kept here,
+    /// never steered past it, and sent as their own turn once the queue
+    /// before them has run.
+    held: Vec<String>,
+    /// A slash command ran while texts were queued: what is typed next is
+    /// held.
+    barrier: bool,
+    /// The run ended with nothing queued: the barrier is passed and
+    /// `held` may go.
+    release: bool,
     /// The footer.
     pub(crate) footer: Footer,
     /// A short-lived hint under the editor, and when it goes.
@@ -265,6 +276,9 @@ impl App {
             run: None,
             waiting: HashMap::new(),
             queued: Vec::new(),
+            held: Vec::new(),
+            barrier: false,
+            release: false,
             footer: start.footer,
             hint: None,
             armed: false,
@@ -391,6 +405,21 @@ impl App {
         );
         self.command_running("navigate", &effect, now);
         effect
+    }
+
+    /// Prompts held behind a barrier, once the run before them ended with
+    /// nothing queued: one prompt (their texts joined), as a turn of its
+    /// own. The runner asks after handing the app the host's output.
+    pub fn take_released(&mut self, now: Instant) -> Vec<Effect> {
+        if !std::mem::take(&mut self.release) || self.run.is_some() {
+            return Vec::new();
+        }
+        self.barrier = false;
+        if self.held.is_empty() {
+            return Vec::new();
+        }
+        let text = std::mem::take(&mut self.held).join("\n\n");
+        vec![self.send_prompt(text, now)]
     }
 
     /// Sends a prompt, or steering while a run is active (C21: admitted

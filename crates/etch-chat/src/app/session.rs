@@ -111,6 +111,13 @@ impl App {
     /// Queued texts that will not run (an abort, leaving the session):
     /// back into the editor, so nothing typed is lost.
     pub fn restore_unsent(&mut self, unsent: Vec<String>) {
+        // Prompts held behind a command come after what the host had.
+        self.barrier = false;
+        self.release = false;
+        let unsent: Vec<String> = unsent
+            .into_iter()
+            .chain(std::mem::take(&mut self.held))
+            .collect();
         if unsent.is_empty() {
             return;
         }

@@ -655,3 +655,53 @@ fn a_running_subagent_row_says_when_it_last_reported() {
         "{screen}"
     );
 }
+
+/// E-CHAT-05: `x1`, `/status`, `x2` typed during a run are two turns,
+/// not one combined follow-up: x2 waits behind the command, shown as
+/// such, and goes as its own prompt once x1's turn has ended.
+#[test]
+fn a_command_is_an_ordering_barrier() {
+    let mut app = app();
+    type_text(&mut app, "go");
+    app.key(key(KeyCode::Enter), Instant::now());
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    type_text(&mut app, "x1");
+    let steer = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "x1"));
+    let queue = |steering: Vec<String>| EventBody::QueueUpdate {
+        steering,
+        follow_up: Vec::new(),
+    };
+    event(&mut app, "chat-1", queue(vec!["x1".into()]));
+    type_text(&mut app, "/status");
+    assert_eq!(
+        app.key(key(KeyCode::Enter), Instant::now()),
+        [Effect::Slash(Slash::Status)]
+    );
+    type_text(&mut app, "x2");
+    assert!(app.key(key(KeyCode::Enter), Instant::now()).is_empty());
+    let live: Vec<String> = app
+        .live(60, 20, Instant::now())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        live.iter().any(|l| l.contains("after the command: x2")),
+        "{live:?}"
+    );
+    // The run ends with x1 still queued: the host runs it next; x2 waits.
+    event(&mut app, "chat-1", EventBody::AgentEnd { error: None });
+    assert!(app.take_released(Instant::now()).is_empty());
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    event(&mut app, "chat-1", queue(Vec::new()));
+    event(&mut app, "chat-1", EventBody::AgentEnd { error: None });
+    let released = app.take_released(Instant::now());
+    assert!(
+        matches!(body(&released[0]), CommandBody::Prompt { message, .. } if message == "x2"),
+        "{released:?}"
+    );
+    // Without a command in between, typed texts steer as before.
+    type_text(&mut app, "x3");
+    let steer = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "x3"));
+}
