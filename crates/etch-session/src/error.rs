@@ -63,14 +63,53 @@ pub enum ResolveError {
     #[error("no session matches prefix \"{0}\"")]
     Unknown(String),
     /// More than one session matches.
-    #[error("session prefix \"{prefix}\" is ambiguous: {}", ids.join(", "))]
+    #[error("{}", ambiguous(prefix, candidates, *total))]
     Ambiguous {
         /// The prefix as given.
         prefix: String,
-        /// Every matching id.
-        ids: Vec<String>,
+        /// The matching sessions, newest first, at most
+        /// [`AMBIGUOUS_SHOWN`].
+        candidates: Vec<crate::IndexRow>,
+        /// How many matched.
+        total: usize,
     },
     /// The session directory could not be read.
     #[error(transparent)]
     Session(#[from] SessionError),
+}
+
+/// How many candidates an ambiguous prefix lists.
+pub const AMBIGUOUS_SHOWN: usize = 10;
+
+/// The message of an ambiguous prefix: the candidates one per line, with
+/// their age and title, so the user can pick one.
+fn ambiguous(prefix: &str, candidates: &[crate::IndexRow], total: usize) -> String {
+    use std::fmt::Write as _;
+    let shown = if total > candidates.len() {
+        format!(" (the newest {} shown)", candidates.len())
+    } else {
+        String::new()
+    };
+    let mut text = format!(
+        "session prefix \"{prefix}\" is ambiguous: {total} sessions match{shown}; give more of the id"
+    );
+    let now = chrono::Utc::now();
+    for row in candidates {
+        let age = chrono::DateTime::parse_from_rfc3339(&row.created_at)
+            .map(|at| age(now.signed_duration_since(at)))
+            .unwrap_or_default();
+        let _ = write!(text, "\n  {}  {age:>8}  {}", row.id, row.title);
+    }
+    text
+}
+
+/// A duration as people say it: `40 s ago`, `5 min ago`, `3 h ago`, `2 d ago`.
+fn age(elapsed: chrono::TimeDelta) -> String {
+    let secs = elapsed.num_seconds().max(0);
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
 }

@@ -276,6 +276,23 @@ impl SessionStore {
         Ok(row)
     }
 
+    /// The top-level session most recently written to (its file's
+    /// modification time, then the newest id): what `etch resume --last`
+    /// and a command given no prefix mean. A subagent's child is never
+    /// it; name a child to open one.
+    pub fn last(&self) -> Result<Option<IndexRow>, SessionError> {
+        let (rows, _) = self.list()?;
+        Ok(rows
+            .into_iter()
+            .filter(|row| row.parent_session_id.is_none())
+            .max_by_key(|row| {
+                let written = std::fs::metadata(self.session_file(row))
+                    .and_then(|m| m.modified())
+                    .ok();
+                (written, row.id.clone())
+            }))
+    }
+
     /// Resolves a prefix of a full id, or of an id's last 10 characters, to
     /// exactly one session (C27, G23). Matching ignores case.
     pub fn resolve(&self, prefix: &str) -> Result<IndexRow, ResolveError> {
@@ -295,9 +312,13 @@ impl SessionStore {
         match matches.len() {
             0 => Err(ResolveError::Unknown(prefix.to_string())),
             1 => Ok(matches.remove(0)),
-            _ => Err(ResolveError::Ambiguous {
+            total => Err(ResolveError::Ambiguous {
                 prefix: prefix.to_string(),
-                ids: matches.into_iter().map(|r| r.id).collect(),
+                candidates: matches
+                    .into_iter()
+                    .take(crate::error::AMBIGUOUS_SHOWN)
+                    .collect(),
+                total,
             }),
         }
     }
@@ -411,8 +432,65 @@ mod tests {
             .session_id()
             .to_string();
         let err = store.resolve(&a[..2]).unwrap_err().to_string();
-        assert!(err.starts_with(&format!("session prefix \"{}\" is ambiguous: ", &a[..2])));
-        assert!(err.contains(&a) && err.contains(&b), "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "session prefix \"{}\" is ambiguous: 2 sessions match; give more of the id\n",
+                &a[..2]
+            )),
+            "{err}"
+        );
+        // One per line, with age and title.
+        for (id, title) in [(&a, "a"), (&b, "b")] {
+            assert!(
+                err.lines().any(|l| l.starts_with(&format!("  {id}  "))
+                    && l.contains(" s ago  ")
+                    && l.ends_with(title)),
+                "{err}"
+            );
+        }
+    }
+
+    /// More than ten matches list the newest ten and say how many there
+    /// were.
+    #[test]
+    fn a_very_ambiguous_prefix_lists_ten() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path());
+        for i in 0..12 {
+            store.create(&new_session(&format!("s{i}"))).unwrap();
+        }
+        let err = store.resolve("0").unwrap_err().to_string();
+        assert!(
+            err.contains("12 sessions match (the newest 10 shown)"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 11, "{err}");
+    }
+
+    /// `last` is the top-level session written to most recently, never a
+    /// subagent's child, whichever was created last.
+    #[test]
+    fn last_is_the_session_written_to_most_recently() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path());
+        let (mut older, _) = store.create(&new_session("older")).unwrap();
+        let (newer, _) = store.create(&new_session("newer")).unwrap();
+        assert_eq!(store.last().unwrap().unwrap().id, newer.session_id());
+        // Writing to the older one makes it the last.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        older
+            .append(
+                "message.user",
+                &serde_json::json!({"content": [{"type": "text", "text": "again"}]}),
+            )
+            .unwrap();
+        std::fs::File::options()
+            .append(true)
+            .open(older.path())
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(store.last().unwrap().unwrap().id, older.session_id());
     }
 
     /// A session whose index row was lost is still listed and resolvable.

@@ -1,5 +1,6 @@
 //! Which session a command works on: the one a `--session PREFIX` names, or
-//! the newest one when no prefix is given (`etch status`, `etch context`),
+//! the top-level session last written to when no prefix is given (`etch
+//! status`, `etch context`, `etch show`, `etch resume --last`),
 //! and opening a named session for appending (`etch resume`, `etch
 //! compact`).
 
@@ -9,7 +10,8 @@ use etch_session::{IndexRow, LoadedSession, SessionStore, SessionWriter};
 
 use crate::exit::{self, Failure};
 
-/// The session file for `prefix`, or the newest session's file. An unknown
+/// The session file for `prefix`, or that of the top-level session last
+/// written to. An unknown
 /// or ambiguous prefix is a usage error (G23); no sessions at all is a
 /// failure that says where etch looked.
 pub fn pick(session_dir: &Path, prefix: Option<&str>) -> Result<(IndexRow, PathBuf), Failure> {
@@ -19,8 +21,9 @@ pub fn pick(session_dir: &Path, prefix: Option<&str>) -> Result<(IndexRow, PathB
             .resolve(prefix)
             .map_err(|e| Failure::new(exit::USAGE, e))?
     } else {
-        let (rows, _) = store.list().map_err(|e| Failure::new(exit::FAILED, e))?;
-        rows.into_iter().next().ok_or_else(|| {
+        // The session last written to, never a subagent's child.
+        let last = store.last().map_err(|e| Failure::new(exit::FAILED, e))?;
+        last.ok_or_else(|| {
             Failure::new(
                 exit::FAILED,
                 anyhow::anyhow!(

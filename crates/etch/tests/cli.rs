@@ -409,3 +409,48 @@ fn show_tree_marks_the_active_branch_and_leaf() {
     let both = ws.run(&["show", "--tree", "--json"]);
     assert_eq!(both.code(), 2);
 }
+
+/// "Last" is the session last written to: after continuing an older
+/// session, `show` and `resume --last` take that one, not the newest
+/// created.
+#[test]
+fn the_last_session_is_the_one_last_written_to() {
+    let ws = Workspace::new();
+    ws.run(&["--provider", "echo", "-p", "older"]).ok();
+    let older = ws.session_files()[0].clone();
+    let id = older.file_stem().unwrap().to_string_lossy().into_owned();
+    ws.run(&["--provider", "echo", "-p", "newer"]).ok();
+    // Make the write order certain whatever the clock's resolution.
+    ws.run(&["resume", &id, "-p", "continued"]).ok();
+    std::fs::File::options()
+        .append(true)
+        .open(&older)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    assert!(ws.run(&["show"]).ok().contains("continued"));
+    ws.run(&["resume", "--last", "-p", "and on"]).ok();
+    assert!(std::fs::read_to_string(&older).unwrap().contains("and on"));
+}
+
+/// An ambiguous prefix lists the candidates one per line with their age
+/// and title.
+#[test]
+fn an_ambiguous_prefix_lists_candidates() {
+    let ws = Workspace::new();
+    ws.run(&["--provider", "echo", "-p", "first title"]).ok();
+    ws.run(&["--provider", "echo", "-p", "second title"]).ok();
+    let out = ws.run(&["show", "0"]);
+    assert_eq!(out.code(), 2);
+    let err = out.stderr();
+    assert!(
+        err.contains("2 sessions match; give more of the id"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.trim_end().ends_with("first title") && l.contains(" ago "))
+            && err.lines().any(|l| l.trim_end().ends_with("second title")),
+        "{err}"
+    );
+}

@@ -825,3 +825,38 @@ fn a_child_follows_the_parents_model_switch() {
     assert_eq!(requests[1].json()["model"], "m2");
     assert!(result(&ws, "c1").ends_with("looked"));
 }
+
+/// After a turn that ran a subagent, the commands that take the last
+/// session (`show`, `status`, `resume --last`) take the parent, never
+/// the child created after it.
+#[test]
+fn the_last_session_is_the_parent_not_its_child() {
+    let ws = Workspace::new();
+    configure(&ws, "", "");
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "task",
+            &task("explore", "find where X is defined"),
+        )])),
+        Reply::sse(chat_text("X is defined in src/lib.rs")),
+        Reply::sse(chat_text("done")),
+        Reply::sse(chat_text("again")),
+    ])
+    .unwrap();
+    ws.run_model(&server, &["-p", "where is X?"], &[]).ok();
+    let parent = parent_file(&ws);
+    let parent_id = parent.file_stem().unwrap().to_string_lossy().into_owned();
+    let shown = ws.run(&["show"]).ok();
+    assert!(shown.contains("where is X?"), "{shown}");
+    let status = ws.run(&["status"]).ok();
+    assert!(status.contains(&parent_id), "{status}");
+    ws.run_model(&server, &["resume", "--last", "-p", "more"], &[])
+        .ok();
+    assert!(
+        std::fs::read_to_string(&parent)
+            .unwrap()
+            .contains("\"more\""),
+        "resume --last went to the parent"
+    );
+}
