@@ -597,6 +597,7 @@ impl Slot {
                     app,
                     CommandBody::Export {
                         output_path: Some(target.to_string_lossy().into_owned()),
+                        format: Some("md".to_owned()),
                     },
                     "wrote the transcript to",
                 )

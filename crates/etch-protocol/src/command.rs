@@ -129,6 +129,10 @@ pub enum CommandBody {
         /// Where to write it (default: beside the session file).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_path: Option<String>,
+        /// `html`, `md` or `jsonl`; default: the extension of
+        /// `outputPath` (`.html`, `.jsonl`), else `md`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        format: Option<String>,
     },
 }
 

@@ -12,6 +12,29 @@ use etch_session::event::{
 };
 use etch_session::{Event, LoadedSession, types};
 
+/// The plain transcript as an HTML page, every character from the
+/// session escaped (a front end may give its host a richer page; this is
+/// what `export` writes without one).
+pub fn html(session: &LoadedSession) -> String {
+    let mut text = String::with_capacity(256);
+    for c in render(session).chars() {
+        match c {
+            '&' => text.push_str("&amp;"),
+            '<' => text.push_str("&lt;"),
+            '>' => text.push_str("&gt;"),
+            '"' => text.push_str("&quot;"),
+            '\'' => text.push_str("&#39;"),
+            c => text.push(c),
+        }
+    }
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>etch session {}</title></head>\n<body><pre>{text}</pre></body></html>\n",
+        session
+            .session_id()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+    )
+}
+
 /// Renders the whole session as plain text.
 pub fn render(session: &LoadedSession) -> String {
     let h = &session.header;

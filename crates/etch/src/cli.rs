@@ -271,9 +271,28 @@ pub enum Command {
         /// id, labels, the active branch marked * and the leaf.
         #[arg(long)]
         tree: bool,
-        /// Session id prefix (default: the newest session).
+        /// Session id prefix (default: the session last used).
         #[arg(value_name = "PREFIX")]
         prefix: Option<String>,
+    },
+    /// Write a session's transcript to a file: a self-contained HTML page
+    /// (nothing in it runs), markdown-ish plain text, or the JSONL log.
+    #[command(
+        after_help = "Examples:\n  etch export\n  etch export 01JX --format md\n  \
+                            etch export -o review.html\n  etch export --format jsonl -o - | jq .type\n\n\
+                            The format is --format, else the extension of -o, else html. Without -o the file is\n\
+                            etch-<session-id>.<format> in the current directory; -o - prints it."
+    )]
+    Export {
+        /// Session id prefix (default: the session last used).
+        #[arg(value_name = "PREFIX")]
+        prefix: Option<String>,
+        /// html, md or jsonl.
+        #[arg(long, value_parser = ["html", "md", "jsonl"])]
+        format: Option<String>,
+        /// Where to write (`-` for stdout).
+        #[arg(short = 'o', long = "output", value_name = "PATH")]
+        output: Option<std::path::PathBuf>,
     },
     /// Log in to, inspect or log out of OpenAI (ChatGPT/Codex subscription).
     #[command(
@@ -449,6 +468,7 @@ impl Command {
         match self {
             Self::Sessions { .. } => "sessions",
             Self::Show { .. } => "show",
+            Self::Export { .. } => "export",
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
             Self::Hooks(_) => "hooks",
@@ -575,6 +595,12 @@ pub fn reject_mistyped_command(
     {
         return Ok(());
     }
+    if let Some(instead) = chat_command(word) {
+        return Err(crate::exit::Failure::usage(format!(
+            "`{word}` is a command of the chat (/{}); {instead} (to send \"{word}\" to the model, use etch -p {word})",
+            word.trim_start_matches('/')
+        )));
+    }
     let command = <Cli as clap::CommandFactory>::command();
     let names = command.get_subcommands().map(|c| c.get_name().to_owned());
     match closest(word, names) {
@@ -583,6 +609,30 @@ pub fn reject_mistyped_command(
         ))),
         None => Ok(()),
     }
+}
+
+/// What to run instead when `word` (with or without its `/`) is one of
+/// the chat's slash commands that is no command line subcommand: a bare
+/// `etch tree` would otherwise become a prompt, a paid turn that can run
+/// tools.
+fn chat_command(word: &str) -> Option<&'static str> {
+    let name = word.strip_prefix('/').unwrap_or(word).to_ascii_lowercase();
+    let known = etch_chat::slash::COMMANDS
+        .iter()
+        .any(|(command, _)| command.strip_prefix('/') == Some(name.as_str()));
+    if !known {
+        return None;
+    }
+    Some(match name.as_str() {
+        "help" => "see etch --help",
+        "new" => "run etch for a new chat, or etch -p \"…\" for one prompt",
+        "model" => "pass --model NAME (and --provider)",
+        "thinking" => "pass --reasoning-effort LEVEL",
+        "tree" => "see etch show --tree [PREFIX]",
+        "fork" => "open the session with etch resume PREFIX and type /fork",
+        "quit" | "exit" => "there is nothing to leave",
+        _ => "type it in the chat (etch, or etch resume PREFIX)",
+    })
 }
 
 /// Whether stdin is `/dev/null` (as when run from a script or a test with

@@ -24,6 +24,7 @@ mod compact_cmd;
 mod config_cmd;
 mod context_cmd;
 mod exit;
+mod export_cmd;
 mod hooks_cmd;
 mod hooks_import;
 mod markdown;
@@ -174,6 +175,17 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Show { json, tree, prefix }) => {
             show::show(&place.session_dir, prefix.as_deref(), json, tree)
         }
+        Some(Command::Export {
+            prefix,
+            format,
+            output,
+        }) => export_cmd::run(
+            &place.session_dir,
+            &place.cwd,
+            prefix.as_deref(),
+            format.as_deref(),
+            output.as_deref(),
+        ),
         Some(Command::Status { session, json }) => {
             status_cmd::status(&place.session_dir, session.as_deref(), json)
         }

@@ -68,6 +68,8 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     let mut interrupts = crate::run::interrupts()?;
     let (outbox, writer) = Outbox::start();
     let mut host = Host::new(session, outbox.sink());
+    // `export` to HTML writes the chat's page (everything escaped).
+    host.set_html_renderer(std::sync::Arc::new(etch_chat::export::html));
     let ended = host.task_ended();
     let mut commands = read_stdin();
     let stop = loop {

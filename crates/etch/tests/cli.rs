@@ -454,3 +454,61 @@ fn an_ambiguous_prefix_lists_candidates() {
         "{err}"
     );
 }
+
+/// `etch export`: HTML by default (the answer's markup escaped, nothing
+/// that runs), md and jsonl by flag or extension, `-o -` to stdout, the
+/// session last used without a prefix.
+#[test]
+fn export_writes_the_three_formats() {
+    let ws = Workspace::new();
+    ws.run(&["--provider", "echo", "-p", "<script>alert(1)</script> hi"])
+        .ok();
+    let id = ws
+        .only_session()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = ws.run(&["export"]).ok();
+    let html_path = ws.path().join(format!("etch-{id}.html"));
+    assert!(
+        out.contains(&format!("wrote the html transcript of {id}")),
+        "{out}"
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.starts_with("<!doctype html>"), "{html}");
+    assert!(
+        !html.contains("<script>") && html.contains("&lt;script&gt;"),
+        "{html}"
+    );
+    ws.run(&["export", &id[..8], "-o", "t.md"]).ok();
+    let md = std::fs::read_to_string(ws.path().join("t.md")).unwrap();
+    assert!(md.contains("<script>alert(1)</script> hi"), "{md}");
+    let jsonl = ws.run(&["export", "--format", "jsonl", "-o", "-"]).ok();
+    assert_eq!(jsonl, std::fs::read_to_string(ws.only_session()).unwrap());
+    let bad = ws.run(&["export", "--format", "pdf"]);
+    assert_eq!(bad.code(), 2);
+}
+
+/// A chat command typed as a bare word is a usage error naming what to
+/// run, not a prompt sent to the model.
+#[test]
+fn chat_command_words_are_usage_errors() {
+    let ws = Workspace::new();
+    for (word, hint) in [
+        ("tree", "etch show --tree"),
+        ("/model", "--model NAME"),
+        ("reload", "type it in the chat"),
+    ] {
+        let out = ws.run(&[word]);
+        assert_eq!(out.code(), 2, "{word}: {}", out.stderr());
+        assert!(
+            out.stderr().contains("is a command of the chat") && out.stderr().contains(hint),
+            "{word}: {}",
+            out.stderr()
+        );
+    }
+    assert!(ws.session_files().is_empty());
+    // -p still sends any text.
+    assert_eq!(ws.run(&["--provider", "echo", "-p", "tree"]).ok(), "tree\n");
+}

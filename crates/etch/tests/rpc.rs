@@ -773,3 +773,42 @@ fn continuing_a_session_and_bad_options() {
         assert_eq!(out.code(), 2, "{args:?}: {}", out.stderr());
     }
 }
+
+/// `export` to a `.html` path writes an HTML page with the model's
+/// markup escaped (it used to write the plain transcript, `<script>` and
+/// all); `format` picks md or jsonl whatever the path; a bad format is
+/// refused by name.
+#[test]
+fn export_to_html_escapes_and_formats_are_chosen() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let info = rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "<script>alert(1)</script>"}));
+    rpc.event("agent_end");
+    let page = ws.path().join("t.html");
+    let export = rpc.call(&json!({"id": "h", "type": "export", "outputPath": page}));
+    assert_eq!(export["success"], true, "{export}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!doctype html>"), "{html}");
+    assert!(
+        !html.contains("<script>") && html.contains("&lt;script&gt;"),
+        "{html}"
+    );
+    let log = ws.path().join("log.html");
+    rpc.call(&json!({"id": "j", "type": "export", "outputPath": log, "format": "jsonl"}));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        std::fs::read_to_string(info["sessionFile"].as_str().unwrap()).unwrap()
+    );
+    let bad = rpc.call(&json!({"id": "b", "type": "export", "format": "pdf"}));
+    assert_eq!(bad["success"], false);
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .contains("use html, md or jsonl"),
+        "{bad}"
+    );
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}

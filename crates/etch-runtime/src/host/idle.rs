@@ -66,13 +66,52 @@ impl Host {
         Ok(json!({ "messages": messages }))
     }
 
-    /// Writes the transcript to `output_path`, or beside the session file.
-    pub(super) fn export(&self, output_path: Option<&str>) -> Result<Option<Value>, String> {
+    /// Writes the transcript to `output_path`, or beside the session file,
+    /// as `format` says (else as the path's extension says, else the plain
+    /// transcript). HTML always escapes what came from the session: a
+    /// `<script>` in a model's answer must not run in a browser.
+    pub(super) fn export(
+        &self,
+        output_path: Option<&str>,
+        format: Option<&str>,
+    ) -> Result<Option<Value>, String> {
+        let by_extension = output_path.and_then(|p| {
+            match std::path::Path::new(p)
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+            {
+                Some("html" | "htm") => Some("html"),
+                Some("jsonl") => Some("jsonl"),
+                _ => None,
+            }
+        });
+        let format = match format.or(by_extension).unwrap_or("md") {
+            f @ ("html" | "md" | "jsonl") => f,
+            other => {
+                return Err(format!(
+                    "unknown export format \"{other}\": use html, md or jsonl"
+                ));
+            }
+        };
         let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
-        let text = crate::transcript::render(&loaded);
+        let text = match format {
+            "html" => match &self.html {
+                Some(render) => render(&loaded),
+                None => crate::transcript::html(&loaded),
+            },
+            "jsonl" => std::fs::read_to_string(&self.snapshot.path)
+                .map_err(|e| format!("cannot read {}: {e}", self.snapshot.path.display()))?,
+            _ => crate::transcript::render(&loaded),
+        };
         let path = match output_path {
             Some(path) => PathBuf::from(path),
-            None => self.snapshot.path.with_extension("txt"),
+            None => self.snapshot.path.with_extension(match format {
+                "html" => "html",
+                "jsonl" => "copy.jsonl",
+                _ => "txt",
+            }),
         };
         std::fs::write(&path, text).map_err(|e| {
             format!(

@@ -166,7 +166,14 @@ pub struct Host {
     /// Why the host cannot go on (a task panicked and took the session
     /// with it); every later command is refused with this.
     broken: Option<String>,
+    /// How `export` renders HTML, when the front end has a renderer
+    /// richer than the escaped plain transcript.
+    html: Option<HtmlRenderer>,
 }
+
+/// Renders a session as an HTML page; whatever came from the session
+/// must be escaped in it.
+pub type HtmlRenderer = Arc<dyn Fn(&etch_session::LoadedSession) -> String + Send + Sync>;
 
 impl Host {
     /// A host for `session`, reporting to `sink`. It announces the session
@@ -180,9 +187,16 @@ impl Host {
             sink,
             ended: Arc::new(Notify::new()),
             broken: None,
+            html: None,
         };
         host.emit(None, host.session_info());
         host
+    }
+
+    /// Makes `export` write HTML with `render` (the chat's page) instead
+    /// of the escaped plain transcript.
+    pub fn set_html_renderer(&mut self, render: HtmlRenderer) {
+        self.html = Some(render);
     }
 
     /// Notified when the active task has finished, so a front end can wait
@@ -277,7 +291,10 @@ impl Host {
             CommandBody::GetState => Ok(Some(self.state())),
             CommandBody::GetMessages => self.messages().map(Some),
             CommandBody::GetSessionStats => self.stats(),
-            CommandBody::Export { output_path } => self.export(output_path.as_deref()),
+            CommandBody::Export {
+                output_path,
+                format,
+            } => self.export(output_path.as_deref(), format.as_deref()),
             body => match self.take_session() {
                 Err(why) => Err(why),
                 Ok(session) if jobs::is_long(&body) => {
