@@ -110,6 +110,12 @@ pub fn blocks(session: &LoadedSession, recent: Option<usize>) -> Vec<Block> {
                 let answer = text(&data.content);
                 if !answer.trim().is_empty() {
                     blocks.push(Block::Assistant(answer));
+                    if data.stop_reason == etch_model::StopReason::Aborted {
+                        blocks.push(Block::Notice(
+                            Level::Info,
+                            "interrupted: the answer above is partial".to_owned(),
+                        ));
+                    }
                 }
                 if let Some(error) = data.error_message {
                     blocks.push(Block::Notice(Level::Error, error));

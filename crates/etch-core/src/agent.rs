@@ -132,8 +132,10 @@ impl RunState<'_> {
         self.observer.agent_event(&AgentEvent::MessageStart {
             message: Some(&message),
         });
-        self.observer
-            .agent_event(&AgentEvent::MessageEnd { message: &message });
+        self.observer.agent_event(&AgentEvent::MessageEnd {
+            message: &message,
+            stop_reason: None,
+        });
         self.history.push(message);
         Ok(())
     }
@@ -179,8 +181,10 @@ impl RunState<'_> {
         self.observer.agent_event(&AgentEvent::MessageStart {
             message: Some(&message),
         });
-        self.observer
-            .agent_event(&AgentEvent::MessageEnd { message: &message });
+        self.observer.agent_event(&AgentEvent::MessageEnd {
+            message: &message,
+            stop_reason: None,
+        });
         self.history.push(message);
         Ok(())
     }
@@ -537,6 +541,36 @@ impl Agent {
         let Some(mut pass) = collect(stream, cancel, &mut *state.observer).await else {
             return Err(RunError::Cancelled);
         };
+        if pass.aborted {
+            // What the user saw stays: the text that had streamed, logged
+            // as an interrupted answer (never its half-made tool calls),
+            // so the screen, `etch show` and the next request agree.
+            let content: Vec<ContentPart> = pass
+                .content
+                .into_iter()
+                .filter(|p| matches!(p, ContentPart::Text { text } if !text.trim().is_empty()))
+                .collect();
+            state.append(
+                types::MESSAGE_ASSISTANT,
+                &AssistantData {
+                    content: content.clone(),
+                    provider: self.client.provider().to_string(),
+                    model: self.client.model().to_string(),
+                    stop_reason: StopReason::Aborted,
+                    error_message: None,
+                },
+            )?;
+            let message = Message::Assistant { content };
+            state.observer.agent_event(&AgentEvent::MessageEnd {
+                message: &message,
+                stop_reason: Some(StopReason::Aborted),
+            });
+            // Replayed as the log's projection replays it: only with text.
+            if matches!(&message, Message::Assistant { content } if !content.is_empty()) {
+                state.history.push(message);
+            }
+            return Err(RunError::Cancelled);
+        }
         let outcome = pass.outcome.take().unwrap_or(Ok(StopReason::Stop));
         for text in &pass.reasoning {
             state.append(
@@ -572,9 +606,10 @@ impl Agent {
             },
         )?;
         let message = Message::Assistant { content };
-        state
-            .observer
-            .agent_event(&AgentEvent::MessageEnd { message: &message });
+        state.observer.agent_event(&AgentEvent::MessageEnd {
+            message: &message,
+            stop_reason: None,
+        });
         if let Some(usage) = &pass.usage {
             state.append(types::MODEL_USAGE, usage)?;
         }

@@ -54,6 +54,9 @@ pub enum AgentEvent<'a> {
     MessageEnd {
         /// The final message.
         message: &'a Message,
+        /// Why an assistant message ended, when that is not plain: an
+        /// interrupted answer is `Aborted`.
+        stop_reason: Option<etch_model::StopReason>,
     },
     /// The calls of one assistant message are about to run.
     ToolBatchStart {

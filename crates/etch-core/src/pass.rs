@@ -38,6 +38,8 @@ pub struct Pass {
     /// Id of the `message.assistant` event the pass was logged as, once it
     /// is (tools receive it as the origin of their call).
     pub assistant_event_id: String,
+    /// Cancelled before it ended: `content` holds what had streamed.
+    pub aborted: bool,
 }
 
 /// A tool call being assembled from deltas.
@@ -49,8 +51,10 @@ struct PartialCall {
     arguments: String,
 }
 
-/// Reads a stream to its end. Returns `None` if `cancel` fired first; what
-/// was streamed is then dropped (G20: nothing is appended for a partial pass).
+/// Reads a stream to its end. When `cancel` fires first the pass comes
+/// back `aborted` with what had streamed, which the loop logs as an
+/// interrupted answer (G20 as issue 28 changed it: what the user saw is
+/// kept).
 pub async fn collect(
     mut stream: ModelStream,
     cancel: &CancellationToken,
@@ -65,7 +69,10 @@ pub async fn collect(
     loop {
         let event = tokio::select! {
             biased;
-            () = cancel.cancelled() => return None,
+            () = cancel.cancelled() => {
+                pass.aborted = true;
+                return Some(pass);
+            }
             event = stream.next() => event,
         };
         let Some(event) = event else {

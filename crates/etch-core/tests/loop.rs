@@ -193,7 +193,9 @@ impl Observer for Recorder {
             AgentEvent::TurnStart { .. } => "turn_start".to_string(),
             AgentEvent::MessageStart { message } => format!("message_start:{}", role(*message)),
             AgentEvent::MessageUpdate { .. } => "message_update".to_string(),
-            AgentEvent::MessageEnd { message } => format!("message_end:{}", role(Some(message))),
+            AgentEvent::MessageEnd { message, .. } => {
+                format!("message_end:{}", role(Some(message)))
+            }
             AgentEvent::ToolBatchStart { .. } => "tool_batch".to_string(),
             AgentEvent::ToolExecutionStart { call } => format!("tool_execution_start:{}", call.id),
             AgentEvent::ToolExecutionUpdate { call_id, .. } => {
@@ -658,9 +660,10 @@ async fn cancel_during_tools_answers_every_call() {
     assert!(etch_session::dangling_tool_calls(&load_session(f.writer.path()).unwrap()).is_empty());
 }
 
-/// G20: cancelling during a model pass appends nothing for that pass.
+/// G20 as issue 28 changed it: cancelling during a model pass before
+/// any text arrived logs an empty interrupted answer, never replayed.
 #[tokio::test]
-async fn cancel_during_model_pass_appends_nothing() {
+async fn cancel_before_any_text_logs_an_empty_interrupted_answer() {
     let client = Arc::new(Scripted {
         passes: Mutex::new(vec![text_pass("late")].into()),
         requests: Mutex::new(Vec::new()),
@@ -673,7 +676,96 @@ async fn cancel_during_model_pass_appends_nothing() {
         .await
         .unwrap_err();
     assert!(matches!(err, RunError::Cancelled));
-    assert_eq!(logged_types(&f.writer), ["message.user"]);
+    assert_eq!(
+        logged_types(&f.writer),
+        ["message.user", "message.assistant"]
+    );
+    let log = load_session(f.writer.path()).unwrap();
+    let answer: Value = serde_json::from_str(log.events.last().unwrap().data.get()).unwrap();
+    assert_eq!(answer["stopReason"], "aborted");
+    assert_eq!(answer["content"], json!([]));
+    let projected = etch_session::project_messages(&log).messages;
+    assert_eq!(projected, [Message::user_text("hi")]);
+}
+
+/// Cancels the run at the first text delta: the partial answer is then
+/// on the user's screen.
+struct CancelOnText(CancellationToken);
+
+impl Observer for CancelOnText {
+    fn agent_event(&mut self, event: &AgentEvent<'_>) {
+        if matches!(event, AgentEvent::MessageUpdate { .. }) {
+            self.0.cancel();
+        }
+    }
+
+    fn durable_line(&mut self, _line: &str) {}
+}
+
+/// An answer cancelled after text arrived keeps that text: logged as an
+/// interrupted `message.assistant` (its unfinished tool call left out),
+/// announced as such, and replayed, so the next request does not carry
+/// two user messages in a row.
+#[tokio::test]
+async fn a_cancelled_answer_keeps_what_was_shown() {
+    let mut partial = vec![
+        StreamEvent::TextStart,
+        StreamEvent::TextDelta("the first half".into()),
+    ];
+    partial.extend(text_pass("never seen"));
+    let client = Arc::new(Scripted {
+        passes: Mutex::new(vec![partial, text_pass("ok")].into()),
+        requests: Mutex::new(Vec::new()),
+        delay: Duration::from_millis(5),
+    });
+    let mut f = fixture(client.clone(), vec![], 32);
+    let cancel = CancellationToken::new();
+    let mut observer = CancelOnText(cancel.clone());
+    let err = f
+        .agent
+        .run(
+            &mut f.writer,
+            &mut Vec::new(),
+            "hi".into(),
+            &mut observer,
+            &cancel,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::Cancelled));
+    let log = load_session(f.writer.path()).unwrap();
+    let event = log.events.last().unwrap();
+    assert_eq!(event.kind, "message.assistant");
+    let answer: Value = serde_json::from_str(event.data.get()).unwrap();
+    assert_eq!(answer["stopReason"], "aborted");
+    assert_eq!(
+        answer["content"],
+        json!([{"type": "text", "text": "the first half"}])
+    );
+    let mut history = etch_session::project_messages(&log).messages;
+    f.agent
+        .run(
+            &mut f.writer,
+            &mut history,
+            "go on".into(),
+            &mut Recorder::default(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let requests = client.requests.lock().unwrap();
+    assert_eq!(
+        requests[1].messages,
+        [
+            Message::user_text("hi"),
+            Message::Assistant {
+                content: vec![etch_model::ContentPart::Text {
+                    text: "the first half".into()
+                }]
+            },
+            Message::user_text("go on"),
+        ]
+    );
 }
 
 /// Steering drained after a tool batch is admitted as user messages before

@@ -122,6 +122,9 @@ pub enum CommandBody {
     GetState,
     /// The messages of the active branch, as the model sees them.
     GetMessages,
+    /// The user messages of the active branch with their event ids, to
+    /// pick where to `fork` (Pi's `get_fork_messages`).
+    GetForkMessages,
     /// The session's counters (turns, calls, tokens, time).
     GetSessionStats,
     /// Write the session's transcript to a file.
@@ -138,7 +141,7 @@ pub enum CommandBody {
 
 impl CommandBody {
     /// Every command's `type`, in the order of the protocol's reference.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "prompt",
         "steer",
         "follow_up",
@@ -155,6 +158,7 @@ impl CommandBody {
         "bash",
         "get_state",
         "get_messages",
+        "get_fork_messages",
         "get_session_stats",
         "export",
     ];
@@ -179,6 +183,7 @@ impl CommandBody {
             Self::Bash { .. } => "bash",
             Self::GetState => "get_state",
             Self::GetMessages => "get_messages",
+            Self::GetForkMessages => "get_fork_messages",
             Self::GetSessionStats => "get_session_stats",
             Self::Export { .. } => "export",
         }
@@ -258,6 +263,7 @@ mod tests {
             json!({"id": "14", "type": "bash", "command": "ls"}),
             json!({"id": "15", "type": "get_state"}),
             json!({"id": "16", "type": "get_messages"}),
+            json!({"id": "16b", "type": "get_fork_messages"}),
             json!({"id": "17", "type": "get_session_stats"}),
             json!({"id": "18", "type": "export", "outputPath": "/t.html"}),
         ];

@@ -113,10 +113,16 @@ pub fn convert(event: &AgentEvent<'_>) -> Option<EventBody> {
         AgentEvent::AgentStart => EventBody::AgentStart,
         AgentEvent::TurnStart { round } => EventBody::TurnStart { round },
         AgentEvent::MessageStart { message } => EventBody::MessageStart {
-            message: match message {
-                Some(message) => Some(wire_message(message)?),
-                None => None,
-            },
+            message: Some(match message {
+                Some(message) => wire_message(message)?,
+                // The streaming answer starts empty, with its role, as
+                // Pi's clients expect.
+                None => WireMessage::Assistant {
+                    content: Vec::new(),
+                    stop_reason: None,
+                    error_message: None,
+                },
+            }),
         },
         AgentEvent::MessageUpdate { delta } => EventBody::MessageUpdate {
             delta: match delta {
@@ -135,8 +141,25 @@ pub fn convert(event: &AgentEvent<'_>) -> Option<EventBody> {
                 },
             },
         },
-        AgentEvent::MessageEnd { message } => EventBody::MessageEnd {
-            message: wire_message(message)?,
+        AgentEvent::MessageEnd {
+            message,
+            stop_reason,
+        } => EventBody::MessageEnd {
+            message: match (wire_message(message)?, stop_reason) {
+                (
+                    WireMessage::Assistant {
+                        content,
+                        error_message,
+                        ..
+                    },
+                    Some(etch_model::StopReason::Aborted),
+                ) => WireMessage::Assistant {
+                    content,
+                    stop_reason: Some(etch_protocol::StopReason::Aborted),
+                    error_message,
+                },
+                (message, _) => message,
+            },
         },
         AgentEvent::ToolBatchStart { .. } => return None,
         AgentEvent::ToolExecutionStart { call } => EventBody::ToolExecutionStart {

@@ -444,6 +444,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<Navigated, NavigateError> {
         let loaded = self.load()?;
+        let target = &etch_session::tree::resolve_event(&loaded, target)?;
         let left: Vec<Message> = match etch_session::tree::left_behind(&loaded, target) {
             Some(events) if summarize => etch_session::project_path(&events).messages,
             Some(_) => Vec::new(),
@@ -516,6 +517,7 @@ impl Session {
     /// Its `SessionStart` hooks run with reason `new`.
     pub async fn fork(&self, before: &str) -> Result<(Self, Option<String>), OpenError> {
         let loaded = self.load()?;
+        let before = &etch_session::tree::resolve_event(&loaded, before)?;
         let title = first_user_text(&loaded).unwrap_or_else(|| "fork".to_owned());
         let store = SessionStore::new(&self.place.session_dir);
         let (writer, _) = store.fork(
@@ -526,7 +528,7 @@ impl Session {
         let text = loaded
             .events
             .iter()
-            .find(|e| e.id == before && e.kind == types::MESSAGE_USER)
+            .find(|e| e.id == *before && e.kind == types::MESSAGE_USER)
             .and_then(|e| e.parse_data::<etch_session::UserData>().ok())
             .map(|data| etch_model::content::joined_text(&data.content));
         let mut forked = self.sibling(writer);

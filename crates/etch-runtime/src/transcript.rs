@@ -64,6 +64,9 @@ fn render_event(event: &Event, out: &mut String) {
             if let Ok(d) = event.parse_data::<AssistantData>() {
                 let title = match &d.error_message {
                     Some(err) => format!("assistant, failed: {err}"),
+                    None if d.stop_reason == etch_model::StopReason::Aborted => {
+                        "assistant, interrupted".to_string()
+                    }
                     None => "assistant".to_string(),
                 };
                 block(out, &title, &parts_text(&d.content));

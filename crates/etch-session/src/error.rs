@@ -34,6 +34,19 @@ pub enum SessionError {
         /// The session file.
         path: PathBuf,
     },
+    /// An id suffix more than one event ends with.
+    #[error(
+        "\"{given}\" ends {count} event ids of session {}; give more of the id (etch show --tree prints their last 10 characters)",
+        path.display()
+    )]
+    AmbiguousEvent {
+        /// The session file.
+        path: PathBuf,
+        /// The id or suffix given.
+        given: String,
+        /// How many events it fits.
+        count: usize,
+    },
     /// An event id that the session does not hold (navigation, forks).
     #[error("session {} has no event {id}; see etch show --tree for its ids", path.display())]
     UnknownEvent {

@@ -2,8 +2,10 @@
 //!
 //! Only message events and provider items enter the projection; usage,
 //! reasoning, response and metrics events are transcript metadata
-//! (E-CTX-23). Assistant passes that failed or were aborted are kept in the log
-//! for inspection but never replayed. When a `context.summary` is on the
+//! (E-CTX-23). Assistant passes that failed are kept in the log for
+//! inspection but never replayed; an answer the user interrupted is
+//! replayed with the text it had (never a tool call), so the model sees
+//! what the user saw and two user messages never follow each other. When a `context.summary` is on the
 //! branch, the projection is one user message in Pi's summary wrapper followed
 //! by the raw events from its `firstKeptEventId` (C23). The projection never
 //! fails: events whose data cannot be read are skipped with a warning
@@ -117,7 +119,18 @@ fn project_event(event: &Event, out: &mut Projection, pending: &mut Vec<(String,
             Err(err) => bad(out, err),
         },
         types::MESSAGE_ASSISTANT => match event.parse_data::<AssistantData>() {
-            Ok(data) if matches!(data.stop_reason, StopReason::Error | StopReason::Aborted) => {}
+            Ok(data) if data.stop_reason == StopReason::Error => {}
+            Ok(data) if data.stop_reason == StopReason::Aborted => {
+                let text: Vec<ContentPart> = data
+                    .content
+                    .into_iter()
+                    .filter(|p| matches!(p, ContentPart::Text { text } if !text.trim().is_empty()))
+                    .collect();
+                if !text.is_empty() {
+                    close_pending(&mut out.messages, pending);
+                    out.messages.push(Message::Assistant { content: text });
+                }
+            }
             Ok(data) => {
                 close_pending(&mut out.messages, pending);
                 for part in &data.content {

@@ -10,8 +10,42 @@
 
 use std::collections::HashMap;
 
+use crate::error::SessionError;
 use crate::event::{Event, LabelData, types};
 use crate::loader::{LoadedSession, branch_from};
+
+/// The id of the event `given` names: its whole id, or the end of one
+/// (what `etch show --tree` prints is the last 10 characters), ignoring
+/// case, as session prefixes are; an id suffix more than one event ends
+/// with is ambiguous.
+pub fn resolve_event(session: &LoadedSession, given: &str) -> Result<String, SessionError> {
+    let given = given.trim();
+    if let Some(event) = session.events.iter().find(|e| e.id == given) {
+        return Ok(event.id.clone());
+    }
+    let wanted = given.to_ascii_uppercase();
+    let matches: Vec<&Event> = if wanted.is_empty() {
+        Vec::new()
+    } else {
+        session
+            .events
+            .iter()
+            .filter(|e| e.id.to_ascii_uppercase().ends_with(&wanted))
+            .collect()
+    };
+    match matches.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => Err(SessionError::UnknownEvent {
+            path: session.path.clone(),
+            id: given.to_owned(),
+        }),
+        many => Err(SessionError::AmbiguousEvent {
+            path: session.path.clone(),
+            given: given.to_owned(),
+            count: many.len(),
+        }),
+    }
+}
 
 /// Indices of the branch ending at the event `leaf`, root first; `None`
 /// when no event has that id. Missing parents are bridged as the loader
@@ -141,5 +175,25 @@ mod tests {
         assert_eq!(active.messages.len(), 2);
         assert!(format!("{:?}", active.messages[1]).contains("new idea"));
         assert!(crate::projection::project_messages_at(&s, "nope").is_none());
+    }
+
+    /// An event is named by its whole id or a unique end of it, in any
+    /// case; an end several ids share, or none has, is an error saying so.
+    #[test]
+    fn events_resolve_by_a_unique_end() {
+        let user = r#"{"content":[{"type":"text","text":"x"}]}"#;
+        let text = [
+            header(),
+            line("message.user", "01ABCDEFXY", Some("A"), user),
+            line("message.user", "01ABCDEFZY", Some("01ABCDEFXY"), user),
+        ]
+        .join("\n");
+        let session = parse_session(Path::new("t"), text.as_bytes()).unwrap();
+        assert_eq!(resolve_event(&session, "01ABCDEFXY").unwrap(), "01ABCDEFXY");
+        assert_eq!(resolve_event(&session, "fzy").unwrap(), "01ABCDEFZY");
+        let shared = resolve_event(&session, "Y").unwrap_err().to_string();
+        assert!(shared.contains("ends 2 event ids"), "{shared}");
+        let none = resolve_event(&session, "QQ").unwrap_err().to_string();
+        assert!(none.contains("has no event QQ"), "{none}");
     }
 }

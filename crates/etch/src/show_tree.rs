@@ -22,7 +22,15 @@ pub fn render(session: &LoadedSession) -> String {
     let children = tree::children(session);
     let labels = tree::labels(session);
     let active: HashSet<usize> = session.active.iter().copied().collect();
-    let leaf = session.active.last().copied();
+    // The leaf as people see it: the last conversation event of the active
+    // branch, not the metrics line that follows an answer.
+    let leaf = session
+        .active
+        .iter()
+        .rev()
+        .copied()
+        .find(|&i| !is_metadata(&session.events[i]))
+        .or_else(|| session.active.last().copied());
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -36,6 +44,13 @@ pub fn render(session: &LoadedSession) -> String {
         let kids = &children[node];
         let event = &session.events[node];
         let hidden = is_metadata(event) && kids.len() <= 1 && Some(node) != leaf;
+        // A hidden event hands its connector to what follows it, so a
+        // branch that starts at one is still drawn as a branch.
+        let only_prefix = if hidden {
+            line_prefix.clone()
+        } else {
+            child_prefix.clone()
+        };
         if !hidden {
             let mark = if active.contains(&node) { '*' } else { ' ' };
             let _ = write!(
@@ -54,7 +69,7 @@ pub fn render(session: &LoadedSession) -> String {
         }
         match kids.as_slice() {
             [] => {}
-            [only] => stack.push((*only, child_prefix.clone(), child_prefix)),
+            [only] => stack.push((*only, only_prefix, child_prefix)),
             many => {
                 // Pushed in reverse so the first child prints first.
                 for (i, &kid) in many.iter().enumerate().rev() {
@@ -182,8 +197,43 @@ mod tests {
         assert_eq!(lines[2], "* AAAAAAAAA1 user: first");
         assert_eq!(lines[3], "* AAAAAAAAA2 model.metrics");
         assert_eq!(lines[4], "├─  AAAAAAAAA3 user: old idea  [dropped]");
-        assert_eq!(lines[5], "└─* AAAAAAAAA4 user: new idea");
-        assert_eq!(lines[6], "   * AAAAAAAAA5 session.label  <- leaf");
-        assert_eq!(lines.len(), 7);
+        // The leaf mark sits on the last conversation event, not on the
+        // label event after it.
+        assert_eq!(lines[5], "└─* AAAAAAAAA4 user: new idea  <- leaf");
+        assert_eq!(lines.len(), 6);
+    }
+
+    /// Branches that start at hidden metadata (the usage line after an
+    /// answer, the navigation that left it) keep their connectors: the
+    /// second branch does not read as a child of the first.
+    #[test]
+    fn branches_through_hidden_events_keep_their_connectors() {
+        let user = |t: &str| format!(r#"{{"content":[{{"type":"text","text":"{t}"}}]}}"#);
+        let answer = r#"{"content":[{"type":"text","text":"answer one"}],"provider":"echo","model":"echo","stopReason":"stop"}"#;
+        let text = [
+            r#"{"type":"session.started","id":"BBBBBBBBBBBBBBBBBBBBBBBBB0","parentId":null,"time":"t","data":{"sessionId":"S","formatVersion":1,"cwd":"/","etchVersion":"0","provider":"echo","model":"echo"}}"#.to_owned(),
+            line("message.user", "BBBBBBBBBBBBBBBBBBBBBBBBB1", "BBBBBBBBBBBBBBBBBBBBBBBBB0", &user("first")),
+            line("message.assistant", "BBBBBBBBBBBBBBBBBBBBBBBBB2", "BBBBBBBBBBBBBBBBBBBBBBBBB1", answer),
+            line("model.metrics", "BBBBBBBBBBBBBBBBBBBBBBBBB3", "BBBBBBBBBBBBBBBBBBBBBBBBB2", "{}"),
+            line("message.user", "BBBBBBBBBBBBBBBBBBBBBBBBB4", "BBBBBBBBBBBBBBBBBBBBBBBBB3", &user("second")),
+            line("session.navigate", "BBBBBBBBBBBBBBBBBBBBBBBBB5", "BBBBBBBBBBBBBBBBBBBBBBBBB2", r#"{"targetId":"BBBBBBBBBBBBBBBBBBBBBBBBB2","fromId":"BBBBBBBBBBBBBBBBBBBBBBBBB4"}"#),
+            line("message.user", "BBBBBBBBBBBBBBBBBBBBBBBBB6", "BBBBBBBBBBBBBBBBBBBBBBBBB5", &user("other way")),
+            line("model.metrics", "BBBBBBBBBBBBBBBBBBBBBBBBB7", "BBBBBBBBBBBBBBBBBBBBBBBBB6", "{}"),
+        ]
+        .join("\n");
+        let session = etch_session::parse_session(Path::new("t"), text.as_bytes()).unwrap();
+        let out = render(&session);
+        let lines: Vec<&str> = out.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "* BBBBBBBBB0 session started",
+                "* BBBBBBBBB1 user: first",
+                "* BBBBBBBBB2 assistant: answer one",
+                "├─  BBBBBBBBB4 user: second",
+                "└─* BBBBBBBBB6 user: other way  <- leaf",
+            ],
+            "{out}"
+        );
     }
 }

@@ -367,7 +367,10 @@ fn cancel_stops_a_streaming_answer() {
         .iter()
         .filter(|e| e["type"] == "message.assistant")
         .collect();
-    assert_eq!(answers.len(), 1, "only the second answer is stored");
+    // The cancelled answer is kept as interrupted (G20), then the second.
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0]["data"]["stopReason"], "aborted");
+    assert_eq!(answers[1]["data"]["stopReason"], "stop");
 }
 
 /// An edit reaches the editor as an ACP diff of the changed region.

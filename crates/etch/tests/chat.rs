@@ -184,7 +184,9 @@ fn esc_cancels_a_slow_stream_and_the_next_prompt_works() {
     tmux.wait_screen("esc to interrupt");
     tmux.wait_screen("partial");
     tmux.keys(&["Escape"]);
-    tmux.wait_for("cancelled");
+    // What was shown stays, marked as cut short (issue 28).
+    let history = tmux.wait_for("interrupted: the answer above is partial");
+    assert!(history.contains("partial"), "{history}");
     tmux.line("second");
     tmux.wait_for("second answer");
     let events = jsonl(&ws.only_session());
@@ -192,8 +194,25 @@ fn esc_cancels_a_slow_stream_and_the_next_prompt_works() {
         .iter()
         .filter(|e| e["type"] == "message.assistant")
         .collect();
-    assert_eq!(assistants.len(), 1, "only the second answer is stored");
-    assert_eq!(assistants[0]["data"]["content"][0]["text"], "second answer");
+    assert_eq!(assistants.len(), 2, "the interrupted answer and the second");
+    assert_eq!(assistants[0]["data"]["stopReason"], "aborted");
+    assert!(
+        assistants[0]["data"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("partial")
+    );
+    assert_eq!(assistants[1]["data"]["content"][0]["text"], "second answer");
+    // The next request replays it: no two user messages in a row.
+    let roles: Vec<String> = server.requests()[1].json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(roles[roles.len() - 3..], ["user", "assistant", "user"]);
+    let shown = ws.run(&["show"]).ok();
+    assert!(shown.contains("[assistant, interrupted]"), "{shown}");
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
@@ -661,13 +680,13 @@ fn the_terminal_closing_mid_run_keeps_the_session_valid() {
     tmux.close_terminal();
     wait_gone(pid);
     let events = jsonl(&ws.only_session());
-    assert_eq!(
-        types(&events)
-            .iter()
-            .filter(|t| *t == "message.assistant")
-            .count(),
-        0
-    );
+    // The answer cut short is kept, marked as interrupted (G20).
+    let answers: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message.assistant")
+        .collect();
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0]["data"]["stopReason"], "aborted");
     assert_eq!(
         types(&events)
             .iter()

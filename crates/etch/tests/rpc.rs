@@ -812,3 +812,75 @@ fn export_to_html_escapes_and_formats_are_chosen() {
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
+
+/// Every started message ends: the streaming answer's `message_start`
+/// carries its role, and an `abort` mid-stream ends it with
+/// `stopReason: "aborted"` and the text that had streamed.
+#[test]
+fn an_aborted_answer_still_ends() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::Sse {
+        events: etch_test_support::chat_text("partial answer")[..1].to_vec(),
+        gap: std::time::Duration::ZERO,
+        end: etch_test_support::End::Stall(std::time::Duration::from_secs(60)),
+    }])
+    .unwrap();
+    let args = support::model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut rpc = support::rpc::RpcClient::start(&ws, &args, &[]);
+    rpc.next();
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let start = rpc.until(|e| e["type"] == "message_start" && e["message"]["role"] == "assistant");
+    assert_eq!(start["message"]["content"], json!([]));
+    rpc.until(|e| e["type"] == "message_update");
+    rpc.send(&json!({"id": "a", "type": "abort"}));
+    let end = rpc.until(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant");
+    assert_eq!(end["message"]["stopReason"], "aborted", "{end}");
+    assert!(
+        end["message"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("partial"),
+        "{end}"
+    );
+    rpc.until(|e| e["type"] == "agent_end");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// `get_fork_messages` hands out the ids `fork` takes, and `fork`
+/// accepts the 10-character ends `etch show --tree` prints (any unique
+/// end of an id, in either case).
+#[test]
+fn fork_takes_the_ids_the_tree_prints() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    rpc.next();
+    for (id, text) in [("p1", "one"), ("p2", "two")] {
+        rpc.send(&json!({"id": id, "type": "prompt", "message": text}));
+        rpc.until(|v| v["type"] == "agent_end" && v["id"] == id);
+    }
+    let listed = rpc.call(&json!({"id": "l", "type": "get_fork_messages"}));
+    let messages = listed["data"]["messages"].as_array().unwrap().clone();
+    let texts: Vec<&str> = messages
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["one", "two"], "{listed}");
+    let second = messages[1]["entryId"].as_str().unwrap().to_owned();
+    let short = second[second.len() - 10..].to_ascii_lowercase();
+    let fork = rpc.call(&json!({"id": "f", "type": "fork", "entryId": short}));
+    assert_eq!(fork["success"], true, "{fork}");
+    assert_eq!(fork["data"]["text"], "two");
+    let unknown = rpc.call(&json!({"id": "u", "type": "fork", "entryId": "NOSUCHEND"}));
+    assert_eq!(unknown["success"], false);
+    assert!(
+        unknown["error"]
+            .as_str()
+            .unwrap()
+            .contains("etch show --tree"),
+        "{unknown}"
+    );
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}

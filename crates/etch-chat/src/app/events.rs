@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use etch_protocol::{
-    CompactionOutcome, Delta, EventBody, NoticeLevel, Response, WireMessage, WirePart,
+    CompactionOutcome, Delta, EventBody, NoticeLevel, Response, StopReason, WireMessage, WirePart,
 };
 use etch_runtime::host::Output;
 use serde_json::Value;
@@ -222,7 +222,7 @@ impl App {
                     self.editor.remember(&text);
                     self.push(Block::User(text));
                 }
-                None => {
+                None | Some(WireMessage::Assistant { .. }) => {
                     if let Some(run) = &mut self.run {
                         run.text.clear();
                         run.reasoning.clear();
@@ -421,9 +421,15 @@ impl App {
     /// A finished message: the assistant's reasoning and answer go into
     /// the history; its tool calls become the batch in progress.
     fn message_end(&mut self, message: WireMessage) {
-        let WireMessage::Assistant { content, .. } = message else {
+        let WireMessage::Assistant {
+            content,
+            stop_reason,
+            ..
+        } = message
+        else {
             return;
         };
+        let interrupted = stop_reason == Some(StopReason::Aborted);
         let reasoning = self
             .run
             .as_mut()
@@ -436,6 +442,13 @@ impl App {
         if !text.trim().is_empty() {
             self.last_answer = Some(text.clone());
             self.push(Block::Assistant(text));
+            // What the user saw stays, marked as cut short.
+            if interrupted {
+                self.notice(Level::Info, "interrupted: the answer above is partial");
+                if let Some(run) = &mut self.run {
+                    run.interrupted = true;
+                }
+            }
         }
         let calls: Vec<ToolView> = content
             .into_iter()
@@ -497,7 +510,10 @@ impl App {
         }
         if let Some(error) = error {
             if self.aborting || error.contains("cancelled") || error.contains("aborted") {
-                self.notice(Level::Info, "cancelled");
+                // A partial answer already says it was interrupted.
+                if !run.interrupted {
+                    self.notice(Level::Info, "cancelled");
+                }
             } else if error.contains("round") {
                 self.notice(
                     Level::Warning,

@@ -111,6 +111,8 @@ struct Run {
     /// A long command (`bash`, `compact`, `navigate`) rather than a run:
     /// it ends with the command's response, not `agent_end`.
     command: bool,
+    /// A cancelled answer was kept, marked as interrupted.
+    interrupted: bool,
 }
 
 /// A call of the batch in progress, as its live row shows it.
@@ -165,6 +167,7 @@ impl Run {
             id,
             began,
             command,
+            interrupted: false,
         }
     }
 }

@@ -66,6 +66,24 @@ impl Host {
         Ok(json!({ "messages": messages }))
     }
 
+    /// The answer to `get_fork_messages`: each user message of the active
+    /// branch, oldest first, with the event id `fork` takes.
+    pub(super) fn fork_messages(&self) -> Result<Value, String> {
+        let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
+        let messages: Vec<Value> = loaded
+            .active_events()
+            .filter(|e| e.kind == etch_session::types::MESSAGE_USER)
+            .filter_map(|e| {
+                let data = e.parse_data::<etch_session::UserData>().ok()?;
+                Some(json!({
+                    "entryId": e.id,
+                    "text": etch_model::content::joined_text(&data.content),
+                }))
+            })
+            .collect();
+        Ok(json!({ "messages": messages }))
+    }
+
     /// Writes the transcript to `output_path`, or beside the session file,
     /// as `format` says (else as the path's extension says, else the plain
     /// transcript). HTML always escapes what came from the session: a

@@ -290,6 +290,7 @@ impl Host {
             }
             CommandBody::GetState => Ok(Some(self.state())),
             CommandBody::GetMessages => self.messages().map(Some),
+            CommandBody::GetForkMessages => self.fork_messages().map(Some),
             CommandBody::GetSessionStats => self.stats(),
             CommandBody::Export {
                 output_path,
