@@ -87,7 +87,7 @@ impl Slot {
                     self.launch.selection = None;
                     app.set_model(provider, model_id);
                     app.output_refused(&command);
-                    app.notice(Level::Info, format!("model: {provider} {model_id} (the session starts with your next prompt)"));
+                    app.notice(Level::Info, format!("model: {model_id} ({provider}; the session starts with your next prompt)"));
                     return;
                 }
                 CommandBody::SetThinkingLevel { level } => {

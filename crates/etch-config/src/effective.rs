@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::load::Loaded;
 use crate::reflect;
-use crate::schema::{self, Milestone, TableKind};
+use crate::schema::{self, TableKind};
 use crate::value::Value;
 
 /// The comment for `provider.name` when nothing set it (C42).
@@ -39,11 +39,7 @@ pub(crate) fn render(loaded: &Loaded) -> String {
         .iter()
         .filter(|table| table.kind == TableKind::Table)
     {
-        let _ = write!(out, "\n[{}]", table.name);
-        if table.milestone == Milestone::M2 {
-            out.push_str("  # used from milestone 2");
-        }
-        out.push('\n');
+        let _ = writeln!(out, "\n[{}]", table.name);
         for key in table.keys {
             let dotted = format!("{}.{}", table.name, key.name);
             let source = loaded.source(&dotted);

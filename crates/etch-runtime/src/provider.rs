@@ -278,7 +278,7 @@ fn endpoint_note(
             .as_deref()
             .is_some_and(|p| p != recorded.provider)
         {
-            "--provider"
+            "another provider was chosen"
         } else {
             "the configuration"
         };

@@ -151,7 +151,11 @@ pub fn report(
                 "not run: not trusted (review with etch trust)".to_owned()
             }
             Status::Starting => "still starting".to_owned(),
-            Status::Ready { tools, .. } => format!("runs · {} tools", tools.len()),
+            Status::Ready { tools, .. } => format!(
+                "runs · {} tool{}",
+                tools.len(),
+                if tools.len() == 1 { "" } else { "s" }
+            ),
             Status::Failed(why) => {
                 failed = true;
                 format!("failed: {why}")

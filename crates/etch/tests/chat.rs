@@ -902,13 +902,23 @@ fn model_context_copy_and_name_commands() {
     tmux.type_text("m2-large");
     tmux.wait_screen("Enter: use the model \"m2-large\"");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("model: openai m2-large");
+    tmux.wait_for("model: m2-large (openai)");
     tmux.wait_screen("m2-large · ");
     tmux.line("again");
     tmux.wait_for("• second");
     assert_eq!(server.requests()[1].json()["model"], "m2-large");
     tmux.line("/thinking");
     tmux.wait_for("change with /thinking off|none|minimal|low|medium|high|xhigh");
+    tmux.line("/thinking high");
+    tmux.wait_for("thinking: high");
+    // A new effort is no model change: one `model:` line, said for users
+    // (no flag names, no `etch:` prefix).
+    let history = tmux.history();
+    assert_eq!(count(&history, "model: "), 1, "{history}");
+    assert!(
+        !history.contains("etch: note") && !history.contains("(--provider)"),
+        "{history}"
+    );
     tmux.line("/context");
     tmux.wait_for("tool schemas");
     tmux.line("/context dump");

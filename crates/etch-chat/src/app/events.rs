@@ -375,7 +375,7 @@ impl App {
             EventBody::ModelChanged { provider, model } => {
                 self.footer.provider.clone_from(&provider);
                 self.footer.model.clone_from(&model);
-                self.notice(Level::Info, format!("model: {provider} {model}"));
+                self.notice(Level::Info, format!("model: {model} ({provider})"));
             }
             EventBody::ThinkingLevelChanged { level } => {
                 let level = serde_json::to_value(level)
@@ -397,6 +397,12 @@ impl App {
                     NoticeLevel::Info => Level::Info,
                     NoticeLevel::Warning => Level::Warning,
                 };
+                // The host words notices for stderr, where `etch:` says
+                // who speaks; in the chat that goes without saying.
+                let message = message
+                    .strip_prefix("etch: note: ")
+                    .or_else(|| message.strip_prefix("etch: "))
+                    .map_or_else(|| message.clone(), str::to_owned);
                 self.notice(level, message);
             }
             EventBody::ModelUsage { usage } => self.footer.counters.usage(&usage),

@@ -286,7 +286,7 @@ fn effective_toml_round_trips_with_provenance() {
         "{text}"
     );
     assert!(
-        text.contains("[subagents]  # used from milestone 2"),
+        text.contains("[subagents]\n") && !text.contains("milestone"),
         "{text}"
     );
 }

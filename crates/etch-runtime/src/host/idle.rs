@@ -264,6 +264,11 @@ impl Host {
         flags: crate::provider::ProviderFlags,
     ) -> Result<Option<Value>, String> {
         let mut notices = Vec::new();
+        let before = {
+            let client = &session.selection().client;
+            (client.provider().to_owned(), client.model().to_owned())
+        };
+        let level_before = session.settings().provider.reasoning_effort.clone();
         let result = session
             .reconfigure(flags, &mut |n| notices.push(n), &mut NoopObserver)
             .await;
@@ -272,15 +277,20 @@ impl Host {
         }
         result.map_err(|e| e.to_string())?;
         let client = &session.selection().client;
-        self.emit(
-            id.clone(),
-            EventBody::ModelChanged {
-                provider: client.provider().to_owned(),
-                model: client.model().to_owned(),
-            },
-        );
+        // Only what changed is announced: `/thinking` is no model change.
+        if (client.provider(), client.model()) != (before.0.as_str(), before.1.as_str()) {
+            self.emit(
+                id.clone(),
+                EventBody::ModelChanged {
+                    provider: client.provider().to_owned(),
+                    model: client.model().to_owned(),
+                },
+            );
+        }
         let level = session.settings().provider.reasoning_effort.clone();
-        if let Some(level) = level.as_deref().and_then(level_from_name) {
+        if level != level_before
+            && let Some(level) = level.as_deref().and_then(level_from_name)
+        {
             self.emit(id, EventBody::ThinkingLevelChanged { level });
         }
         Ok(Some(json!({
