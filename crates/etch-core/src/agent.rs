@@ -343,7 +343,7 @@ impl Agent {
     }
 
     /// Before a run's first request, waits for what the tool sources ask
-    /// to be awaited (MCP servers still starting), at most
+    /// to be awaited (plugins and MCP servers still starting), at most
     /// [`SOURCE_GRACE`]: a tool the model does not see in a one-shot run
     /// is no use, but a server that is slow to start must delay only its
     /// own tools, which join a later request when they are ready.

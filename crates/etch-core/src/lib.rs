@@ -25,7 +25,7 @@ pub mod intercept;
 pub mod observer;
 pub mod pass;
 
-pub use agent::{Agent, AgentConfig, RunOutcome, close_dangling_calls};
+pub use agent::{Agent, AgentConfig, RunOutcome, SOURCE_GRACE, close_dangling_calls};
 pub use compaction::{Compaction, CompactionPolicy, compact_session};
 pub use error::{GuardStopError, RunError, ToolRoundLimitError};
 pub use guard::GuardSettings;

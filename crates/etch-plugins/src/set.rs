@@ -83,10 +83,9 @@ struct Inner {
     diagnostics: Mutex<Vec<(String, String)>>,
     /// Clashes already reported, so each is said once.
     reported: Mutex<HashSet<(String, String)>>,
-    /// Plugins still starting.
+    /// Plugins and MCP bridges still starting (a run's first request
+    /// waits for them).
     starting: watch::Sender<usize>,
-    /// MCP bridges still starting (a run's first request waits for them).
-    mcp_starting: watch::Sender<usize>,
     /// Set by `shutdown`: a plugin that finishes starting afterwards is
     /// stopped at once.
     shutting_down: AtomicBool,
@@ -155,10 +154,6 @@ impl PluginSet {
             .iter()
             .filter(|s| s.status == Status::Starting)
             .count();
-        let mcp_starting = slots
-            .iter()
-            .filter(|s| s.mcp && s.status == Status::Starting)
-            .count();
         let inner = Arc::new(Inner {
             slots: Mutex::new(slots),
             published: Mutex::new(Vec::new()),
@@ -166,7 +161,6 @@ impl PluginSet {
             diagnostics: Mutex::new(Vec::new()),
             reported: Mutex::new(HashSet::new()),
             starting: watch::Sender::new(starting),
-            mcp_starting: watch::Sender::new(mcp_starting),
             shutting_down: AtomicBool::new(false),
         });
         let runtime = tokio::runtime::Handle::try_current();
@@ -366,9 +360,6 @@ impl Inner {
             slot.tools = tools;
         }
         self.publish();
-        if mcp {
-            self.mcp_starting.send_modify(|n| *n = n.saturating_sub(1));
-        }
         self.starting.send_modify(|n| *n = n.saturating_sub(1));
     }
 
@@ -507,11 +498,12 @@ impl ToolSource for PluginSet {
         })
     }
 
-    /// The MCP bridges: a model is meant to see a server's tools from the
-    /// first request, and servers take hundreds of milliseconds to start
-    /// (node, python), where plugins take a few.
+    /// Every plugin and MCP bridge still starting: a model is meant to see
+    /// their tools from the first request (a one-shot `-p` has no other),
+    /// and the loop bounds the wait. With none configured this is ready
+    /// at once, so a run without plugins never waits.
     fn awaited(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        let mut starting = self.inner.mcp_starting.subscribe();
+        let mut starting = self.inner.starting.subscribe();
         Box::pin(async move {
             let _ = starting.wait_for(|n| *n == 0).await;
         })

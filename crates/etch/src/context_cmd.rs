@@ -21,39 +21,62 @@ use crate::session_arg;
 use etch_runtime::{Context, RunSettings};
 
 /// Runs `etch context` or `etch context dump`.
-pub fn run(
+pub async fn run(
     place: &Place,
     prefix: Option<&str>,
     action: Option<&ContextAction>,
     json: bool,
 ) -> Result<(), Failure> {
     let session = load(place, prefix)?;
-    // What a run with the default settings would offer: the same context
-    // the runtime builds for `etch -p`.
-    let mut context =
-        Context::inspect(place, &RunSettings::default()).map_err(crate::run::open_failure)?;
+    let mut context = offered(place).await?;
+    let result = report_on(place, session.as_ref(), &mut context, action, json);
+    context.plugins.shutdown().await;
+    result
+}
+
+/// What a run with the default settings would offer: the same context the
+/// runtime builds for `etch -p`, plugin and MCP tools included once they
+/// have started (as long as a run's first request would wait for them).
+/// When the project's commands may not run (not trusted), the built-ins
+/// alone, with a note saying what is left out.
+async fn offered(place: &Place) -> Result<Context, Failure> {
+    match Context::build(place, &RunSettings::default()) {
+        Ok(context) => {
+            let _ = tokio::time::timeout(etch_core::SOURCE_GRACE, context.tools.settle()).await;
+            Ok(context)
+        }
+        Err(err) => {
+            diag!("etch: note: plugin and MCP tools are not counted: {err}");
+            Context::inspect(place, &RunSettings::default()).map_err(crate::run::open_failure)
+        }
+    }
+}
+
+/// Measures `context` with `session` and prints the report or the dump.
+fn report_on(
+    place: &Place,
+    session: Option<&LoadedSession>,
+    context: &mut Context,
+    action: Option<&ContextAction>,
+    json: bool,
+) -> Result<(), Failure> {
     // A subagent's child session is measured as it resumes: with its
     // profile's tools and instructions (E-SUB-09).
     let mut place = place.clone();
-    if let Some(name) = session
-        .as_ref()
-        .and_then(|s| s.header.subagent_profile.clone())
-    {
+    if let Some(name) = session.and_then(|s| s.header.subagent_profile.clone()) {
         etch_runtime::subagent::resume_as_child(
             &mut place,
             &mut RunSettings::default(),
-            &mut context,
+            context,
             &name,
         )
         .map_err(|why| Failure::new(exit::FAILED, anyhow::anyhow!(why)))?;
     }
     let place = &place;
     match action {
-        Some(ContextAction::Dump { path }) => {
-            dump(place, session.as_ref(), &context, path.as_deref())
-        }
+        Some(ContextAction::Dump { path }) => dump(place, session, context, path.as_deref()),
         None => {
-            let report = report::measure(place, session.as_ref(), &context);
+            let report = report::measure(place, session, context);
             if json {
                 let text = serde_json::to_string(&report).map_err(|e| {
                     Failure::new(

@@ -193,7 +193,12 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             action,
             session,
             json,
-        }) => context_cmd::run(&place, session.as_deref(), action.as_ref(), json),
+        }) => runtime()?.block_on(context_cmd::run(
+            &place,
+            session.as_deref(),
+            action.as_ref(),
+            json,
+        )),
         Some(Command::Compact {
             session,
             focus,

@@ -43,8 +43,7 @@ fn home_file(ws: &Workspace, name: &str) -> PathBuf {
 }
 
 /// A plugin's tools join the registry (sorted with the built-ins) and run
-/// on the model's first call, though they were not ready for the first
-/// request; the plugin sees the sanitized environment plus its allowlist,
+/// on the model's first call; the plugin sees the sanitized environment plus its allowlist,
 /// never a credential, even allowlisted.
 #[test]
 fn plugin_tools_run_and_join_the_list() {
@@ -524,4 +523,26 @@ fn the_readme_python_plugin_works() {
             .ok()
             .contains("tool word_count (overlaps): Count the words in a text.")
     );
+}
+
+/// A one-shot run's first request offers the plugin's tools (it used to
+/// go out before the plugin had answered `initialize`), and `etch
+/// context` counts their schemas as the request carries them.
+#[test]
+fn the_first_request_and_etch_context_include_plugin_tools() {
+    let ws = Workspace::new();
+    ws.user_config(&entry("alpha", "ok", ""));
+    for _ in 0..3 {
+        let server = FakeServer::start(vec![Reply::sse(chat_text("done"))]).unwrap();
+        ws.run_model(&server, &["-p", "go"], &[]).ok();
+        let names = tool_names(&server, 0);
+        assert!(names.contains(&"alpha_echo".to_owned()), "{names:?}");
+    }
+    let with: serde_json::Value =
+        serde_json::from_str(&ws.run(&["context", "--json"]).ok()).unwrap();
+    ws.user_config("");
+    let without: serde_json::Value =
+        serde_json::from_str(&ws.run(&["context", "--json"]).ok()).unwrap();
+    let bytes = |v: &serde_json::Value| v["tools"]["bytes"].as_u64().unwrap();
+    assert!(bytes(&with) > bytes(&without) + 200, "{with}\n{without}");
 }
