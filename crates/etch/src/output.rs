@@ -139,14 +139,87 @@ pub fn print_setup_failure(error: &str) {
     }
 }
 
-/// A plain observer for `-p`: nothing live on stdout; compaction notices
-/// on stderr.
+/// A plain observer for `-p`: nothing live on stdout; compaction and
+/// retry notices on stderr, and with `progress` (stderr is a terminal) one
+/// line as each tool call starts and one as it ends, so a long run is not
+/// a silent wait. A pipe gets none of those lines.
 #[derive(Debug, Default)]
-pub struct Quiet;
+pub struct Quiet {
+    /// Whether to show tool calls as they start and end.
+    pub progress: bool,
+    /// Names of the calls running, by call id.
+    running: std::collections::HashMap<String, String>,
+}
+
+impl Quiet {
+    /// A quiet observer; `progress` shows tool calls on stderr.
+    pub fn new(progress: bool) -> Self {
+        Self {
+            progress,
+            running: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The progress lines of a tool call starting or ending.
+    fn progress(&mut self, event: &AgentEvent<'_>) {
+        match event {
+            AgentEvent::ToolExecutionStart { call } => {
+                self.running.insert(call.id.clone(), call.name.clone());
+                diag!("etch: › {}{}", call.name, call_summary(&call.arguments));
+            }
+            AgentEvent::ToolExecutionEnd {
+                call_id,
+                text,
+                is_error,
+                elapsed,
+                ..
+            } => {
+                let name = self.running.remove(*call_id).unwrap_or_default();
+                let seconds = elapsed.as_secs_f64();
+                if *is_error {
+                    let why = text.lines().next().unwrap_or("");
+                    diag!("etch: ✗ {name} ({seconds:.1} s): {}", clip(why, 100));
+                } else {
+                    diag!("etch: ✓ {name} ({seconds:.1} s)");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What a call is about, in a few words: its command, path or pattern
+/// (the first string argument otherwise), led by a space; empty when it
+/// has none.
+fn call_summary(arguments: &serde_json::Value) -> String {
+    let Some(object) = arguments.as_object() else {
+        return String::new();
+    };
+    let text = ["command", "path", "pattern", "regex", "profile"]
+        .iter()
+        .find_map(|key| object.get(*key).and_then(serde_json::Value::as_str))
+        .or_else(|| object.values().find_map(serde_json::Value::as_str));
+    text.map_or_else(String::new, |t| {
+        format!(" {}", clip(t.lines().next().unwrap_or(""), 80))
+    })
+}
+
+/// `text` cut to `max` characters with `…`.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
+}
 
 impl Observer for Quiet {
     fn agent_event(&mut self, event: &AgentEvent<'_>) {
         notice(event);
+        if self.progress {
+            self.progress(event);
+        }
     }
 
     fn durable_line(&mut self, line: &str) {

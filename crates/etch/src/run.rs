@@ -126,7 +126,7 @@ fn make_observer(json: bool) -> Box<dyn Observer> {
     if json {
         Box::new(JsonLines)
     } else {
-        Box::new(Quiet)
+        Box::new(Quiet::new(std::io::stderr().is_terminal()))
     }
 }
 

@@ -407,7 +407,10 @@ fn show_tree_marks_the_active_branch_and_leaf() {
     );
     // The leaf is the last answer, not the metrics line after it.
     assert!(
-        lines.last().unwrap().ends_with("assistant: second  <- leaf"),
+        lines
+            .last()
+            .unwrap()
+            .ends_with("assistant: second  <- leaf"),
         "{out}"
     );
     assert!(lines.iter().skip(1).all(|l| l.starts_with("* ")), "{out}");
@@ -516,4 +519,49 @@ fn chat_command_words_are_usage_errors() {
     assert!(ws.session_files().is_empty());
     // -p still sends any text.
     assert_eq!(ws.run(&["--provider", "echo", "-p", "tree"]).ok(), "tree\n");
+}
+
+/// On a terminal, `-p` says on stderr when each tool call starts and
+/// ends; in a pipe it says nothing of the kind.
+#[test]
+fn print_mode_shows_tool_progress_on_a_terminal() {
+    use etch_test_support::{FakeServer, Reply, chat_text, chat_tool_calls};
+    let ws = Workspace::new();
+    std::fs::write(ws.path().join("notes.txt"), "x").unwrap();
+    let replies = || {
+        vec![
+            Reply::sse(chat_tool_calls(&[
+                ("c1", "ls", "{}"),
+                ("c2", "read", r#"{"path": "missing.txt"}"#),
+            ])),
+            Reply::sse(chat_text("done")),
+        ]
+    };
+    let server = FakeServer::start(replies()).unwrap();
+    let mut args = support::model_args(&server);
+    args.extend(["-p".to_owned(), "go".to_owned()]);
+    let binary = ws.command(&[]).get_program().to_string_lossy().into_owned();
+    let command = std::iter::once(binary)
+        .chain(args)
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(ws.path())
+        .env("HOME", ws.home.path())
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("etch: › ls"), "{shown}");
+    assert!(shown.contains("etch: ✓ ls ("), "{shown}");
+    assert!(shown.contains("etch: › read missing.txt"), "{shown}");
+    assert!(shown.contains("etch: ✗ read ("), "{shown}");
+    let server = FakeServer::start(replies()).unwrap();
+    let piped = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(piped.ok(), "done\n");
+    assert!(!piped.stderr().contains("›"), "{}", piped.stderr());
 }
