@@ -53,6 +53,41 @@ const TOOLS: [(&str, &str); 7] = [
     ("ls", "LS"),
 ];
 
+/// A warning for a tool matcher that can match no built-in tool under its
+/// protocol but would under the other one: `matcher = "bash"` on a
+/// `protocol = "claude"` hook (Claude Code calls the tool `Bash`) silently
+/// never runs. Names the likely intended matcher. `None` when the
+/// matcher is fine, or matches no built-in under either protocol (it may
+/// be meant for a plugin or MCP tool).
+pub fn matcher_warning(event: HookEvent, protocol: &str, matcher: &str) -> Option<String> {
+    if !matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse) {
+        return None;
+    }
+    let compiled = crate::Matcher::new(matcher).ok()?;
+    let claude = protocol == "claude";
+    let theirs = |(etch, cc): &(&'static str, &'static str)| if claude { *cc } else { *etch };
+    let other = |(etch, cc): &(&'static str, &'static str)| if claude { *etch } else { *cc };
+    if TOOLS.iter().any(|t| compiled.matches(theirs(t)))
+        || (claude && compiled.matches("MultiEdit"))
+    {
+        return None;
+    }
+    let meant: Vec<&str> = TOOLS
+        .iter()
+        .filter(|t| compiled.matches(other(t)))
+        .map(theirs)
+        .collect();
+    if meant.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = TOOLS.iter().map(theirs).collect();
+    Some(format!(
+        "matcher \"{matcher}\" matches no built-in tool of protocol = \"{protocol}\", which names them {}; did you mean \"{}\"?",
+        names.join(", "),
+        meant.join("|")
+    ))
+}
+
 /// Claude Code's name for an etch event, for the events it has.
 pub fn event_name(event: HookEvent) -> Option<&'static str> {
     match event {

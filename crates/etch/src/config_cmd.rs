@@ -53,6 +53,24 @@ pub fn run(
     }
 }
 
+/// Hook matchers that can never match a built-in tool under their
+/// protocol but would under the other (`bash` on a Claude Code hook),
+/// each naming its file and what was likely meant.
+pub fn matcher_problems(hooks: &[etch_config::HookEntry]) -> Vec<String> {
+    hooks
+        .iter()
+        .filter_map(|hook| {
+            let event = etch_hooks::HookEvent::parse(&hook.event)?;
+            let why = etch_hooks::claude::matcher_warning(event, &hook.protocol, &hook.matcher)?;
+            Some(format!(
+                "{}: [[hooks.{}]] {why}",
+                hook.source.display(),
+                hook.event
+            ))
+        })
+        .collect()
+}
+
 /// `config check`: every problem (configuration files, then skills) on
 /// stderr, a summary line on stdout.
 fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
@@ -67,15 +85,19 @@ fn check(loaded: &Loaded, skill_problems: &[String]) -> Result<(), Failure> {
     for problem in skill_problems {
         diag!("etch: error: skill {problem}");
     }
+    let matchers = matcher_problems(&loaded.config.hooks);
+    for problem in &matchers {
+        diag!("etch: error: {problem}");
+    }
     let checked = if files.is_empty() {
         "no config files found (~/.etch/config.toml, .etch/config.toml); the defaults apply"
             .to_owned()
     } else {
         files.join(", ")
     };
-    let n = loaded.diagnostics.len() + skill_problems.len();
-    if loaded.has_errors() || !skill_problems.is_empty() {
-        let mut places = if loaded.diagnostics.is_empty() {
+    let n = loaded.diagnostics.len() + skill_problems.len() + matchers.len();
+    if loaded.has_errors() || !skill_problems.is_empty() || !matchers.is_empty() {
+        let mut places = if loaded.diagnostics.is_empty() && matchers.is_empty() {
             Vec::new()
         } else {
             vec![checked.clone()]

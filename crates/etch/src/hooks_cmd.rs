@@ -98,6 +98,12 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                     },
                     visible(&entry.source.display().to_string())
                 );
+                if let Some(event) = HookEvent::parse(&entry.event)
+                    && let Some(why) =
+                        etch_hooks::claude::matcher_warning(event, &entry.protocol, &entry.matcher)
+                {
+                    let _ = writeln!(out, "                 warning: {}", visible(&why));
+                }
             }
             crate::output::print_text(&out);
             Ok(())

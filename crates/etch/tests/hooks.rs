@@ -173,3 +173,28 @@ fn trust_with_nothing_to_trust() {
     let ws = Workspace::new();
     assert!(ws.run(&["trust"]).ok().contains("nothing to trust"));
 }
+
+/// A Claude Code hook whose matcher uses etch's tool names matches
+/// nothing: `config check` fails naming what was meant, and `hooks list`
+/// warns under the entry.
+#[test]
+fn a_claude_hook_matching_etch_names_is_flagged() {
+    let ws = Workspace::new();
+    ws.user_config(
+        "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"true\"\nprotocol = \"claude\"\n",
+    );
+    let check = ws.run(&["config", "check"]);
+    assert_eq!(check.code(), 1);
+    assert!(
+        check.stderr().contains("[[hooks.PreToolUse]] matcher \"bash\" matches no built-in tool of protocol = \"claude\"")
+            && check.stderr().contains("did you mean \"Bash\"?"),
+        "{}",
+        check.stderr()
+    );
+    let listed = ws.run(&["hooks", "list"]).ok();
+    assert!(listed.contains("warning: matcher \"bash\""), "{listed}");
+    ws.user_config(
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"true\"\nprotocol = \"claude\"\n",
+    );
+    assert!(ws.run(&["config", "check"]).ok().contains("config ok"));
+}

@@ -232,3 +232,27 @@ fn post_tool_exit_2_adds_stderr() {
     };
     assert_eq!(fields["output"], "raw out\n\nlint: 3 warnings");
 }
+
+/// A matcher written for the other protocol's names is named, with what
+/// was likely meant; a right one, or one for a plugin's tool, is not.
+#[test]
+fn matchers_for_the_other_protocol_are_named() {
+    let warn = |protocol, matcher| matcher_warning(HookEvent::PreToolUse, protocol, matcher);
+    let wrong = warn("claude", "bash|write").unwrap();
+    assert!(wrong.contains("did you mean \"Bash|Write\"?"), "{wrong}");
+    assert!(
+        wrong.contains("Bash, Read, Write, Edit, Grep, Glob, LS"),
+        "{wrong}"
+    );
+    assert!(
+        warn("etch", "Bash")
+            .unwrap()
+            .contains("did you mean \"bash\"?")
+    );
+    assert!(warn("claude", "Bash|Edit").is_none());
+    assert!(warn("claude", "MultiEdit").is_none());
+    assert!(warn("etch", "bash").is_none());
+    assert!(warn("claude", "mcp__git__.*").is_none());
+    assert!(warn("claude", "").is_none());
+    assert!(matcher_warning(HookEvent::SessionStart, "claude", "bash").is_none());
+}
