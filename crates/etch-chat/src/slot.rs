@@ -260,6 +260,8 @@ impl Slot {
             Slash::Copy => app.copy_last(&self.launch.place),
             Slash::Skill { name, text } => match self.context().expand_skill(&name, &text) {
                 Ok(expanded) => {
+                    let typed = format!("/skill:{name} {text}").trim_end().to_owned();
+                    app.show_prompt_as(&expanded, typed);
                     let effect = app.send_prompt(expanded, now);
                     if let crate::app::Effect::Host(command) = effect {
                         Box::pin(self.command(app, command)).await;

@@ -1280,3 +1280,43 @@ fn a_command_between_queued_prompts_keeps_them_apart() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// The transcript shows what matters: a long paste as its marker (it is
+/// sent whole), and a collapsed command's last lines, where the exit code
+/// and the last error are.
+#[test]
+fn pastes_show_as_markers_and_commands_show_their_tail() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "c1",
+            "bash",
+            r#"{"command": "seq 1 30"}"#,
+        )])),
+        Reply::sse(chat_text("counted")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    let paste: String = (1..=120).map(|i| format!("pasted row {i}\n")).collect();
+    tmux.paste(&paste);
+    tmux.wait_screen("[paste #1 +120 lines]");
+    tmux.keys(&["Enter"]);
+    let history = tmux.wait_for("counted");
+    assert!(history.contains("[paste #1 +120 lines]"), "{history}");
+    assert!(!history.contains("pasted row 120"), "{history}");
+    assert!(
+        user_texts(&server.requests()[0].json())
+            .last()
+            .unwrap()
+            .contains("pasted row 120")
+    );
+    assert!(
+        history.contains("earlier lines (ctrl+o to expand)"),
+        "{history}"
+    );
+    // The last of `seq 1 30` shows, its head does not.
+    assert!(history.lines().any(|l| l.trim() == "30"), "{history}");
+    assert!(!history.lines().any(|l| l.trim() == "1"), "{history}");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

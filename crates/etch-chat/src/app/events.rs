@@ -220,7 +220,8 @@ impl App {
                 Some(WireMessage::User { content }) => {
                     let text = texts(&content);
                     self.editor.remember(&text);
-                    self.push(Block::User(text));
+                    let shown = self.shown(text);
+                    self.push(Block::User(shown));
                 }
                 None | Some(WireMessage::Assistant { .. }) => {
                     if let Some(run) = &mut self.run {

@@ -167,6 +167,8 @@ impl App {
     /// run is active).
     fn submit(&mut self, now: Instant) -> Vec<Effect> {
         let text = self.editor.text();
+        // A long paste is sent whole and shown as its marker.
+        let typed = self.editor.raw();
         if text.trim().is_empty() {
             return Vec::new();
         }
@@ -207,6 +209,7 @@ impl App {
             return vec![self.bash(command.to_owned(), exclude, now)];
         }
         self.editor.clear();
+        self.show_prompt_as(&text, typed);
         // Behind a command that ran while texts were queued: held, so it
         // is never joined with what was typed before the command.
         if self.is_busy() && self.barrier {

@@ -219,6 +219,10 @@ pub struct App {
     /// A slash command ran while texts were queued: what is typed next is
     /// held.
     barrier: bool,
+    /// Prompts sent other than as typed (a long paste expanded, a skill's
+    /// instructions), each with what the transcript shows instead: the
+    /// paste's marker, `/skill:NAME text`.
+    shown_as: Vec<(String, String)>,
     /// The run ended with nothing queued: the barrier is passed and
     /// `held` may go.
     release: bool,
@@ -281,6 +285,7 @@ impl App {
             queued: Vec::new(),
             held: Vec::new(),
             barrier: false,
+            shown_as: Vec::new(),
             release: false,
             footer: start.footer,
             hint: None,
@@ -408,6 +413,23 @@ impl App {
         );
         self.command_running("navigate", &effect, now);
         effect
+    }
+
+    /// Shows the prompt `sent` as `shown` in the transcript when it comes
+    /// back from the host (a skill's expansion as `/skill:NAME text`).
+    pub fn show_prompt_as(&mut self, sent: &str, shown: String) {
+        if sent != shown {
+            self.shown_as.push((sent.to_owned(), shown));
+        }
+    }
+
+    /// How the user prompt `text` is shown: as typed, when it was sent
+    /// expanded.
+    fn shown(&mut self, text: String) -> String {
+        match self.shown_as.iter().position(|(sent, _)| *sent == text) {
+            Some(i) => self.shown_as.remove(i).1,
+            None => text,
+        }
     }
 
     /// Prompts held behind a barrier, once the run before them ended with

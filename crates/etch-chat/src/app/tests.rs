@@ -539,7 +539,7 @@ fn the_last_tool_output_expands() {
     );
     let collapsed = history(&mut app);
     assert!(
-        collapsed.contains("+26 lines (ctrl+o to expand)"),
+        collapsed.contains("+26 earlier lines (ctrl+o to expand)"),
         "{collapsed}"
     );
     let expanded: Vec<String> = app
@@ -704,4 +704,39 @@ fn a_command_is_an_ordering_barrier() {
     type_text(&mut app, "x3");
     let steer = app.key(key(KeyCode::Enter), Instant::now());
     assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "x3"));
+}
+
+/// A long paste is sent whole but shown in the transcript as its marker;
+/// a skill's expansion is shown as the `/skill:` line that asked for it.
+#[test]
+fn prompts_are_shown_as_typed() {
+    let mut app = app();
+    let _ = history(&mut app);
+    let paste: String = (1..=120).map(|i| format!("row {i}\n")).collect();
+    app.paste(&paste);
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    let CommandBody::Prompt { message, .. } = body(&sent[0]) else {
+        panic!("a prompt");
+    };
+    assert!(message.contains("row 120"));
+    let user = |text: &str| EventBody::MessageStart {
+        message: Some(WireMessage::User {
+            content: vec![WirePart::Text { text: text.into() }],
+        }),
+    };
+    event(&mut app, "chat-1", user(message));
+    let shown = history(&mut app);
+    assert!(shown.contains("[paste #1 +120 lines]"), "{shown}");
+    assert!(!shown.contains("row 120"), "{shown}");
+    app.show_prompt_as("<skill name=\"x\">…</skill>\n\ngo", "/skill:x go".into());
+    event(
+        &mut app,
+        "chat-1",
+        user("<skill name=\"x\">…</skill>\n\ngo"),
+    );
+    let shown = history(&mut app);
+    assert!(
+        shown.contains("/skill:x go") && !shown.contains("<skill"),
+        "{shown}"
+    );
 }

@@ -179,6 +179,26 @@ fn result_rows(
         PREVIEW_ROWS
     };
     let mut lines = Vec::new();
+    // A command's tail is what matters (the failing test, the build's
+    // last error, the exit code): collapsed, bash shows its last rows.
+    if name == "bash" && !expanded && all.len() > limit {
+        let hidden = all.len() - limit;
+        lines.push(Line::from(vec![
+            Span::styled("  ⎿ ", theme::muted()),
+            Span::styled(
+                format!("… +{hidden} earlier lines (ctrl+o to expand)"),
+                theme::muted(),
+            ),
+        ]));
+        for row in &all[hidden..] {
+            let row = truncate(row, width.saturating_sub(4).max(1));
+            lines.push(Line::from(vec![
+                Span::styled("    ", theme::muted()),
+                Span::styled(row, style),
+            ]));
+        }
+        return lines;
+    }
     for (i, row) in all.iter().take(limit).enumerate() {
         let gutter = if i == 0 { "  ⎿ " } else { "    " };
         let row = truncate(row, width.saturating_sub(4).max(1));
@@ -308,15 +328,19 @@ mod tests {
     fn long_output_is_collapsed() {
         let out: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         let v = view("bash", json!({"command": "seq 10"}), &out);
+        // A command's tail is what matters: collapsed, bash shows it.
         insta::assert_snapshot!(text(&render(&v, 40, false, "• ")), @r"
         • $ seq 10
-          ⎿ line 1
-            line 2
-            line 3
-            line 4
-            … +6 lines (ctrl+o to expand)
+          ⎿ … +6 earlier lines (ctrl+o to expand)
+            line 7
+            line 8
+            line 9
+            line 10
         ");
         assert_eq!(render(&v, 40, true, "• ").len(), 11);
+        // Other tools keep their head.
+        let g = view("grep", json!({"pattern": "x"}), &out);
+        assert!(text(&render(&g, 40, false, "• ")).contains("⎿ line 1"));
     }
 
     #[test]
