@@ -1320,3 +1320,22 @@ fn pastes_show_as_markers_and_commands_show_their_tail() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// Typing `/` opens the command menu on a real terminal.
+#[test]
+fn a_slash_opens_the_command_menu() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(&ws, &["--provider", "echo"], &[], SIZE.0, SIZE.1);
+    tmux.wait_for("/help for commands");
+    tmux.type_text("/");
+    let screen = tmux.wait_screen("/model");
+    assert!(screen.contains("/help"), "{screen}");
+    tmux.type_text("hot");
+    tmux.wait("the menu narrowed to /hotkeys", |_| {
+        !tmux.screen().contains("/model")
+    });
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Ctrl+O");
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

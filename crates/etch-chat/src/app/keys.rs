@@ -116,6 +116,11 @@ impl App {
                 if c == '@' {
                     self.open_files();
                 }
+                // A `/` starting the prompt opens the command menu, which
+                // then follows what is typed.
+                if c == '/' && self.editor.raw() == "/" {
+                    self.tab();
+                }
             }
             KeyCode::Backspace => self.editor.backspace(),
             KeyCode::Delete => self.editor.delete(),
@@ -380,6 +385,19 @@ impl App {
                     .unwrap_or(popup.items.len().saturating_sub(1));
             }
             KeyCode::Down => popup.selected = (popup.selected + 1) % popup.items.len().max(1),
+            // Enter in the command menu runs the chosen command (Tab
+            // completes it, to add what it takes).
+            KeyCode::Enter if popup.kind == Kind::Command && !popup.items.is_empty() => {
+                let (start, item) = (popup.start, popup.items[popup.selected].clone());
+                self.accept(Kind::Command, start, &item);
+                self.popup = None;
+                // Run as chosen: no argument was typed after it.
+                let typed = self.editor.raw();
+                if typed.ends_with(' ') {
+                    self.editor.set(typed.trim_end());
+                }
+                return None;
+            }
             KeyCode::Tab | KeyCode::Enter if !popup.items.is_empty() => {
                 let (kind, start, item) =
                     (popup.kind, popup.start, popup.items[popup.selected].clone());
@@ -421,6 +439,25 @@ impl App {
     /// other completions close.
     fn refresh_popup(&mut self) {
         self.open_files();
+        // The command menu follows the command being typed (never
+        // completing by itself: that is Tab's or Enter's to do).
+        let (start, word) = self.editor.word_at_caret();
+        if self.popup.is_none()
+            && self.editor.on_first_line()
+            && start == 0
+            && word.starts_with('/')
+            && !self.editor.raw().contains(char::is_whitespace)
+        {
+            let items = complete::commands(&word, &self.skills);
+            if !items.is_empty() {
+                self.popup = Some(Popup {
+                    kind: Kind::Command,
+                    items,
+                    selected: 0,
+                    start,
+                });
+            }
+        }
     }
 }
 

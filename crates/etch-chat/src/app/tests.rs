@@ -740,3 +740,43 @@ fn prompts_are_shown_as_typed() {
         "{shown}"
     );
 }
+
+/// Typing `/` at the start of a prompt opens the command menu, which
+/// follows what is typed; a command typed out in full runs on one Enter.
+#[test]
+fn a_slash_opens_the_command_menu() {
+    let mut app = app();
+    type_text(&mut app, "/");
+    let live: String = app
+        .live(80, 30, Instant::now())
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(live.contains("/help") && live.contains("/model"), "{live}");
+    type_text(&mut app, "stat");
+    let live: String = app
+        .live(80, 30, Instant::now())
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        live.contains("/status") && !live.contains("/model"),
+        "{live}"
+    );
+    type_text(&mut app, "us");
+    assert_eq!(
+        app.key(key(KeyCode::Enter), Instant::now()),
+        [Effect::Slash(Slash::Status)]
+    );
+    // A `/` inside a prompt is just text.
+    type_text(&mut app, "a/b");
+    let live: String = app
+        .live(80, 30, Instant::now())
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!live.contains("/help"), "{live}");
+}
