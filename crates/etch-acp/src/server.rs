@@ -571,6 +571,7 @@ impl Server {
                     .insert(command.clone(), Pending::Compact(id.clone(), false));
                 CommandBody::Compact {
                     custom_instructions: focus,
+                    force: false,
                 }
             }
             Slash::Skill(name, rest) => {

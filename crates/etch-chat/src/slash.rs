@@ -74,7 +74,7 @@ pub const COMMANDS: [(&str, &str); 19] = [
     ("/name", "/name TITLE renames this session"),
     (
         "/compact",
-        "summarize older history now; /compact FOCUS steers the summary",
+        "summarize older history now; /compact FOCUS steers it, /compact force compacts a short session",
     ),
     (
         "/context",

@@ -77,7 +77,8 @@ pub fn finish(
     let focus = focus.map(str::trim).filter(|f| !f.is_empty());
     let tokens_after =
         plan.tokens_kept + message_tokens(&summary_message(&summary), settings.estimate);
-    if tokens_after >= plan.tokens_before {
+    // Forced, the user asked for the summary whatever it saves.
+    if !settings.force && tokens_after >= plan.tokens_before {
         return Ok(Outcome::Skipped(Skip::SummaryTooLong {
             tokens_before: plan.tokens_before,
             tokens_after,

@@ -68,7 +68,7 @@ pub fn plan(session: &LoadedSession, settings: &Settings) -> Result<Plan, Skip> 
     let kept: u64 = entries[cut..].iter().map(|e| e.tokens).sum();
     let tokens_kept = pinned_tokens(anchor, &entries, previous_tokens) + kept;
     let tokens_after = tokens_kept + previous_tokens;
-    if tokens_after.saturating_mul(10) > tokens_before.saturating_mul(9) {
+    if !settings.force && tokens_after.saturating_mul(10) > tokens_before.saturating_mul(9) {
         return Err(Skip::WouldNotShrink {
             tokens_before,
             tokens_after,
@@ -105,6 +105,15 @@ fn budget(settings: &Settings) -> Budget {
 /// huge batch at the end), the cut falls back to the closest cut point before
 /// it, the call that produced them, so the older prefix can still go.
 fn cut_index(entries: &[Entry<'_>], settings: &Settings) -> Option<usize> {
+    // Forced: everything before the last turn, which starts at its user
+    // message (else at the last place replay may start).
+    if settings.force {
+        return entries
+            .iter()
+            .rposition(|e| matches!(e.message, Message::User { .. }))
+            .filter(|&at| at > 0)
+            .or_else(|| entries.iter().rposition(Entry::is_cut_point));
+    }
     let target = if settings.keep_recent_tokens > 0 {
         let mut accumulated = 0u64;
         entries.iter().rposition(|e| {

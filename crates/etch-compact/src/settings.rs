@@ -30,6 +30,10 @@ pub struct Settings {
     pub keep_messages: usize,
     /// The text token estimator (E-CTX-21).
     pub estimate: Estimator,
+    /// Asked for explicitly (`/compact force`, or a focus given): keep
+    /// only the last turn raw and compact even when little would be
+    /// saved.
+    pub force: bool,
 }
 
 impl Settings {
@@ -40,6 +44,7 @@ impl Settings {
             keep_recent_tokens: DEFAULT_KEEP_RECENT_TOKENS,
             keep_messages: DEFAULT_KEEP_MESSAGES,
             estimate,
+            force: false,
         }
     }
 }

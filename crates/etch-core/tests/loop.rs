@@ -847,6 +847,7 @@ fn policy(auto: bool) -> CompactionPolicy {
             keep_recent_tokens: 0,
             keep_messages: 2,
             estimate: |t| (t.len() as u64).div_ceil(4),
+            force: false,
         },
         pinned_tokens: 0,
     }

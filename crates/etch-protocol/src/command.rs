@@ -61,6 +61,10 @@ pub enum CommandBody {
         /// Extra instruction for the summary.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         custom_instructions: Option<String>,
+        /// Compact even a short session, keeping only the last turn
+        /// (also implied by `customInstructions`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
     },
     /// Switch the model for later requests (`model.change`).
     SetModel {

@@ -195,6 +195,7 @@ pub fn compact_settings(config: &Config) -> etch_compact::Settings {
         keep_recent_tokens: config.context.keep_recent_tokens,
         keep_messages: usize::try_from(config.session.keep_messages).unwrap_or(usize::MAX),
         estimate: etch_prompt::estimate::tokens,
+        force: false,
     }
 }
 

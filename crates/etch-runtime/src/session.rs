@@ -567,15 +567,21 @@ impl Session {
     }
 
     /// Summarizes older history into a `context.summary` event (manual
-    /// compaction, E-CTX-15), then projects the history again.
+    /// compaction, E-CTX-15), then projects the history again. `force`
+    /// (asked for explicitly) keeps only the last turn and compacts even
+    /// a short session.
     pub async fn compact(
         &mut self,
         focus: Option<&str>,
+        force: bool,
         cancel: &CancellationToken,
     ) -> Result<etch_compact::Outcome, CompactFailure> {
         let loaded = self.load().map_err(CompactFailure::Session)?;
         let hooks = (!self.context.hooks.is_empty()).then(|| self.session_hooks());
-        let settings = compact_settings(&self.place.config);
+        let settings = etch_compact::Settings {
+            force,
+            ..compact_settings(&self.place.config)
+        };
         let outcome = etch_core::compact_session(
             &loaded,
             &mut self.writer,

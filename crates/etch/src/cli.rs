@@ -374,9 +374,14 @@ pub enum Command {
         /// Session id prefix.
         #[arg(long, value_name = "PREFIX")]
         session: String,
-        /// Extra instruction for the summary, e.g. what to keep in detail.
+        /// Extra instruction for the summary, e.g. what to keep in detail
+        /// (implies --force).
         #[arg(long, value_name = "TEXT")]
         focus: Option<String>,
+        /// Compact even a short session: summarize everything but the last
+        /// turn, however little that saves.
+        #[arg(long)]
+        force: bool,
         /// Provider options for the summary request.
         #[command(flatten)]
         run: RunArgs,
@@ -526,10 +531,12 @@ pub fn absorb_outer(
         Command::Compact {
             session,
             focus,
+            force,
             run,
         } => Command::Compact {
             session,
             focus,
+            force,
             run: merge(run)?,
         },
         Command::Rpc { session, run } => Command::Rpc {

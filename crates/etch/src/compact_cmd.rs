@@ -25,6 +25,7 @@ pub async fn run(
     place: &Place,
     prefix: &str,
     focus: Option<&str>,
+    force: bool,
     args: &RunArgs,
 ) -> Result<(), Failure> {
     /// Run options that only a model turn uses.
@@ -50,7 +51,11 @@ pub async fn run(
     // session's own compactions.
     let hooks = (!hooks.is_empty())
         .then(|| SessionHooks::new(hooks, &place.cwd, loaded.session_id(), &loaded.path));
-    let settings = compact_settings(&place.config);
+    // Asked for explicitly (a focus, or --force): even a short session.
+    let settings = etch_compact::Settings {
+        force: force || focus.is_some(),
+        ..compact_settings(&place.config)
+    };
     let outcome = etch_core::compact_session(
         &loaded,
         &mut writer,

@@ -202,8 +202,15 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Compact {
             session,
             focus,
+            force,
             run,
-        }) => runtime()?.block_on(compact_cmd::run(&place, &session, focus.as_deref(), &run)),
+        }) => runtime()?.block_on(compact_cmd::run(
+            &place,
+            &session,
+            focus.as_deref(),
+            force,
+            &run,
+        )),
         Some(Command::Config(_)) => Ok(()),
         Some(Command::Chat { session, run }) => {
             runtime()?.block_on(chat_cmd::run(&place, session.as_deref(), &run))

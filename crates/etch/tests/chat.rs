@@ -1339,3 +1339,24 @@ fn a_slash_opens_the_command_menu() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// `/compact` on a short session says there is nothing to summarize;
+/// `/compact force` compacts it anyway, keeping the last turn.
+#[test]
+fn compact_force_compacts_a_short_session() {
+    let ws = Workspace::new();
+    let tmux = Tmux::start(&ws, &["--provider", "echo"], &[], SIZE.0, SIZE.1);
+    tmux.wait_for("/help for commands");
+    tmux.line("first question");
+    tmux.wait("the first answer", |h| count(h, "first question") >= 2);
+    tmux.line("second question");
+    tmux.wait("the second answer", |h| count(h, "second question") >= 2);
+    tmux.line("/compact");
+    tmux.wait_for("/compact force compacts");
+    tmux.line("/compact force");
+    tmux.wait("the summary", |_| {
+        types(&jsonl(&ws.only_session())).contains(&"context.summary".to_owned())
+    });
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

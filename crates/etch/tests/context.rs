@@ -289,7 +289,11 @@ fn manual_compaction_and_its_failure() {
         &["compact", "--session", &id],
         &["--focus", "the parser"],
     );
-    assert!(out.ok().starts_with(&format!("compacted session {id}")));
+    let said = out.ok();
+    assert!(
+        said.starts_with(&format!("compacted session {id}")),
+        "{said}"
+    );
     let request = server.requests()[0].json();
     let user = request["messages"][1]["content"].as_str().unwrap();
     assert!(user.starts_with("<conversation>\n[User]: "), "{user}");

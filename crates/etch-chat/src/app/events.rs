@@ -343,11 +343,16 @@ impl App {
                         format!("compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
                     ),
                     CompactionOutcome::Skipped { reason: why } => {
-                        let text = if why.starts_with("nothing") || why.starts_with("compaction") {
-                            why
-                        } else {
-                            format!("compaction skipped: {why}")
-                        };
+                        let mut text =
+                            if why.starts_with("nothing") || why.starts_with("compaction") {
+                                why
+                            } else {
+                                format!("compaction skipped: {why}")
+                            };
+                        // Asked for by hand: say how to have it anyway.
+                        if reason == "manual" && !self.compact_forced {
+                            text.push_str("; /compact force compacts it anyway");
+                        }
                         self.notice(Level::Info, text);
                     }
                     CompactionOutcome::Failed { reason: why } => {
@@ -597,9 +602,16 @@ impl App {
     /// Starts `/compact`.
     pub fn compact(&mut self, focus: Option<String>, now: Instant) -> super::Effect {
         self.compaction_reported = false;
+        // `/compact force` compacts even a short session; so does a focus.
+        let (focus, force) = match focus {
+            Some(word) if word.eq_ignore_ascii_case("force") => (None, true),
+            focus => (focus, false),
+        };
+        self.compact_forced = force || focus.is_some();
         let effect = self.command(
             etch_protocol::CommandBody::Compact {
                 custom_instructions: focus,
+                force,
             },
             Purpose::Compact,
         );

@@ -223,6 +223,9 @@ pub struct App {
     /// instructions), each with what the transcript shows instead: the
     /// paste's marker, `/skill:NAME text`.
     shown_as: Vec<(String, String)>,
+    /// The last `/compact` was forced (so a skip says no more about
+    /// forcing it).
+    compact_forced: bool,
     /// The run ended with nothing queued: the barrier is passed and
     /// `held` may go.
     release: bool,
@@ -286,6 +289,7 @@ impl App {
             held: Vec::new(),
             barrier: false,
             shown_as: Vec::new(),
+            compact_forced: false,
             release: false,
             footer: start.footer,
             hint: None,

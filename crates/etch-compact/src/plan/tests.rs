@@ -22,6 +22,7 @@ fn messages(keep: usize) -> Settings {
     Settings {
         keep_recent_tokens: 0,
         keep_messages: keep,
+        force: false,
         estimate: est,
     }
 }
@@ -302,4 +303,28 @@ fn update_mode_starts_at_the_previous_first_kept_event() {
 /// The skip of a session whose replay window fits in the default budget.
 fn plan_skip_since_summary(session: &LoadedSession) -> Skip {
     plan(session, &Settings::new(est)).unwrap_err()
+}
+
+/// A short session has nothing to compact by the budgets; forced (`/compact
+/// force`, or a focus given), everything before the last turn is
+/// summarized, however little that saves.
+#[test]
+fn a_forced_compaction_keeps_only_the_last_turn() {
+    let mut log = Log::new();
+    log.user("first question");
+    log.assistant("first answer");
+    let last = log.user("second question");
+    log.assistant("second answer");
+    let session = log.load();
+    assert!(matches!(
+        plan(&session, &tokens(20_000)),
+        Err(Skip::NothingToSummarize { .. })
+    ));
+    let forced = Settings {
+        force: true,
+        ..tokens(20_000)
+    };
+    let plan = plan(&session, &forced).unwrap();
+    assert_eq!(plan.first_kept_event_id, last);
+    assert_eq!(labels(&plan), ["user:14", "assistant:12"]);
 }

@@ -51,11 +51,14 @@ impl Host {
             }
             CommandBody::Compact {
                 custom_instructions,
+                force,
             } => {
                 let sink = Arc::clone(&self.sink);
+                // A focus is an explicit request: it forces, as `force`.
+                let force = force || custom_instructions.is_some();
                 self.launch(id.clone(), Job::Command(name), move |token| async move {
                     let answer =
-                        compact(&mut session, &sink, id, custom_instructions, &token).await;
+                        compact(&mut session, &sink, id, custom_instructions, force, &token).await;
                     (session, Finished::Command(answer))
                 });
             }
@@ -96,6 +99,7 @@ async fn compact(
     sink: &Sink,
     id: Option<String>,
     focus: Option<String>,
+    force: bool,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Answer {
     let emit = |body| {
@@ -108,7 +112,7 @@ async fn compact(
     emit(EventBody::CompactionStart {
         reason: reason.clone(),
     });
-    let result = session.compact(focus.as_deref(), cancel).await;
+    let result = session.compact(focus.as_deref(), force, cancel).await;
     let (outcome, answer) = match result {
         Ok(etch_compact::Outcome::Compacted { data, event_id, .. }) => (
             CompactionOutcome::Compacted {
