@@ -23,6 +23,7 @@ pub mod choices;
 pub mod complete;
 pub mod editor;
 pub mod export;
+pub mod history;
 pub mod line;
 pub mod render;
 pub mod replay;

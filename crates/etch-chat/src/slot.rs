@@ -72,6 +72,18 @@ impl Slot {
     /// Sends `command` to the host, opening a session first when there is
     /// none (titled after the prompt).
     pub async fn command(&mut self, app: &mut App, command: Command) {
+        // Sent prompts are remembered for Up in later chats; a failure to
+        // write that file costs nothing now.
+        if let (
+            CommandBody::Prompt { message, .. }
+            | CommandBody::Steer { message }
+            | CommandBody::FollowUp { message },
+            Some(home),
+        ) = (&command.body, self.launch.place.home.as_deref())
+        {
+            let project = etch_runtime::paths::project_root(&self.launch.place.cwd);
+            let _ = crate::history::append(home, &project, message);
+        }
         if self.host.is_none() {
             let title = match &command.body {
                 CommandBody::Prompt { message, .. } => message.clone(),

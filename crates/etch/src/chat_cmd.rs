@@ -156,6 +156,10 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             .map(|s| s.name.clone())
             .collect(),
         cwd: place.cwd.clone(),
+        // Up brings back prompts of earlier chats, this project's nearest.
+        history: place.home.as_deref().map_or_else(Vec::new, |home| {
+            etch_chat::history::load(home, &etch_runtime::paths::project_root(&place.cwd))
+        }),
         ..Start::default()
     };
     for notice in notices {
@@ -171,7 +175,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         if let Some(loaded) = &log {
             let replay = etch_chat::replay::replay(loaded);
             start.replay.extend(replay.blocks);
-            start.history = replay.history;
+            start.history.extend(replay.history);
             start.footer.counters = replay.counters;
         }
     }

@@ -1360,3 +1360,26 @@ fn compact_force_compacts_a_short_session() {
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
+
+/// Up brings back a prompt of an earlier chat (kept in
+/// `~/.etch/history.jsonl`, mode 0600).
+#[test]
+fn prompts_are_remembered_across_chats() {
+    let ws = Workspace::new();
+    let first = Tmux::start(&ws, &["--provider", "echo"], &[], SIZE.0, SIZE.1);
+    first.wait_for("/help for commands");
+    first.line("remember this prompt");
+    first.wait("the answer", |h| count(h, "remember this prompt") >= 2);
+    first.keys(&["C-d"]);
+    assert_eq!(first.exit_code(), 0);
+    let file = ws.home.path().join(".etch/history.jsonl");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let second = Tmux::start(&ws, &["--provider", "echo"], &[], SIZE.0, SIZE.1);
+    second.wait_for("/help for commands");
+    second.keys(&["Up"]);
+    second.wait_screen("› remember this prompt");
+    second.keys(&["C-u", "C-d"]);
+    assert_eq!(second.exit_code(), 0);
+}
