@@ -384,14 +384,19 @@ fn edit_file(cwd: &Path, a: &EditArgs) -> Result<ToolOutput, ToolError> {
     let edits = collect_edits(a)?;
     let shown = &a.path;
     let target = paths::mutation_target(cwd, shown)?;
-    let bytes = std::fs::read(&target).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
-            cwd,
-            shown,
-            "use write to create a file",
-        )),
-        std::io::ErrorKind::IsADirectory => ToolError::new(format!("{shown} is a directory")),
-        _ => ToolError::new(format!("cannot read {shown}: {e}")),
+    let bytes = fsutil::read_regular(&target).map_err(|e| match e {
+        fsutil::OpenError::Io(e) => match e.kind() {
+            std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
+                cwd,
+                shown,
+                "use write to create a file",
+            )),
+            std::io::ErrorKind::IsADirectory => ToolError::new(format!("{shown} is a directory")),
+            _ => ToolError::new(format!("cannot read {shown}: {e}")),
+        },
+        fsutil::OpenError::NotRegular(kind) => {
+            fsutil::not_regular(shown, kind, "edit", "changes only regular files")
+        }
     })?;
     if fsutil::looks_binary(&bytes) {
         return Err(ToolError::new(format!(
@@ -636,7 +641,8 @@ mod tests {
         assert!(out.unwrap_err().0.contains("not valid UTF-8"));
     }
 
-    /// A missing file, a directory and a symlink loop are clear errors.
+    /// A missing file, a directory, a FIFO (refused at once, not read) and
+    /// a symlink loop are clear errors.
     #[test]
     fn missing_directory_and_loop() {
         let d = tempfile::tempdir().unwrap();
@@ -652,6 +658,12 @@ mod tests {
         );
         std::fs::create_dir(d.path().join("dir")).unwrap();
         assert_eq!(call("dir"), "dir is a directory");
+        crate::testutil::mkfifo(&d.path().join("pipe"));
+        assert_eq!(
+            call("pipe"),
+            "pipe is a FIFO (named pipe), not a regular file; edit changes only regular files \
+             (reading a pipe or device could wait forever)"
+        );
         std::os::unix::fs::symlink(d.path().join("l2"), d.path().join("l1")).unwrap();
         std::os::unix::fs::symlink(d.path().join("l1"), d.path().join("l2")).unwrap();
         assert!(

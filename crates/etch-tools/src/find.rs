@@ -42,13 +42,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args;
 use crate::limits::{FIND_DEFAULT_LIMIT, LISTING_MAX_BYTES, cap_listing};
 use crate::paths;
 use crate::walk::{
     CANCEL_CHECK_EVERY, GlobFilter, Root, default_path, deserialize_count, existing_root,
     skipped_names, walker,
 };
+use crate::{args, cancel};
 
 /// Text returned when nothing matched (P-TOOL-36).
 const NO_RESULTS: &str = "No files found matching pattern";
@@ -127,9 +127,8 @@ impl Tool for FindTool {
             let args: FindArgs = args::parse(&self.spec, args)?;
             let cancel = ctx.cancel.clone();
             let cwd = ctx.cwd.clone();
-            let text = tokio::task::spawn_blocking(move || run(&args, &cwd, &cancel))
-                .await
-                .map_err(|e| ToolError::new(format!("find failed: {e}")))??;
+            let text =
+                cancel::blocking(&ctx.cancel, "find", move || run(&args, &cwd, &cancel)).await?;
             Ok(ToolOutput::text(text))
         })
     }
@@ -350,7 +349,7 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
     walk.build_parallel()
         .visit(&mut Builder { shared: &shared });
     if cancel.is_cancelled() {
-        return Err(ToolError::new("find was cancelled"));
+        return Err(cancel::aborted());
     }
     let mut results = shared
         .results

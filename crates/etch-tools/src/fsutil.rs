@@ -1,10 +1,20 @@
-//! File helpers shared by the mutation tools: the atomic write path and the
-//! text checks. `write` and `edit` both go through [`atomic_write`], so a
-//! crash or cancellation leaves either the old file or the new one, never a
+//! File helpers shared by the tools: opening a file to read it without
+//! ever blocking on a pipe or device, the atomic write path and the text
+//! checks. `write` and `edit` both go through [`atomic_write`], so a crash
+//! or cancellation leaves either the old file or the new one, never a
 //! half-written mix (E-TOOL-06, E-TOOL-10, E-TOOL-23).
+//!
+//! The tools read only regular files: opening a FIFO waits for a writer,
+//! reading one (or a terminal, or `/dev/zero`) can wait or stream forever,
+//! and a thread stuck in such a read can be neither cancelled nor joined,
+//! so it would hang the run and its exit. Callers look at the path's type
+//! before opening it (opening some devices has side effects), and
+//! [`open_regular`] checks the opened file again, so a FIFO put in the
+//! file's place in between cannot block either.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::fs::{File, FileType, Metadata};
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use etch_tool::ToolError;
@@ -15,6 +25,80 @@ pub const BINARY_SNIFF_BYTES: usize = 8192;
 /// Whether `bytes` look binary: a NUL byte in the first 8 KiB (G10).
 pub fn looks_binary(bytes: &[u8]) -> bool {
     memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some()
+}
+
+/// What a special file is, for messages: `a FIFO (named pipe)`, `a
+/// socket`, `a character device`, `a block device`, `a directory`.
+fn special_kind(file_type: FileType) -> Option<&'static str> {
+    Some(if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else {
+        return None;
+    })
+}
+
+/// The error for a path that is not a regular file: `{shown} is a FIFO
+/// (named pipe), not a regular file; {tool} {what} (reading a pipe or
+/// device could wait forever)`, where `what` says what the tool does with
+/// regular files only.
+pub fn not_regular(shown: &str, file_type: FileType, tool: &str, what: &str) -> ToolError {
+    let kind = special_kind(file_type).map_or_else(
+        || "something other than a regular file".to_owned(),
+        |kind| format!("{kind}, not a regular file"),
+    );
+    ToolError::new(format!(
+        "{shown} is {kind}; {tool} {what} (reading a pipe or device could wait forever)"
+    ))
+}
+
+/// Why [`open_regular`] did not hand back a file.
+#[derive(Debug)]
+pub enum OpenError {
+    /// Opening or inspecting it failed.
+    Io(std::io::Error),
+    /// It is not a regular file; the type it has.
+    NotRegular(FileType),
+}
+
+/// Opens `path` for reading with `O_NONBLOCK`, so that a FIFO cannot make
+/// the open wait for a writer, and checks that what was opened is a
+/// regular file (for which `O_NONBLOCK` changes nothing).
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), OpenError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(OpenError::Io)?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    if !meta.is_file() {
+        return Err(OpenError::NotRegular(meta.file_type()));
+    }
+    Ok((file, meta))
+}
+
+/// Reads the whole of `path`, which must be a regular file: a directory
+/// is an [`std::io::ErrorKind::IsADirectory`] error, a pipe or device
+/// [`OpenError::NotRegular`], checked before opening it.
+pub fn read_regular(path: &Path) -> Result<Vec<u8>, OpenError> {
+    let meta = std::fs::metadata(path).map_err(OpenError::Io)?;
+    if meta.is_dir() {
+        return Err(OpenError::Io(std::io::ErrorKind::IsADirectory.into()));
+    }
+    if !meta.is_file() {
+        return Err(OpenError::NotRegular(meta.file_type()));
+    }
+    let (mut file, meta) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(OpenError::Io)?;
+    Ok(bytes)
 }
 
 /// Writes `bytes` to `path` through a temp file in the same directory and a

@@ -14,6 +14,7 @@
 pub mod args;
 pub mod bash;
 pub mod builtin;
+pub mod cancel;
 pub mod diff;
 pub mod edit;
 pub mod find;
@@ -36,6 +37,15 @@ pub(crate) mod testutil {
 
     use etch_tool::{ProgressSink, ToolContext};
     use tokio_util::sync::CancellationToken;
+
+    /// Makes a FIFO (named pipe) at `path`.
+    pub fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mkfifo {}", path.display());
+    }
 
     /// A context for calling a tool directly in tests.
     pub fn ctx(cwd: &Path) -> ToolContext {

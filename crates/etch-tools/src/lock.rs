@@ -62,7 +62,8 @@ pub fn path_write_access(args: &Value, cwd: &Path) -> Access {
 
 /// Runs the blocking mutation `work` of the file `raw` under its per-path
 /// lock, after checking the mutation policy and, once the lock is held, that
-/// the call was not cancelled meanwhile. `tool` names the tool in messages.
+/// the call was not cancelled meanwhile; a cancellation while it waits for
+/// the lock ends the call at once. `tool` names the tool in messages.
 pub async fn locked_mutation<F, T>(
     locks: &MutationLocks,
     ctx: &ToolContext,
@@ -75,10 +76,17 @@ where
     T: Into<ToolOutput> + Send + 'static,
 {
     let target = paths::mutation_target(&ctx.cwd, raw)?;
-    let _guard = locks.lock(&target).await;
+    let _guard = tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => return Err(crate::cancel::aborted()),
+        guard = locks.lock(&target) => guard,
+    };
     if ctx.cancel.is_cancelled() {
-        return Err(ToolError::new("Operation aborted"));
+        return Err(crate::cancel::aborted());
     }
+    // Once started, the mutation is waited for even when the run is
+    // cancelled: it is short (one file read, one write and a rename), and
+    // answering "aborted" for a change that then lands would mislead.
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| ToolError::new(format!("{tool} failed: {e}")))?

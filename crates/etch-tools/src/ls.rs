@@ -8,10 +8,11 @@ use etch_model::ToolSpec;
 use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
-use crate::args;
 use crate::limits::{LS_DEFAULT_LIMIT, cap_listing};
 use crate::paths;
+use crate::{args, cancel};
 
 /// Entry names `ls` never lists (C17).
 pub const SKIPPED: [&str; 5] = [".git", ".etch", "bin", "node_modules", "vendor"];
@@ -72,7 +73,20 @@ impl LsTool {
 }
 
 /// Lists `raw` (resolved against `cwd`) as the model sees it.
+#[cfg(test)]
 fn list(cwd: &Path, raw: &str, limit: usize) -> Result<String, ToolError> {
+    list_until(cwd, raw, limit, &CancellationToken::new())
+}
+
+/// Lists `raw` (resolved against `cwd`) as the model sees it, stopping
+/// when `cancel` fires (a directory can hold millions of entries, each
+/// stat'ed).
+fn list_until(
+    cwd: &Path,
+    raw: &str,
+    limit: usize,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
     let dir = paths::resolve(cwd, raw);
     let meta = std::fs::metadata(&dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
@@ -90,7 +104,10 @@ fn list(cwd: &Path, raw: &str, limit: usize) -> Result<String, ToolError> {
     let reader =
         std::fs::read_dir(&dir).map_err(|e| ToolError::new(format!("cannot list {raw}: {e}")))?;
     let mut entries: Vec<String> = Vec::new();
-    for entry in reader.flatten() {
+    for (i, entry) in reader.flatten().enumerate() {
+        if i % cancel::CHECK_EVERY == cancel::CHECK_EVERY - 1 && cancel.is_cancelled() {
+            return Err(cancel::aborted());
+        }
         let name = entry.file_name().to_string_lossy().into_owned();
         if SKIPPED.contains(&name.as_str()) {
             continue;
@@ -141,7 +158,13 @@ impl Tool for LsTool {
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let a: LsArgs = args::parse(&self.spec, args)?;
-            list(&ctx.cwd, &a.path, a.limit).map(ToolOutput::text)
+            let cwd = ctx.cwd.clone();
+            let cancel = ctx.cancel.clone();
+            cancel::blocking(&ctx.cancel, "ls", move || {
+                list_until(&cwd, &a.path, a.limit, &cancel)
+            })
+            .await
+            .map(ToolOutput::text)
         })
     }
 }

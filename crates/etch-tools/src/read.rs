@@ -17,10 +17,12 @@ use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::args;
-use crate::fsutil::looks_binary;
+use tokio_util::sync::CancellationToken;
+
+use crate::fsutil::{self, OpenError, looks_binary};
 use crate::limits::{READ_MAX_BYTES, READ_MAX_LINES};
 use crate::paths;
+use crate::{args, cancel};
 
 /// Files up to this size get an exact total line count in hints.
 pub const COUNT_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -115,11 +117,16 @@ fn format_size(bytes: usize) -> String {
 }
 
 /// Counts the lines of the rest of `reader` (a final line without newline
-/// counts too).
-fn count_rest(reader: &mut impl BufRead) -> std::io::Result<usize> {
+/// counts too); stops with [`cancel::ABORTED`] when `cancel` fires.
+fn count_rest(reader: &mut impl BufRead, cancel: &CancellationToken) -> std::io::Result<usize> {
     let mut count = 0;
     let mut last = b'\n';
+    let mut chunks = 0usize;
     loop {
+        chunks += 1;
+        if chunks.is_multiple_of(64) && cancel.is_cancelled() {
+            return Err(std::io::Error::other(cancel::ABORTED));
+        }
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
             break;
@@ -132,13 +139,23 @@ fn count_rest(reader: &mut impl BufRead) -> std::io::Result<usize> {
     Ok(count + usize::from(last != b'\n'))
 }
 
+/// What one `read` call works with besides its ranges.
+#[derive(Debug, Clone, Copy)]
+struct Call<'a> {
+    /// Working directory paths resolve against.
+    cwd: &'a Path,
+    /// Fires when the run is cancelled.
+    cancel: &'a CancellationToken,
+}
+
 /// Reads one range of one file, as the model sees it.
-pub fn read_range(
-    cwd: &Path,
+fn read_range(
+    call: Call<'_>,
     raw: &str,
     offset: Option<usize>,
     limit: Option<usize>,
 ) -> Result<String, ToolError> {
+    let Call { cwd, cancel } = call;
     let path = paths::resolve(cwd, raw);
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
@@ -151,6 +168,9 @@ pub fn read_range(
     if meta.is_dir() {
         return Err(ToolError::new(format!("{raw} is a directory; use ls")));
     }
+    if !meta.is_file() {
+        return Err(not_regular(raw, meta.file_type()));
+    }
     let is_image = path
         .extension()
         .and_then(|e| e.to_str())
@@ -158,10 +178,18 @@ pub fn read_range(
     if is_image {
         return Err(ToolError::new("image files are not supported"));
     }
-    let file = std::fs::File::open(&path)
-        .map_err(|e| ToolError::new(format!("cannot read {raw}: {e}")))?;
+    let (file, _) = fsutil::open_regular(&path).map_err(|e| match e {
+        OpenError::Io(e) => ToolError::new(format!("cannot read {raw}: {e}")),
+        OpenError::NotRegular(kind) => not_regular(raw, kind),
+    })?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
-    let io = |e: std::io::Error| ToolError::new(format!("cannot read {raw}: {e}"));
+    let io = |e: std::io::Error| {
+        if cancel.is_cancelled() {
+            cancel::aborted()
+        } else {
+            ToolError::new(format!("cannot read {raw}: {e}"))
+        }
+    };
     if looks_binary(reader.fill_buf().map_err(io)?) {
         return Err(ToolError::new(format!(
             "{raw} looks like a binary file (it contains NUL bytes); read shows text files only"
@@ -172,6 +200,9 @@ pub fn read_range(
     let mut line_no = 1;
     let mut skip = Vec::new();
     while line_no < start {
+        if line_no.is_multiple_of(cancel::CHECK_EVERY) && cancel.is_cancelled() {
+            return Err(cancel::aborted());
+        }
         skip.clear();
         if reader.read_until(b'\n', &mut skip).map_err(io)? == 0 {
             break;
@@ -263,7 +294,7 @@ pub fn read_range(
         return Ok(text);
     }
     let total = if meta.len() <= COUNT_LIMIT_BYTES {
-        Some(last + unshown + count_rest(&mut reader).map_err(io)?)
+        Some(last + unshown + count_rest(&mut reader, cancel).map_err(io)?)
     } else {
         None
     };
@@ -290,6 +321,12 @@ pub fn read_range(
         ),
     };
     Ok(text)
+}
+
+/// The refusal of a path that is not a regular file (a FIFO, a socket, a
+/// device): reading it could wait forever.
+fn not_regular(raw: &str, kind: std::fs::FileType) -> ToolError {
+    fsutil::not_regular(raw, kind, "read", "reads only regular files")
 }
 
 /// Measures the full byte length of a line whose first `seen` bytes were
@@ -347,26 +384,37 @@ impl Tool for ReadTool {
         Box::pin(async move {
             let a: ReadArgs = args::parse(&self.spec, args)?;
             let cwd = ctx.cwd.clone();
-            tokio::task::spawn_blocking(move || run(&cwd, a))
-                .await
-                .map_err(|e| ToolError::new(format!("read failed: {e}")))?
-                .map(ToolOutput::text)
+            let cancel = ctx.cancel.clone();
+            cancel::blocking(&ctx.cancel, "read", move || {
+                run(
+                    Call {
+                        cwd: &cwd,
+                        cancel: &cancel,
+                    },
+                    a,
+                )
+            })
+            .await
+            .map(ToolOutput::text)
         })
     }
 }
 
 /// Runs a single read or a batch.
-fn run(cwd: &Path, a: ReadArgs) -> Result<String, ToolError> {
+fn run(call: Call<'_>, a: ReadArgs) -> Result<String, ToolError> {
     if a.files.is_empty() {
         let Some(path) = a.path else {
             return Err(ToolError::new("read needs a path (or a files array)"));
         };
-        return read_range(cwd, &path, a.offset, a.limit);
+        return read_range(call, &path, a.offset, a.limit);
     }
     let mut sections = Vec::with_capacity(a.files.len());
     let mut failures = 0;
     for range in &a.files {
-        let body = match read_range(cwd, &range.path, range.offset, range.limit) {
+        if call.cancel.is_cancelled() {
+            return Err(cancel::aborted());
+        }
+        let body = match read_range(call, &range.path, range.offset, range.limit) {
             Ok(text) => text,
             Err(err) => {
                 failures += 1;
@@ -385,6 +433,25 @@ fn run(cwd: &Path, a: ReadArgs) -> Result<String, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads one range in `cwd` with a token that never fires.
+    fn read_range(
+        cwd: &Path,
+        raw: &str,
+        offset: Option<usize>,
+        limit: Option<usize>,
+    ) -> Result<String, ToolError> {
+        let cancel = CancellationToken::new();
+        super::read_range(
+            Call {
+                cwd,
+                cancel: &cancel,
+            },
+            raw,
+            offset,
+            limit,
+        )
+    }
 
     /// Writes a file of numbered lines `line 1`..`line n`.
     fn numbered(dir: &Path, name: &str, n: usize) {
@@ -547,6 +614,107 @@ mod tests {
         assert!(err.starts_with("cannot read a:"), "{err}");
     }
 
+    /// A FIFO, a socket and a character device are refused by name, at
+    /// once, without waiting for a writer or reading forever; in a batch
+    /// the refusal is one section.
+    #[test]
+    fn special_files_are_refused() {
+        use crate::testutil::mkfifo;
+        let d = tempfile::tempdir().unwrap();
+        mkfifo(&d.path().join("pipe"));
+        assert_eq!(
+            read_range(d.path(), "pipe", None, None).unwrap_err().0,
+            "pipe is a FIFO (named pipe), not a regular file; read reads only regular files \
+             (reading a pipe or device could wait forever)"
+        );
+        let err = read_range(d.path(), "/dev/zero", None, None).unwrap_err().0;
+        assert!(
+            err.starts_with("/dev/zero is a character device, not a regular file;"),
+            "{err}"
+        );
+        let _socket = std::os::unix::net::UnixListener::bind(d.path().join("sock")).unwrap();
+        let err = read_range(d.path(), "sock", None, None).unwrap_err().0;
+        assert!(
+            err.starts_with("sock is a socket, not a regular file;"),
+            "{err}"
+        );
+        // A symlink to a FIFO is the FIFO.
+        std::os::unix::fs::symlink(d.path().join("pipe"), d.path().join("link")).unwrap();
+        let err = read_range(d.path(), "link", None, None).unwrap_err().0;
+        assert!(err.starts_with("link is a FIFO"), "{err}");
+        numbered(d.path(), "a", 1);
+        let cancel = CancellationToken::new();
+        let call = Call {
+            cwd: d.path(),
+            cancel: &cancel,
+        };
+        let files = vec![
+            Range {
+                path: "pipe".into(),
+                offset: None,
+                limit: None,
+            },
+            Range {
+                path: "a".into(),
+                offset: None,
+                limit: None,
+            },
+        ];
+        let out = run(
+            call,
+            ReadArgs {
+                path: None,
+                offset: None,
+                limit: None,
+                files,
+            },
+        )
+        .unwrap();
+        assert!(
+            out.starts_with("==> pipe <==\n[error: pipe is a FIFO"),
+            "{out}"
+        );
+        assert!(out.ends_with("==> a <==\n     1\tline 1"), "{out}");
+    }
+
+    /// A FIFO put in place of the file between the type check and the open
+    /// cannot block the open: it is opened without waiting and refused.
+    #[test]
+    fn open_regular_never_waits_on_a_fifo() {
+        let d = tempfile::tempdir().unwrap();
+        let pipe = d.path().join("pipe");
+        crate::testutil::mkfifo(&pipe);
+        let Err(OpenError::NotRegular(kind)) = fsutil::open_regular(&pipe) else {
+            panic!("a FIFO was opened as a regular file");
+        };
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind), "{kind:?}");
+    }
+
+    /// A cancelled call reads nothing and answers `Operation aborted`; a
+    /// read skipping to a far offset stops when cancelled.
+    #[tokio::test]
+    async fn cancellation() {
+        let d = tempfile::tempdir().unwrap();
+        numbered(d.path(), "f", 3 * cancel::CHECK_EVERY);
+        let ctx = crate::testutil::ctx(d.path());
+        ctx.cancel.cancel();
+        let err = ReadTool::new()
+            .execute(json!({"path": "f"}), ctx.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.0, "Operation aborted");
+        let call = Call {
+            cwd: d.path(),
+            cancel: &ctx.cancel,
+        };
+        assert_eq!(
+            super::read_range(call, "f", Some(3 * cancel::CHECK_EVERY), None)
+                .unwrap_err()
+                .0,
+            "Operation aborted"
+        );
+    }
+
     /// Unreadable files (mode 000) are errors, unless running as root.
     #[test]
     fn unreadable_file() {
@@ -571,8 +739,13 @@ mod tests {
     fn batches() {
         let d = tempfile::tempdir().unwrap();
         numbered(d.path(), "a", 2);
+        let cancel = CancellationToken::new();
+        let call = Call {
+            cwd: d.path(),
+            cancel: &cancel,
+        };
         let out = run(
-            d.path(),
+            call,
             ReadArgs {
                 path: Some("ignored".into()),
                 offset: None,

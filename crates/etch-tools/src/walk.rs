@@ -64,6 +64,9 @@ pub(crate) struct Root {
     pub(crate) path: PathBuf,
     /// Whether it is a directory (symlinks to directories count).
     pub(crate) is_dir: bool,
+    /// What it is, symlinks followed: a file root must be a regular file
+    /// to be searched.
+    pub(crate) file_type: std::fs::FileType,
 }
 
 impl Root {
@@ -88,6 +91,7 @@ pub(crate) fn existing_root(cwd: &Path, raw: &str) -> Result<Root, ToolError> {
             raw: raw.to_string(),
             path,
             is_dir: meta.is_dir(),
+            file_type: meta.file_type(),
         }),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(ToolError::new(
             crate::nearby::missing(cwd, raw, "use ls or find to see what there is"),

@@ -9,6 +9,7 @@ use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::fsutil::OpenError;
 use crate::lock::MutationLocks;
 use crate::{args, diff, fsutil, paths};
 
@@ -57,15 +58,23 @@ impl WriteTool {
 /// Writes `content` to `raw` and describes the result.
 pub fn write_file(cwd: &Path, raw: &str, content: &str) -> Result<String, ToolError> {
     let target = paths::mutation_target(cwd, raw)?;
-    let old = match std::fs::read(&target) {
+    let old = match fsutil::read_regular(&target) {
         Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
             return Err(ToolError::new(format!(
                 "{raw} is a directory; write needs a file path"
             )));
         }
-        Err(e) => return Err(ToolError::new(format!("cannot write {raw}: {e}"))),
+        Err(OpenError::Io(e)) => return Err(ToolError::new(format!("cannot write {raw}: {e}"))),
+        Err(OpenError::NotRegular(kind)) => {
+            return Err(fsutil::not_regular(
+                raw,
+                kind,
+                "write",
+                "replaces only regular files",
+            ));
+        }
     };
     let head = format!("Successfully wrote {} bytes to {raw}", content.len());
     if old.as_deref() == Some(content.as_bytes()) {
@@ -106,6 +115,7 @@ impl Tool for WriteTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt;
 
     /// C3: new files get the byte count only (UTF-8 bytes, not chars).
     #[test]
@@ -158,6 +168,25 @@ mod tests {
                 .unwrap_err()
                 .0
                 .contains("is a directory")
+        );
+    }
+
+    /// A FIFO in the way is refused at once, not read (which would wait
+    /// for a writer) nor replaced.
+    #[test]
+    fn refuses_a_fifo() {
+        let d = tempfile::tempdir().unwrap();
+        crate::testutil::mkfifo(&d.path().join("pipe"));
+        assert_eq!(
+            write_file(d.path(), "pipe", "x").unwrap_err().0,
+            "pipe is a FIFO (named pipe), not a regular file; write replaces only regular files \
+             (reading a pipe or device could wait forever)"
+        );
+        assert!(
+            std::fs::metadata(d.path().join("pipe"))
+                .unwrap()
+                .file_type()
+                .is_fifo()
         );
     }
 }

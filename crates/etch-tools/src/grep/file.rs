@@ -9,7 +9,6 @@
 //! the kept files are chosen across the tree, nor how lines are laid out in
 //! the output.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -18,6 +17,7 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 
+use crate::fsutil::{OpenError, open_regular};
 use crate::limits::{GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_PER_FILE};
 
 /// A file with a NUL byte in this many leading bytes is binary and skipped.
@@ -172,6 +172,9 @@ pub(super) enum Skip {
     Binary,
     /// Could not be opened or read.
     Unreadable,
+    /// Not a regular file (a FIFO or device put in its place after the
+    /// walk saw it): never read, as it could block.
+    NotRegular,
 }
 
 /// Per-thread search machinery, reused across files.
@@ -205,8 +208,11 @@ impl FileSearcher {
 
     /// Reads and searches one file.
     pub(super) fn search(&mut self, path: &Path) -> Result<FileHits, Skip> {
-        let mut file = File::open(path).map_err(|_| Skip::Unreadable)?;
-        let len = file.metadata().map_err(|_| Skip::Unreadable)?.len();
+        let (mut file, meta) = open_regular(path).map_err(|e| match e {
+            OpenError::Io(_) => Skip::Unreadable,
+            OpenError::NotRegular(_) => Skip::NotRegular,
+        })?;
+        let len = meta.len();
         if len > GREP_MAX_FILE_BYTES {
             return Err(Skip::TooLarge);
         }

@@ -150,6 +150,7 @@ fn skip_notice(raw: &str, skip: &Skip) -> Option<String> {
         )),
         Skip::Binary => Some(format!("[Skipped {raw}: binary file]")),
         Skip::Unreadable => Some(format!("[Skipped {raw}: cannot be read]")),
+        Skip::NotRegular => Some(format!("[Skipped {raw}: not a regular file]")),
         Skip::NoMatch => None,
     }
 }

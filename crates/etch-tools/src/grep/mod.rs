@@ -31,10 +31,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args;
 use crate::limits::GREP_DEFAULT_LIMIT;
 use crate::paths;
 use crate::walk::{GlobFilter, Root, default_path, deserialize_count, existing_root};
+use crate::{args, cancel, fsutil};
 
 /// The `grep` tool.
 pub struct GrepTool {
@@ -135,9 +135,8 @@ impl Tool for GrepTool {
             let args: GrepArgs = args::parse(&self.spec, args)?;
             let cancel = ctx.cancel.clone();
             let cwd = ctx.cwd.clone();
-            let text = tokio::task::spawn_blocking(move || run(&args, &cwd, &cancel))
-                .await
-                .map_err(|e| ToolError::new(format!("grep failed: {e}")))??;
+            let text =
+                cancel::blocking(&ctx.cancel, "grep", move || run(&args, &cwd, &cancel)).await?;
             Ok(ToolOutput::text(text))
         })
     }
@@ -234,6 +233,16 @@ fn build_matcher(args: &GrepArgs) -> Result<RegexMatcher, ToolError> {
 /// Runs one `grep` call to completion (on a blocking thread).
 fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String, ToolError> {
     let roots = search_roots(args, cwd)?;
+    // A file named explicitly must be a regular file: a FIFO or a device
+    // could make the search wait or read forever.
+    if let Some(root) = roots.iter().find(|r| !r.is_dir && !r.file_type.is_file()) {
+        return Err(fsutil::not_regular(
+            &root.raw,
+            root.file_type,
+            "grep",
+            "searches only regular files and directories",
+        ));
+    }
     let matcher = build_matcher(args)?;
     let glob = args
         .glob
@@ -242,7 +251,7 @@ fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
         .transpose()?;
     let found = search::search(&roots, matcher, glob, args.context, args.limit, cancel);
     if cancel.is_cancelled() {
-        return Err(ToolError::new("grep was cancelled"));
+        return Err(cancel::aborted());
     }
     let mut text = format::format_output(&found, &roots, args.limit, args.context);
     // An empty result because the glob excluded every file is a different
@@ -461,6 +470,59 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    /// A FIFO or device named as the path is refused by name, at once; in
+    /// a walk a FIFO is passed over and the rest is searched.
+    #[test]
+    fn special_files_refused_by_name_skipped_in_walks() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "a.txt", "needle\n");
+        crate::testutil::mkfifo(&dir.path().join("pipe"));
+        let err = grep(dir.path(), json!({"pattern": "needle", "path": "pipe"})).unwrap_err();
+        assert_eq!(
+            err,
+            "pipe is a FIFO (named pipe), not a regular file; grep searches only regular files \
+             and directories (reading a pipe or device could wait forever)"
+        );
+        let err = grep(
+            dir.path(),
+            json!({"pattern": "needle", "paths": ["a.txt", "/dev/zero"]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("/dev/zero is a character device, not a regular file;"),
+            "{err}"
+        );
+        assert_eq!(
+            grep(dir.path(), json!({"pattern": "needle"})).unwrap(),
+            "a.txt:1:needle"
+        );
+    }
+
+    /// A cancelled grep answers `Operation aborted` without searching, and
+    /// a walk stops once the token fires.
+    #[test]
+    fn cancellation() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..(2 * crate::walk::CANCEL_CHECK_EVERY) {
+            put(dir.path(), &format!("f{i}.txt"), "needle\n");
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ctx = crate::testutil::ctx(dir.path());
+        ctx.cancel.cancel();
+        let err = rt
+            .block_on(GrepTool::new().execute(json!({"pattern": "needle"}), ctx.clone()))
+            .unwrap_err();
+        assert_eq!(err.0, "Operation aborted");
+        let args: GrepArgs = serde_json::from_value(json!({"pattern": "needle"})).unwrap();
+        assert_eq!(
+            run(&args, dir.path(), &ctx.cancel).unwrap_err().0,
+            "Operation aborted"
+        );
     }
 
     /// C13: a missing root is a tool error naming it.

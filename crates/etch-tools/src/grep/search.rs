@@ -193,7 +193,9 @@ impl ParallelVisitor for Visitor<'_> {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(((self.root_index, rel.to_path_buf()), skip)),
-            Err(Skip::NoMatch | Skip::Unreadable) => {}
+            // A FIFO or device that took a file's place since the walk saw
+            // it is passed over like an unreadable file.
+            Err(Skip::NoMatch | Skip::Unreadable | Skip::NotRegular) => {}
         }
         WalkState::Continue
     }
