@@ -71,6 +71,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
                 .and_then(Value::as_strings)
                 .map(<[String]>::to_vec),
             bash_inherit_credentials: get("tools.bash").bool("inherit_credentials"),
+            bash_max_spill_bytes: get("tools.bash").u64("max_spill_bytes"),
         },
         subagents: SubagentsConfig {
             enabled: subagents.bool("enabled"),

@@ -146,6 +146,9 @@ pub struct ToolsConfig {
     pub active: Option<Vec<String>>,
     /// `[tools.bash] inherit_credentials` (E-CFG-22).
     pub bash_inherit_credentials: bool,
+    /// `[tools.bash] max_spill_bytes` (E-CFG-25): most bytes of one
+    /// stream's spill file.
+    pub bash_max_spill_bytes: u64,
 }
 
 /// `[acp]` (E-CFG-24, M2).

@@ -44,6 +44,7 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "prompt.text" => optional(&config.prompt.text),
         "tools.active" => config.tools.active.clone().map(Value::StringArray),
         "tools.bash.inherit_credentials" => flag(config.tools.bash_inherit_credentials),
+        "tools.bash.max_spill_bytes" => int(config.tools.bash_max_spill_bytes),
         "subagents.enabled" => flag(config.subagents.enabled),
         "subagents.max_per_turn" => int(config.subagents.max_per_turn.into()),
         "subagents.max_concurrent" => int(config.subagents.max_concurrent.into()),

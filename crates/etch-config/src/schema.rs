@@ -503,12 +503,22 @@ const TOOLS: &[KeySpec] = &[KeySpec::string_array(
      A small local model often does better with fewer, e.g. [\"read\", \"bash\", \"edit\", \"write\"].",
 )];
 
-/// `[tools.bash]` keys (E-CFG-22).
-const TOOLS_BASH: &[KeySpec] = &[KeySpec::boolean(
-    "inherit_credentials",
-    "Let the bash tool's commands keep the model credential environment variables.",
-)
-.default(Literal::Bool(false))];
+/// `[tools.bash]` keys (E-CFG-22, E-CFG-25).
+const TOOLS_BASH: &[KeySpec] = &[
+    KeySpec::boolean(
+        "inherit_credentials",
+        "Let the bash tool's commands keep the model credential environment variables.",
+    )
+    .default(Literal::Bool(false)),
+    KeySpec::integer(
+        "max_spill_bytes",
+        1,
+        i64::MAX,
+        "Most bytes of one output stream of a bash call saved to its file when the result \
+         keeps only the tail; a longer stream keeps its last max_spill_bytes there.",
+    )
+    .default(Literal::Int(67_108_864)),
+];
 
 /// `[subagents]` keys (E-CFG-13).
 const SUBAGENTS: &[KeySpec] = &[

@@ -217,13 +217,20 @@ pub fn tool_names<'a>(settings: &'a RunSettings, config: &'a Config) -> Vec<&'a 
     }
 }
 
-/// The registry of active built-in tools; `bash` keeps credentials only
-/// when `[tools.bash] inherit_credentials` says so (G18). An unknown name
-/// is a usage error listing the known ones.
-pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegistry, OpenError> {
-    let options = BuiltinOptions {
+/// What the built-in tools take from the configuration: whether `bash`
+/// keeps credentials (`[tools.bash] inherit_credentials`, G18) and how
+/// much of a stream its spill file keeps (`max_spill_bytes`, E-CFG-25).
+pub fn builtin_options(config: &Config) -> BuiltinOptions {
+    BuiltinOptions {
         inherit_credentials: config.tools.bash_inherit_credentials,
-    };
+        max_spill_bytes: config.tools.bash_max_spill_bytes,
+    }
+}
+
+/// The registry of active built-in tools, shaped by [`builtin_options`].
+/// An unknown name is a usage error listing the known ones.
+pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegistry, OpenError> {
+    let options = builtin_options(config);
     builtin::registry(&tool_names(settings, config), &options).map_err(|e| {
         let from_config = settings.tools.is_none() && !settings.read_only;
         if from_config && config.tools.active.is_some() {

@@ -629,9 +629,7 @@ impl Session {
         record: bool,
         cancel: &CancellationToken,
     ) -> Result<(String, bool), SessionError> {
-        let options = etch_tools::builtin::BuiltinOptions {
-            inherit_credentials: self.place.config.tools.bash_inherit_credentials,
-        };
+        let options = crate::context::builtin_options(&self.place.config);
         let locks = etch_tools::lock::MutationLocks::shared();
         let (output, failed) = match etch_tools::builtin::tool("bash", &options, &locks) {
             Some(tool) => {

@@ -21,10 +21,23 @@ pub const ALL: [&str; 7] = ["bash", "edit", "find", "grep", "ls", "read", "write
 pub const READ_ONLY: [&str; 4] = ["find", "grep", "ls", "read"];
 
 /// Settings that shape built-in tools.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BuiltinOptions {
     /// Let `bash` children keep the model credential variables (G18).
     pub inherit_credentials: bool,
+    /// Most bytes of one `bash` output stream kept in its spill file
+    /// (`[tools.bash] max_spill_bytes`, E-CFG-25).
+    pub max_spill_bytes: u64,
+}
+
+impl Default for BuiltinOptions {
+    /// Credentials scrubbed, spill files capped at 64 MiB.
+    fn default() -> Self {
+        Self {
+            inherit_credentials: false,
+            max_spill_bytes: crate::limits::BASH_DEFAULT_MAX_SPILL_BYTES,
+        }
+    }
 }
 
 /// A tool name that is not a built-in.
@@ -35,7 +48,10 @@ pub struct UnknownTool(pub String);
 /// Builds one built-in tool; mutation tools share `locks`.
 pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Option<Arc<dyn Tool>> {
     Some(match name {
-        "bash" => Arc::new(BashTool::new(options.inherit_credentials)),
+        "bash" => Arc::new(
+            BashTool::new(options.inherit_credentials)
+                .with_max_spill_bytes(options.max_spill_bytes),
+        ),
         "edit" => Arc::new(EditTool::new(locks.clone())),
         "find" => Arc::new(FindTool::new()),
         "grep" => Arc::new(GrepTool::new()),

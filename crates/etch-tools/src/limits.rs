@@ -10,6 +10,9 @@ pub const LISTING_MAX_BYTES: usize = 51_200;
 pub const DIFF_MAX_BYTES: usize = 20_480;
 /// Bytes kept of each `bash` stream (its tail).
 pub const BASH_STREAM_MAX_BYTES: usize = 65_536;
+/// Default most bytes of one `bash` stream kept in its spill file
+/// (`[tools.bash] max_spill_bytes`, E-CFG-25): 64 MiB.
+pub const BASH_DEFAULT_MAX_SPILL_BYTES: u64 = 64 * 1024 * 1024;
 /// Default `bash` timeout in seconds.
 pub const BASH_DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// Largest `bash` timeout in seconds.

@@ -65,11 +65,18 @@ mod tests {
         vars.push(("OPENAI_API_KEY".into(), "sk-test".into()));
         vars.push(("ETCH_KEEP".into(), "kept".into()));
         let command = "echo \"${OPENAI_API_KEY:-unset} $ETCH_KEEP\"";
-        let out = run_command(command, 5, None, child_env(vars.clone(), false), &ctx(&dir))
-            .await
-            .unwrap();
+        let out = run_command(
+            command,
+            5,
+            None,
+            child_env(vars.clone(), false),
+            1 << 20,
+            &ctx(&dir),
+        )
+        .await
+        .unwrap();
         assert_eq!(out.text, "unset kept\n");
-        let out = run_command(command, 5, None, child_env(vars, true), &ctx(&dir))
+        let out = run_command(command, 5, None, child_env(vars, true), 1 << 20, &ctx(&dir))
             .await
             .unwrap();
         assert_eq!(out.text, "sk-test kept\n");

@@ -8,7 +8,7 @@
 //! - `env`: the environment the command sees, minus provider credentials.
 //! - `process`: spawning `bash -lc` in its own process group, the timeout,
 //!   cancellation and the group kill.
-//! - `capture`: each stream's kept tail and its spill file.
+//! - `capture`: each stream's kept tail and its spill file, capped.
 //! - `progress`: throttled progress updates while the command runs.
 //! - `render`: the result text.
 //!
@@ -29,7 +29,9 @@ use serde::Deserialize;
 use serde_json::{Number, Value, json};
 
 use crate::args;
-use crate::limits::{BASH_DEFAULT_TIMEOUT_SECS, BASH_MAX_TIMEOUT_SECS};
+use crate::limits::{
+    BASH_DEFAULT_MAX_SPILL_BYTES, BASH_DEFAULT_TIMEOUT_SECS, BASH_MAX_TIMEOUT_SECS,
+};
 
 /// Description shown to the model.
 const DESCRIPTION: &str = "Run a shell command (`bash -lc`) in the working directory. The result \
@@ -45,6 +47,8 @@ pub struct BashTool {
     spec: ToolSpec,
     /// Whether commands see the provider credential variables (G18).
     inherit_credentials: bool,
+    /// Most bytes of one stream kept in its spill file (E-CFG-25).
+    max_spill_bytes: u64,
 }
 
 impl BashTool {
@@ -71,7 +75,16 @@ impl BashTool {
         Self {
             spec: args::spec("bash", DESCRIPTION, schema),
             inherit_credentials,
+            max_spill_bytes: BASH_DEFAULT_MAX_SPILL_BYTES,
         }
+    }
+
+    /// Keeps at most `bytes` (the last ones, at least 1) of each output
+    /// stream in its spill file instead of the default 64 MiB.
+    #[must_use]
+    pub fn with_max_spill_bytes(mut self, bytes: u64) -> Self {
+        self.max_spill_bytes = bytes.max(1);
+        self
     }
 }
 
@@ -108,7 +121,15 @@ impl Tool for BashTool {
                 _ => None,
             };
             let env = env::child_env(std::env::vars_os(), self.inherit_credentials);
-            process::run_command(&args.command, timeout, note.as_deref(), env, &ctx).await
+            process::run_command(
+                &args.command,
+                timeout,
+                note.as_deref(),
+                env,
+                self.max_spill_bytes,
+                &ctx,
+            )
+            .await
         })
     }
 }

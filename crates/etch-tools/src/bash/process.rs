@@ -56,19 +56,21 @@ const KILL_WAIT: Duration = Duration::from_secs(2);
 /// pipes (a process that left the group could hold them open forever).
 const KILLED_DRAIN_WINDOW: Duration = Duration::from_millis(250);
 
-/// Runs `command` with exactly `env` as its environment and turns the
+/// Runs `command` with exactly `env` as its environment, saving at most
+/// `max_spill` bytes of each stream to its spill file, and turns the
 /// outcome into the tool result.
 pub(super) async fn run_command(
     command: &str,
     timeout_secs: u64,
     note: Option<&str>,
     env: Vec<(OsString, OsString)>,
+    max_spill: u64,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::new(ABORTED));
     }
-    let mut run = Run::spawn(command, env, ctx)?;
+    let mut run = Run::spawn(command, env, max_spill, ctx)?;
     let deadline = Instant::now() + Duration::from_secs(timeout_secs);
     match run.pump(deadline, Some(&ctx.cancel), Goal::Exit).await {
         Wake::Reached => {
@@ -157,6 +159,7 @@ impl Run {
     fn spawn(
         command: &str,
         env: Vec<(OsString, OsString)>,
+        max_spill: u64,
         ctx: &ToolContext,
     ) -> Result<Self, ToolError> {
         let mut cmd = Command::new("bash");
@@ -187,8 +190,16 @@ impl Run {
             pgid: Pid::from_raw(pid),
             out_buf: vec![0; READ_CHUNK],
             err_buf: vec![0; READ_CHUNK],
-            out: StreamCapture::new("stdout", spill_path(&ctx.temp_dir, &ctx.call_id, "stdout")),
-            err: StreamCapture::new("stderr", spill_path(&ctx.temp_dir, &ctx.call_id, "stderr")),
+            out: StreamCapture::new(
+                "stdout",
+                spill_path(&ctx.temp_dir, &ctx.call_id, "stdout"),
+                max_spill,
+            ),
+            err: StreamCapture::new(
+                "stderr",
+                spill_path(&ctx.temp_dir, &ctx.call_id, "stderr"),
+                max_spill,
+            ),
             progress: Progress::new(ctx.progress.clone()),
             exit: None,
             group_live: true,
@@ -289,8 +300,12 @@ impl Run {
         }
     }
 
-    /// The result text: the streams, then `note`, then `status`.
-    fn render(&self, note: Option<&str>, status: Option<&str>) -> String {
+    /// The result text: the streams, then `note`, then `status`. The
+    /// streams have ended (or are given up on): their spill files are put
+    /// in order first.
+    fn render(&mut self, note: Option<&str>, status: Option<&str>) -> String {
+        self.out.finish();
+        self.err.finish();
         render(&self.out, &self.err, note, status)
     }
 }
