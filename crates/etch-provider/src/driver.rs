@@ -4,7 +4,8 @@
 //! a provider-specific [`StreamDecoder`], forward the decoded events, and
 //! report `model.metrics`. The driver owns what is the same everywhere:
 //! retries of transient failures before any output (C34, honouring
-//! `Retry-After`), error bodies turned into typed errors, the idle timeout,
+//! `Retry-After`), error bodies turned into typed errors, the idle timeout
+//! (on the wait for response headers, an error body and every body read),
 //! cancellation, byte and latency metrics, and holding `Done` back until the
 //! metrics are out. It knows no vendor's JSON.
 
@@ -256,13 +257,20 @@ impl Run<'_> {
         for (name, value) in &self.pass.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
+        // The idle timeout covers the wait for the response headers too: a
+        // server that accepts the request and never answers would
+        // otherwise hold the pass forever, since the timeout in
+        // `stream_body` only starts with the body.
+        let idle = self.pass.idle_timeout;
         let sent = tokio::select! {
             () = self.cancel.cancelled() => return Attempt::Cancelled,
-            r = builder.send() => r,
+            r = tokio::time::timeout(idle, builder.send()) => r,
         };
         let mut response = match sent {
-            Ok(r) => r,
-            Err(e) => {
+            Ok(Ok(r)) => r,
+            // Like a stalled body: transient, retried before any output.
+            Err(_) => return Attempt::Retry(no_headers(&url, idle), None),
+            Ok(Err(e)) => {
                 let err = http::transport_error(&url, &e);
                 if err.kind != ErrorKind::Transient {
                     self.fail(err).await;
@@ -275,12 +283,24 @@ impl Run<'_> {
         let status = response.status();
         if !status.is_success() {
             let retry_after = http::retry_after(response.headers());
-            let body = read_error_body(&mut response, self.cancel).await;
-            self.pass.metrics.response_bytes += body.len() as u64;
-            let err = (self.pass.error_body)(status.as_u16(), &body);
+            let Some(body) = read_error_body(&mut response, idle, self.cancel).await else {
+                return Attempt::Cancelled;
+            };
+            self.pass.metrics.response_bytes += body.text.len() as u64;
+            let err = (self.pass.error_body)(status.as_u16(), &body.text);
+            // The status decides the kind even when the body stalled: it
+            // is what the server said.
+            let stalled = if body.stalled {
+                format!(
+                    " (the rest of the error body did not arrive within {}; raise [provider] idle_timeout_secs if the server is just slow)",
+                    seconds(idle)
+                )
+            } else {
+                String::new()
+            };
             let err = ModelError::new(
                 err.kind,
-                format!("{url} answered {status}: {}", err.message),
+                format!("{url} answered {status}: {}{stalled}", err.message),
             );
             if err.kind == ErrorKind::Transient {
                 return Attempt::Retry(err, retry_after);
@@ -312,7 +332,8 @@ impl Run<'_> {
                     let err = ModelError::new(
                         ErrorKind::Transient,
                         format!(
-                            "{url} sent nothing for {} seconds; the stream looks stalled",
+                            "{url} sent nothing for {} seconds; the stream looks stalled \
+                             (raise [provider] idle_timeout_secs if the model is just slow)",
                             idle.as_secs()
                         ),
                     );
@@ -376,13 +397,52 @@ impl Run<'_> {
     }
 }
 
-/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body as text.
-async fn read_error_body(response: &mut reqwest::Response, cancel: &CancellationToken) -> String {
+/// The error of a server that sent no response headers within the idle
+/// timeout: what stalled, for how long, where, and what to change.
+fn no_headers(url: &str, idle: Duration) -> ModelError {
+    ModelError::new(
+        ErrorKind::Transient,
+        format!(
+            "{url} sent no response headers within {}; the server looks stalled \
+             (raise [provider] idle_timeout_secs if it is just slow to start answering)",
+            seconds(idle)
+        ),
+    )
+}
+
+/// A duration as people read it in a message: `2 seconds`, `1 second`,
+/// `0.5 seconds`.
+pub(crate) fn seconds(d: Duration) -> String {
+    match d.as_secs() {
+        1 if d.subsec_nanos() == 0 => "1 second".to_owned(),
+        s if d.subsec_nanos() == 0 => format!("{s} seconds"),
+        _ => format!("{} seconds", d.as_secs_f64()),
+    }
+}
+
+/// What was read of an error body.
+struct ErrorBody {
+    /// At most [`ERROR_BODY_LIMIT`] bytes of it, as text.
+    text: String,
+    /// The body did not finish within the idle timeout.
+    stalled: bool,
+}
+
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body as text,
+/// within `idle` in all (an error body is small: a server trickling one
+/// must not hold the pass). `None` when cancelled.
+async fn read_error_body(
+    response: &mut reqwest::Response,
+    idle: Duration,
+    cancel: &CancellationToken,
+) -> Option<ErrorBody> {
+    let deadline = tokio::time::Instant::now() + idle;
     let mut body = Vec::new();
+    let mut stalled = false;
     loop {
         let chunk = tokio::select! {
-            () = cancel.cancelled() => break,
-            r = tokio::time::timeout(Duration::from_secs(30), response.chunk()) => r,
+            () = cancel.cancelled() => return None,
+            r = tokio::time::timeout_at(deadline, response.chunk()) => r,
         };
         match chunk {
             Ok(Ok(Some(bytes))) => {
@@ -392,10 +452,17 @@ async fn read_error_body(response: &mut reqwest::Response, cancel: &Cancellation
                     break;
                 }
             }
-            _ => break,
+            Err(_) => {
+                stalled = true;
+                break;
+            }
+            Ok(Ok(None) | Err(_)) => break,
         }
     }
-    String::from_utf8_lossy(&body).into_owned()
+    Some(ErrorBody {
+        text: String::from_utf8_lossy(&body).into_owned(),
+        stalled,
+    })
 }
 
 /// Milliseconds of a duration, saturating.

@@ -80,6 +80,27 @@ pub enum Reply {
         /// after the handshake).
         then: WsEnd,
     },
+    /// Accept the request and never answer it: no status line, no headers,
+    /// nothing for this long, then the connection is closed. A server that
+    /// hangs before its response headers (and a WebSocket upgrade that is
+    /// never answered). Dropping the server cuts the wait short.
+    Hang(Duration),
+    /// A response whose head arrives and whose body does not: the status
+    /// line and headers, declaring `Content-Length` one byte longer than
+    /// `start`, then `start`, then nothing for `stall`, then the connection
+    /// is closed with the body incomplete. An error status here is a server
+    /// that stalls while sending its error body. Dropping the server cuts
+    /// the stall short.
+    StalledBody {
+        /// The status code.
+        status: u16,
+        /// The `Content-Type` header value.
+        content_type: String,
+        /// The part of the body that is sent before the stall.
+        start: String,
+        /// How long nothing more is sent before the connection closes.
+        stall: Duration,
+    },
 }
 
 impl Reply {
@@ -241,6 +262,27 @@ pub(crate) fn write_reply<W: Write>(
         Some(Reply::Sse { events, gap, end }) => {
             write_sse(out, events, *gap, *end, keep_alive, pause)
         }
+        Some(Reply::Hang(duration)) => {
+            pause(*duration);
+            Ok(Next::Close)
+        }
+        Some(Reply::StalledBody {
+            status,
+            content_type,
+            start,
+            stall,
+        }) => {
+            let head = format!(
+                "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                reason(*status),
+                start.len() + 1,
+            );
+            out.write_all(head.as_bytes())?;
+            out.write_all(start.as_bytes())?;
+            out.flush()?;
+            pause(*stall);
+            Ok(Next::Close)
+        }
         // The server serves upgrade requests itself (see `crate::ws`), so a
         // WebSocket reply only gets here for a request that is not an upgrade.
         Some(Reply::WebSocket { .. }) => write_body(
@@ -395,6 +437,52 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text:?}");
         assert!(text.contains("Connection: close\r\n"));
         assert!(text.ends_with(NOT_AN_UPGRADE));
+        assert_eq!(next, Next::Close);
+    }
+
+    /// A hang writes nothing at all, waits its time and closes.
+    #[test]
+    fn hang_writes_nothing() {
+        let waited = std::cell::Cell::new(Duration::ZERO);
+        let mut out = Vec::new();
+        let next = write_reply(
+            &mut out,
+            Some(&Reply::Hang(Duration::from_secs(7))),
+            true,
+            &|d| {
+                waited.set(d);
+                true
+            },
+        )
+        .unwrap();
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(waited.get(), Duration::from_secs(7));
+        assert_eq!(next, Next::Close);
+    }
+
+    /// A stalled body sends its head, declaring one byte more than it
+    /// sends, then the start of the body, waits and closes.
+    #[test]
+    fn stalled_body_sends_head_and_start() {
+        let waited = std::cell::Cell::new(Duration::ZERO);
+        let reply = Reply::StalledBody {
+            status: 500,
+            content_type: "application/json".into(),
+            start: "{\"error\":".into(),
+            stall: Duration::from_secs(3),
+        };
+        let mut out = Vec::new();
+        let next = write_reply(&mut out, Some(&reply), true, &|d| {
+            waited.set(d);
+            true
+        })
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n\
+             Content-Length: 10\r\nConnection: close\r\n\r\n{\"error\":"
+        );
+        assert_eq!(waited.get(), Duration::from_secs(3));
         assert_eq!(next, Next::Close);
     }
 

@@ -363,6 +363,59 @@ fn stall_delays_then_closes_without_blocking_others() {
     assert_eq!(response.text(), "data: first\n\n");
 }
 
+/// `Reply::Hang` answers nothing at all, not even a status line, and the
+/// connection closes once the server is dropped.
+#[test]
+fn hang_sends_no_headers_until_dropped() {
+    let server = FakeServer::start(vec![Reply::Hang(Duration::from_mins(1))]).unwrap();
+    let mut client = Client::connect(&server);
+    client
+        .stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    client.post_json("/hang", "{}");
+    assert_eq!(server.wait_for_requests(1, CLIENT_TIMEOUT).len(), 1);
+    // A read that times out: the connection is open and silent.
+    assert!(!client.is_closed());
+    let start = Instant::now();
+    drop(server);
+    client
+        .stream
+        .set_read_timeout(Some(CLIENT_TIMEOUT))
+        .unwrap();
+    assert!(client.is_closed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// `Reply::StalledBody` sends its status and headers and the start of the
+/// body, then nothing more; the body stays incomplete.
+#[test]
+fn stalled_body_sends_the_head_then_stalls() {
+    let server = FakeServer::start(vec![Reply::StalledBody {
+        status: 503,
+        content_type: "application/json".into(),
+        start: "{\"error\":".into(),
+        stall: Duration::from_millis(300),
+    }])
+    .unwrap();
+    let mut client = Client::connect(&server);
+    client.post_json("/err", "{}");
+    let start = Instant::now();
+    let response = client.response();
+    assert_eq!(response.status, 503);
+    assert_eq!(response.header("content-length"), Some("10"));
+    assert!(!response.complete);
+    assert!(
+        start.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 /// Requests beyond the script get the documented 500 and are still recorded,
 /// on the same keep-alive connection.
 #[test]

@@ -61,13 +61,21 @@ fn tls() -> Result<Arc<rustls::ClientConfig>, ModelError> {
         .map_err(|message| ModelError::new(ErrorKind::Other, message))
 }
 
-/// Opens a socket to `url` sending `headers` with the upgrade request.
+/// Opens a socket to `url` sending `headers` with the upgrade request,
+/// within [`HANDSHAKE_TIMEOUT`] or `idle` (the idle timeout), whichever is
+/// shorter: like the HTTP driver's wait for response headers, a server
+/// that accepts the connection and never answers the upgrade must not
+/// hold the pass longer than the user allowed.
 ///
 /// A refused connection, a timeout or a broken handshake is `Transient`; a
 /// server that answers the upgrade with an HTTP status is classified like
 /// the same status on the SSE endpoint (401 is `Auth`, 429 and 5xx are
 /// `Transient`, other 4xx `InvalidRequest`) with its error body's message.
-pub async fn open(url: &str, headers: &[(String, String)]) -> Result<Socket, ModelError> {
+pub async fn open(
+    url: &str,
+    headers: &[(String, String)],
+    idle: Duration,
+) -> Result<Socket, ModelError> {
     let mut request = url.into_client_request().map_err(|e| {
         ModelError::new(
             ErrorKind::InvalidRequest,
@@ -93,14 +101,22 @@ pub async fn open(url: &str, headers: &[(String, String)]) -> Result<Socket, Mod
     };
     let connecting =
         tokio_tungstenite::connect_async_tls_with_config(request, None, true, connector);
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting).await {
-        Err(_) => Err(ModelError::new(
-            ErrorKind::Transient,
-            format!(
-                "the WebSocket handshake with {url} took more than {} seconds",
-                HANDSHAKE_TIMEOUT.as_secs()
-            ),
-        )),
+    let deadline = HANDSHAKE_TIMEOUT.min(idle);
+    match tokio::time::timeout(deadline, connecting).await {
+        Err(_) => {
+            let hint = if deadline < HANDSHAKE_TIMEOUT {
+                "; raise [provider] idle_timeout_secs if the server is just slow"
+            } else {
+                ""
+            };
+            Err(ModelError::new(
+                ErrorKind::Transient,
+                format!(
+                    "the WebSocket handshake with {url} took more than {}{hint}",
+                    crate::driver::seconds(deadline)
+                ),
+            ))
+        }
         Ok(Ok((socket, _))) => Ok(socket),
         Ok(Err(err)) => Err(handshake_error(url, &err)),
     }
@@ -157,7 +173,7 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         drop(listener);
         let url = format!("ws://127.0.0.1:{port}/v1/responses");
-        let err = open(&url, &[]).await.unwrap_err();
+        let err = open(&url, &[], Duration::from_secs(5)).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Transient);
         assert!(err.message.contains(&url), "{err:?}");
     }

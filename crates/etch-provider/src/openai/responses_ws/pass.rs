@@ -135,7 +135,7 @@ impl Run<'_> {
             } else {
                 let opening = tokio::select! {
                     () = self.cancel.cancelled() => return Ended::Finished,
-                    r = conn::open(&self.pass.url, &self.pass.headers) => r,
+                    r = conn::open(&self.pass.url, &self.pass.headers, self.pass.idle_timeout) => r,
                 };
                 match opening {
                     Ok(socket) => {
@@ -311,7 +311,8 @@ impl Run<'_> {
                     let err = ModelError::new(
                         ErrorKind::Transient,
                         format!(
-                            "{} sent nothing for {} seconds; the stream looks stalled",
+                            "{} sent nothing for {} seconds; the stream looks stalled \
+                             (raise [provider] idle_timeout_secs if the model is just slow)",
                             self.pass.url,
                             wait.as_secs()
                         ),

@@ -1,0 +1,58 @@
+//! Hardening, through the real binary: a model server that never answers
+//! or sends an oversized frame cannot hang etch or blow up its memory and
+//! session log; session files are private to their owner; `etch acp`'s
+//! stderr carries one `etch:` prefix per line.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use etch_test_support::{FakeServer, Reply};
+use support::{Workspace, jsonl};
+
+/// How long a silent scripted server stays silent: far past any timeout
+/// these tests set, so only etch's own deadline ends a wait.
+const SILENCE: Duration = Duration::from_mins(2);
+
+/// Every line of the session file at `path` is a JSON object (the log
+/// stays loadable), and the events it holds.
+fn valid_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let events = jsonl(path);
+    assert!(
+        events.iter().all(serde_json::Value::is_object),
+        "{events:#?}"
+    );
+    events
+}
+
+/// A server that accepts every request and never sends response headers:
+/// `etch -p` fails after the idle timeout per attempt (the first try and
+/// three retries), exits 1 saying what stalled, where and which key to
+/// raise, and leaves a valid session log.
+#[test]
+fn a_server_that_never_answers_fails_within_the_idle_timeout() {
+    let ws = Workspace::new();
+    let server = FakeServer::start((0..4).map(|_| Reply::Hang(SILENCE)).collect()).unwrap();
+    let start = Instant::now();
+    let out = ws.run_model(&server, &["-p", "hi"], &[("ETCH_IDLE_TIMEOUT_SECS", "1")]);
+    let took = start.elapsed();
+    assert_eq!(out.code(), 1, "{}", out.stderr());
+    let stderr = out.stderr();
+    assert!(
+        stderr.contains(&format!(
+            "{}/v1/chat/completions sent no response headers within 1 second",
+            server.url()
+        )) && stderr.contains("raise [provider] idle_timeout_secs"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 4);
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let events = valid_log(&ws.only_session());
+    let assistant = events
+        .iter()
+        .rfind(|e| e["type"] == "message.assistant")
+        .unwrap_or_else(|| panic!("no message.assistant in {events:#?}"));
+    assert_eq!(assistant["data"]["stopReason"], "error", "{assistant}");
+}
