@@ -2,9 +2,16 @@
 //! environment minus the provider credential variables, unless the user
 //! chose to pass them on.
 //!
+//! Removing them from the environment is not enough: `bash -lc` runs the
+//! user's login files (`~/.bash_profile` or `~/.profile`), which often
+//! export the very keys again. So the script bash runs starts with an
+//! `unset` of them, after the login files and on the command's own first
+//! line, so that bash's messages still give the command's line numbers.
+//!
 //! It must not know how the command is spawned or what it prints; it only
-//! chooses the variables.
+//! chooses the variables and that prefix.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 
 /// Environment variables holding provider credentials, removed from the
@@ -25,6 +32,21 @@ where
     vars.into_iter()
         .filter(|(key, _)| inherit_credentials || !CREDENTIAL_VARS.iter().any(|c| key == *c))
         .collect()
+}
+
+/// What `bash -lc` runs for `command`: the command itself when credentials
+/// are inherited, else the command after `unset {CREDENTIAL_VARS}
+/// 2>/dev/null; ` on the same first line, so that keys a login file
+/// exported again are gone before the command runs (G18). Only bash sees
+/// this script; results, details and progress show the command.
+pub(super) fn script(command: &str, inherit_credentials: bool) -> Cow<'_, str> {
+    if inherit_credentials {
+        return Cow::Borrowed(command);
+    }
+    Cow::Owned(format!(
+        "unset {} 2>/dev/null; {command}",
+        CREDENTIAL_VARS.join(" ")
+    ))
 }
 
 #[cfg(test)]
@@ -53,6 +75,47 @@ mod tests {
             vec![(OsString::from("HOME"), OsString::from("v"))]
         );
         assert_eq!(child_env(vars(), true).len(), 5);
+    }
+
+    /// G18: a key a login file exports again is unset before the command
+    /// runs, unless credentials are inherited; the command keeps its line
+    /// numbers in bash's messages.
+    #[tokio::test]
+    async fn login_files_cannot_export_keys_again() {
+        let dir = TempDir::new().unwrap();
+        let home = TempDir::new().unwrap();
+        std::fs::write(
+            home.path().join(".profile"),
+            "export OPENAI_API_KEY=sk-from-profile\n",
+        )
+        .unwrap();
+        let vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| k != "HOME" && !CREDENTIAL_VARS.iter().any(|c| k == *c))
+            .chain([("HOME".into(), home.path().into())])
+            .collect();
+        let run = |command: &str, inherit: bool| {
+            let env = child_env(vars.clone(), inherit);
+            let script = script(command, inherit).into_owned();
+            let ctx = ctx(&dir);
+            async move { run_command(&script, 5, None, env, 1 << 20, &ctx).await }
+        };
+        let echo = "echo \"k=$OPENAI_API_KEY\"";
+        assert_eq!(run(echo, false).await.unwrap().text, "k=\n");
+        assert_eq!(run(echo, true).await.unwrap().text, "k=sk-from-profile\n");
+        let out = run("echo one\nif then fi", false).await.unwrap().text;
+        assert!(out.contains("line 2: syntax error"), "{out}");
+    }
+
+    /// The prefix sits on the command's first line and names every
+    /// scrubbed variable.
+    #[test]
+    fn script_prefix() {
+        assert_eq!(script("ls\npwd", true), "ls\npwd");
+        assert_eq!(
+            script("ls\npwd", false),
+            "unset OPENAI_API_KEY OPENROUTER_API_KEY CODEX_ACCESS_TOKEN ANTHROPIC_API_KEY \
+             2>/dev/null; ls\npwd"
+        );
     }
 
     /// G18: the command really sees the scrubbed environment.

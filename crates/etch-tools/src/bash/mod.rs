@@ -5,7 +5,8 @@
 //! (the timeout, its default and its clamp to the maximum) and the public
 //! [`BashTool`] API. The life of the command is split by job:
 //!
-//! - `env`: the environment the command sees, minus provider credentials.
+//! - `env`: the environment the command sees, minus provider credentials,
+//!   and the `unset` that removes them again after the login files ran.
 //! - `process`: spawning `bash -lc` in its own process group, the timeout,
 //!   cancellation and the group kill.
 //! - `capture`: each stream's kept tail and its spill file, capped.
@@ -121,8 +122,9 @@ impl Tool for BashTool {
                 _ => None,
             };
             let env = env::child_env(std::env::vars_os(), self.inherit_credentials);
+            let script = env::script(&args.command, self.inherit_credentials);
             process::run_command(
-                &args.command,
+                &script,
                 timeout,
                 note.as_deref(),
                 env,
