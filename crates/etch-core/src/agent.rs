@@ -24,6 +24,7 @@ use crate::guard::{Finding, FindingKind, Guard, GuardSettings};
 use crate::intercept::{Intercept, Intercepted, Point, TurnEnd, Verdict, until_cancelled};
 use crate::observer::{AgentEvent, Observer};
 use crate::pass::{Pass, collect};
+use crate::redact::Redactor;
 
 /// Longest a run's first request waits for starting tool sources.
 pub const SOURCE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -58,6 +59,8 @@ pub struct Agent {
     pub(crate) config: AgentConfig,
     /// What intercepts the run (hooks), if anything.
     pub(crate) intercept: Option<Arc<dyn Intercept>>,
+    /// The secrets no tool result may carry.
+    redactor: Redactor,
 }
 
 /// A successful run.
@@ -198,7 +201,16 @@ impl Agent {
             tools,
             config,
             intercept: None,
+            redactor: Redactor::default(),
         }
+    }
+
+    /// Redacts `redactor`'s secrets from every tool result of the run
+    /// (E-TOOL-22).
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Runs the loop's interception points through `intercept` (hooks).
@@ -431,6 +443,7 @@ impl Agent {
                     cancel,
                     origin: &origin,
                     intercept: self.intercept.as_ref(),
+                    redactor: &self.redactor,
                 };
                 let (results, cancelled) =
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;

@@ -8,6 +8,8 @@
 //! in source order whatever the completion order. On cancellation no new call
 //! starts, running calls get a short grace period to kill their processes,
 //! and every call without a result is answered `Operation aborted` (G20).
+//! Every result and progress update has the run's secrets redacted before
+//! anyone sees it (see [`crate::redact`]).
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -27,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::intercept::{Intercept, Point, Verdict, until_cancelled};
 use crate::observer::{AgentEvent, Observer};
+use crate::redact::{Redactor, Secrets};
 
 /// Text of a result for a call that was cancelled before it finished.
 pub const ABORTED: &str = "Operation aborted";
@@ -61,6 +64,17 @@ impl CallResult {
         }
     }
 
+    /// Replaces every secret in the text and the details.
+    fn redact(&mut self, secrets: &Secrets) {
+        if secrets.is_empty() {
+            return;
+        }
+        secrets.redact_string(&mut self.text);
+        if let Some(details) = &mut self.details {
+            secrets.redact_value(details);
+        }
+    }
+
     /// Converts what a tool returned.
     fn from_tool(result: Result<ToolOutput, ToolError>) -> Self {
         match result {
@@ -90,6 +104,8 @@ pub struct BatchEnv<'a> {
     pub origin: &'a CallOrigin,
     /// What intercepts tool calls (hooks), if anything.
     pub intercept: Option<&'a Arc<dyn Intercept>>,
+    /// The secrets no result may carry (E-TOOL-22).
+    pub redactor: &'a Redactor,
 }
 
 /// A call that passed preflight.
@@ -341,6 +357,9 @@ async fn schedule(
     env: &BatchEnv<'_>,
     observer: &mut dyn Observer,
 ) -> bool {
+    // One snapshot of the secrets per batch: a login refreshed during the
+    // run is redacted from the next batch on.
+    let secrets = env.redactor.secrets();
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<(String, String)>();
     let (counters_tx, mut counters_rx) = mpsc::unbounded_channel::<(String, String)>();
     let mut set: JoinSet<(usize, CallResult, Duration)> = JoinSet::new();
@@ -374,12 +393,17 @@ async fn schedule(
                         temp_dir: PathBuf::from(env.temp_dir),
                         origin: env.origin.clone(),
                     };
+                    let secrets = secrets.clone();
                     let handle = set.spawn(async move {
                         let started = Instant::now();
                         let mut result = CallResult::from_tool(tool.execute(args, ctx).await);
+                        // Before the hooks see it, and again after they
+                        // rewrote it: no secret is logged, shown or sent.
+                        result.redact(&secrets);
                         result.hooks = hooks;
                         if let Some(post) = post {
                             result = post_tool(&*post, &call, result).await;
+                            result.redact(&secrets);
                         }
                         (i, result, started.elapsed())
                     });
@@ -407,6 +431,7 @@ async fn schedule(
                 break;
             }
             Some((call_id, text)) = progress_rx.recv() => {
+                let text = secrets.redact(&text);
                 observer.agent_event(&AgentEvent::ToolExecutionUpdate { call_id: &call_id, text: &text });
             }
             Some((call_id, line)) = counters_rx.recv() => {

@@ -10,6 +10,7 @@
 //! and goes round again until the model stops, the round bound is hit
 //! (`ToolRoundLimitError`) or the run is cancelled. Observers receive Pi's
 //! lifecycle events in Pi's order and every durable line as it is appended.
+//! Tool results never carry the secrets the caller names (a `Redactor`).
 //!
 //! This crate must not know which provider answers, how a tool works inside,
 //! or how anything is rendered: it sees only `etch-model`, `etch-tool` and
@@ -24,6 +25,7 @@ pub mod guard;
 pub mod intercept;
 pub mod observer;
 pub mod pass;
+pub mod redact;
 
 pub use agent::{Agent, AgentConfig, RunOutcome, SOURCE_GRACE, close_dangling_calls};
 pub use compaction::{Compaction, CompactionPolicy, compact_session};
@@ -33,6 +35,7 @@ pub use intercept::{
     BeforeCompact, Intercept, InterceptFuture, Intercepted, Point, TurnEnd, Verdict,
 };
 pub use observer::{AgentEvent, CompactionResult, Delta, NoopObserver, Observer};
+pub use redact::{REDACTED, Redactor};
 
 /// Default bound on model/tool rounds per user turn (E-LOOP-02).
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 32;

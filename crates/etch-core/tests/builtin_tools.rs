@@ -157,3 +157,91 @@ async fn two_edits_of_one_file_never_lose_an_update() {
             .starts_with("Successfully replaced 1 block(s) in ./a.txt.")
     );
 }
+
+/// E-TOOL-22: a secret the redactor names never reaches the log, whichever
+/// tool printed it (a file read, a bash command) and whether it is the
+/// whole text or part of a diff in the details.
+#[tokio::test]
+async fn results_never_carry_a_named_secret() {
+    const SECRET: &str = "sk-proj-secret-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("w");
+    std::fs::create_dir(&cwd).unwrap();
+    std::fs::write(cwd.join(".env"), format!("OPENAI_API_KEY={SECRET}\n")).unwrap();
+    let script = Script(Mutex::new(
+        vec![
+            calls(&[
+                ("c1", "read", serde_json::json!({"path": ".env"})),
+                (
+                    "c2",
+                    "bash",
+                    serde_json::json!({"command": format!("echo {SECRET}")}),
+                ),
+                (
+                    "c3",
+                    "edit",
+                    serde_json::json!({"path": ".env", "oldText": "OPENAI", "newText": "MY"}),
+                ),
+            ]),
+            done(),
+        ]
+        .into(),
+    ));
+    let store = SessionStore::new(dir.path().join("sessions"));
+    let (mut writer, _) = store
+        .create(&NewSession {
+            cwd: cwd.to_string_lossy().into_owned(),
+            provider: "scripted".into(),
+            model: "script".into(),
+            openai_api: None,
+            base_url: None,
+            etch_version: "test".into(),
+            first_prompt: "p".into(),
+        })
+        .unwrap();
+    let agent = Agent::new(
+        Arc::new(script),
+        registry(&ALL, &BuiltinOptions::default()).unwrap(),
+        AgentConfig {
+            max_tool_rounds: 4,
+            system: Vec::new(),
+            cwd: cwd.clone(),
+            temp_dir: dir.path().join("tmp"),
+            options: RequestOptions::default(),
+            compaction: None,
+            guard: etch_core::GuardSettings::default(),
+        },
+    )
+    .with_redactor(etch_core::Redactor::new(vec![SECRET.to_owned()]));
+    agent
+        .run(
+            &mut writer,
+            &mut Vec::new(),
+            "show the key".into(),
+            &mut NoopObserver,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    // The model's own call names the secret; no result line may.
+    let log = std::fs::read_to_string(writer.path()).unwrap();
+    for line in log.lines().filter(|l| l.contains("\"message.tool\"")) {
+        assert!(!line.contains(SECRET), "{line}");
+    }
+    let redacted = etch_core::REDACTED;
+    let s = load_session(writer.path()).unwrap();
+    let texts: Vec<String> = s
+        .events
+        .iter()
+        .filter(|e| e.kind == types::MESSAGE_TOOL)
+        .map(|e| serde_json::from_str::<Value>(e.data.get()).unwrap())
+        .map(|r| r["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts[0], format!("     1\tOPENAI_API_KEY={redacted}"));
+    assert_eq!(texts[1], format!("{redacted}\n"));
+    assert!(
+        texts[2].contains(&format!("+MY_API_KEY={redacted}")),
+        "{}",
+        texts[2]
+    );
+}

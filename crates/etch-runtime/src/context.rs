@@ -8,10 +8,11 @@
 //! to show them. This module must not know who asked or how anything is
 //! shown.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use etch_config::Config;
-use etch_core::CompactionPolicy;
+use etch_core::{CompactionPolicy, Redactor};
 use etch_plugins::PluginSet;
 use etch_prompt::{Assembled, PromptInputs};
 use etch_tool::ToolSource;
@@ -217,13 +218,74 @@ pub fn tool_names<'a>(settings: &'a RunSettings, config: &'a Config) -> Vec<&'a 
     }
 }
 
-/// What the built-in tools take from the configuration: whether `bash`
-/// keeps credentials (`[tools.bash] inherit_credentials`, G18) and how
-/// much of a stream its spill file keeps (`max_spill_bytes`, E-CFG-25).
+/// What the built-in tools take from the configuration and the
+/// environment: whether `bash` keeps credentials (`[tools.bash]
+/// inherit_credentials`, G18), how much of a stream its spill file keeps
+/// (`max_spill_bytes`, E-CFG-25), and the home whose `.etch` they never
+/// expose or change (E-TOOL-22).
 pub fn builtin_options(config: &Config) -> BuiltinOptions {
     BuiltinOptions {
         inherit_credentials: config.tools.bash_inherit_credentials,
         max_spill_bytes: config.tools.bash_max_spill_bytes,
+        home: home_dir(),
+    }
+}
+
+/// `$HOME`, when set.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The secrets no tool result may carry (E-TOOL-22, E-AUTH-10), for the
+/// loop to redact: the access, refresh and id tokens of the stored login
+/// in `home` (read again for every tool batch, so a login refreshed during
+/// the run is covered), the values of the credential variables
+/// (`etch_auth::CREDENTIAL_ENV_VARS`) and the `--api-key` value. The loop
+/// ignores values shorter than 8 characters.
+pub fn redactor(home: Option<&Path>, api_key: Option<&str>) -> Redactor {
+    let mut fixed: Vec<String> = etch_auth::CREDENTIAL_ENV_VARS
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .collect();
+    fixed.extend(api_key.map(str::to_owned));
+    let store = home.map(etch_auth::CredentialStore::in_home);
+    Redactor::from_source(move || {
+        let mut secrets = fixed.clone();
+        if let Some(store) = &store {
+            secrets.extend(stored_tokens(store));
+        }
+        secrets
+    })
+}
+
+/// The token values in the store: the login's, or, when the file is there
+/// but does not load as one (a wrong `type`, an old format), every
+/// `*_token` string in its JSON, which `bash` could still print.
+fn stored_tokens(store: &etch_auth::CredentialStore) -> Vec<String> {
+    match store.load() {
+        Ok(Some(login)) => {
+            let mut tokens = vec![
+                login.access_token.expose().to_owned(),
+                login.refresh_token.expose().to_owned(),
+            ];
+            tokens.extend(login.id_token.map(|t| t.expose().to_owned()));
+            tokens
+        }
+        Ok(None) => Vec::new(),
+        Err(_) => std::fs::read(store.path())
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|value| value.as_object().cloned())
+            .map(|fields| {
+                fields
+                    .into_iter()
+                    .filter(|(key, _)| key.ends_with("_token"))
+                    .filter_map(|(_, value)| value.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -239,4 +301,63 @@ pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegis
             OpenError::Usage(e.to_string())
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stored login's three tokens and the `--api-key` value are
+    /// redacted, the store read again for each snapshot (a refreshed login
+    /// is covered); a file that does not load as a login still has its
+    /// `*_token` strings redacted.
+    #[test]
+    fn redactor_covers_the_stored_login() {
+        let home = tempfile::tempdir().unwrap();
+        let redactor = redactor(Some(home.path()), Some("sk-flag-key-123456"));
+        let text = "at-first-0000000 rt-first-0000000 it-first-0000000 sk-flag-key-123456";
+        assert_eq!(
+            redactor.secrets().redact(text),
+            text.replace("sk-flag-key-123456", etch_core::REDACTED)
+        );
+        let store = home.path().join(".etch/auth");
+        std::fs::create_dir_all(&store).unwrap();
+        let login = |access: &str, kind: &str| {
+            serde_json::json!({
+                "type": kind,
+                "access_token": access,
+                "refresh_token": "rt-first-0000000",
+                "id_token": "it-first-0000000",
+                "expires_at": "2099-01-01T00:00:00Z",
+            })
+            .to_string()
+        };
+        std::fs::write(
+            store.join("openai.json"),
+            login("at-first-0000000", "openai-codex-oauth"),
+        )
+        .unwrap();
+        let all = "[redacted: etch credential] ".repeat(4);
+        assert_eq!(redactor.secrets().redact(text), all.trim_end());
+        std::fs::write(
+            store.join("openai.json"),
+            login("at-second-000000", "openai-codex-oauth"),
+        )
+        .unwrap();
+        assert_eq!(
+            redactor
+                .secrets()
+                .redact("at-second-000000 at-first-0000000"),
+            "[redacted: etch credential] at-first-0000000"
+        );
+        std::fs::write(
+            store.join("openai.json"),
+            login("at-third-0000000", "other"),
+        )
+        .unwrap();
+        assert_eq!(
+            redactor.secrets().redact("at-third-0000000"),
+            "[redacted: etch credential]"
+        );
+    }
 }

@@ -379,11 +379,20 @@ impl Session {
                 },
             },
         );
+        let agent = agent.with_redactor(self.redactor());
         if self.context.hooks.is_empty() {
             agent
         } else {
             agent.with_intercept(Arc::new(self.session_hooks()))
         }
+    }
+
+    /// The secrets no tool result of this session may carry (E-TOOL-22).
+    fn redactor(&self) -> etch_core::Redactor {
+        crate::context::redactor(
+            crate::context::home_dir().as_deref(),
+            self.settings.provider.api_key.as_deref(),
+        )
     }
 
     /// Takes a newly read configuration and context (the chat's
@@ -652,6 +661,9 @@ impl Session {
         if !record {
             return Ok((output, failed));
         }
+        // The user's own command, but its output goes to the model and the
+        // log like a tool result's.
+        let output = self.redactor().secrets().redact(&output).into_owned();
         let body = if output.trim().is_empty() {
             "(no output)".to_owned()
         } else {

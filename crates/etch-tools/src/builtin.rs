@@ -1,6 +1,7 @@
 //! The set of built-in tools and how a selection of them becomes a registry
 //! (C1, E-CLI-23).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use etch_tool::{Tool, ToolRegistry};
@@ -11,6 +12,7 @@ use crate::find::FindTool;
 use crate::grep::GrepTool;
 use crate::lock::MutationLocks;
 use crate::ls::LsTool;
+use crate::protect::Protected;
 use crate::read::ReadTool;
 use crate::write::WriteTool;
 
@@ -28,14 +30,20 @@ pub struct BuiltinOptions {
     /// Most bytes of one `bash` output stream kept in its spill file
     /// (`[tools.bash] max_spill_bytes`, E-CFG-25).
     pub max_spill_bytes: u64,
+    /// The home directory whose `.etch` the tools never expose or change:
+    /// its credential store is never read, listed or searched, and nothing
+    /// under it is written (E-TOOL-22).
+    pub home: Option<PathBuf>,
 }
 
 impl Default for BuiltinOptions {
-    /// Credentials scrubbed, spill files capped at 64 MiB.
+    /// Credentials scrubbed, spill files capped at 64 MiB, `$HOME`'s
+    /// `.etch` protected.
     fn default() -> Self {
         Self {
             inherit_credentials: false,
             max_spill_bytes: crate::limits::BASH_DEFAULT_MAX_SPILL_BYTES,
+            home: std::env::var_os("HOME").map(PathBuf::from),
         }
     }
 }
@@ -47,17 +55,18 @@ pub struct UnknownTool(pub String);
 
 /// Builds one built-in tool; mutation tools share `locks`.
 pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Option<Arc<dyn Tool>> {
+    let protected = Protected::new(options.home.clone());
     Some(match name {
         "bash" => Arc::new(
             BashTool::new(options.inherit_credentials)
                 .with_max_spill_bytes(options.max_spill_bytes),
         ),
-        "edit" => Arc::new(EditTool::new(locks.clone())),
-        "find" => Arc::new(FindTool::new()),
-        "grep" => Arc::new(GrepTool::new()),
-        "ls" => Arc::new(LsTool::new()),
-        "read" => Arc::new(ReadTool::new()),
-        "write" => Arc::new(WriteTool::new(locks.clone())),
+        "edit" => Arc::new(EditTool::new(locks.clone()).with_protected(protected)),
+        "find" => Arc::new(FindTool::new().with_protected(protected)),
+        "grep" => Arc::new(GrepTool::new().with_protected(protected)),
+        "ls" => Arc::new(LsTool::new().with_protected(protected)),
+        "read" => Arc::new(ReadTool::new().with_protected(protected)),
+        "write" => Arc::new(WriteTool::new(locks.clone()).with_protected(protected)),
         _ => return None,
     })
 }

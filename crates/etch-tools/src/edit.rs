@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::lock::MutationLocks;
+use crate::protect::Protected;
 use crate::{args, diff, fsutil, paths};
 
 /// The UTF-8 byte-order mark.
@@ -61,6 +62,8 @@ pub struct EditTool {
     spec: ToolSpec,
     /// Shared per-path mutation locks.
     locks: MutationLocks,
+    /// etch's own state, never edited.
+    protected: Protected,
 }
 
 impl EditTool {
@@ -97,7 +100,15 @@ impl EditTool {
                 }),
             ),
             locks,
+            protected: Protected::from_env(),
         }
+    }
+
+    /// Protects `protected`'s `~/.etch` instead of `$HOME`'s.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
     }
 }
 
@@ -379,11 +390,11 @@ fn ambiguous(i: usize, n: usize, shown: &str) -> ToolError {
     ))
 }
 
-/// Runs an edit call on disk.
-fn edit_file(cwd: &Path, a: &EditArgs) -> Result<ToolOutput, ToolError> {
+/// Runs an edit call on disk, never touching `protected`'s home state.
+fn edit_file(cwd: &Path, a: &EditArgs, protected: &Protected) -> Result<ToolOutput, ToolError> {
     let edits = collect_edits(a)?;
     let shown = &a.path;
-    let target = paths::mutation_target(cwd, shown)?;
+    let target = paths::mutation_target(cwd, shown, protected)?;
     let bytes = fsutil::read_regular(&target).map_err(|e| match e {
         fsutil::OpenError::Io(e) => match e.kind() {
             std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
@@ -449,9 +460,15 @@ impl Tool for EditTool {
             let a: EditArgs = args::parse(&self.spec, args)?;
             let path = a.path.clone();
             let cwd = ctx.cwd.clone();
-            crate::lock::locked_mutation(&self.locks, &ctx, &path, "edit", move || {
-                edit_file(&cwd, &a)
-            })
+            let protected = self.protected.clone();
+            crate::lock::locked_mutation(
+                &self.locks,
+                &ctx,
+                &path,
+                "edit",
+                &self.protected,
+                move || edit_file(&cwd, &a, &protected),
+            )
             .await
         })
     }
@@ -460,6 +477,11 @@ impl Tool for EditTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Edits with no home to protect.
+    fn edit_file(cwd: &Path, a: &EditArgs) -> Result<ToolOutput, ToolError> {
+        super::edit_file(cwd, a, &Protected::new(None))
+    }
 
     /// Shorthand for one edit.
     fn e(old: &str, new: &str) -> Edit {

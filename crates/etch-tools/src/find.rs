@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::limits::{FIND_DEFAULT_LIMIT, LISTING_MAX_BYTES, cap_listing};
 use crate::paths;
+use crate::protect::Protected;
 use crate::walk::{
     CANCEL_CHECK_EVERY, GlobFilter, Root, default_path, deserialize_count, existing_root,
     skipped_names, walker,
@@ -64,6 +65,8 @@ const COMPACT_MIN: usize = 64;
 pub struct FindTool {
     /// Name, description and schema shown to the model.
     spec: ToolSpec,
+    /// etch's credential store, never searched.
+    protected: Protected,
 }
 
 impl FindTool {
@@ -102,7 +105,15 @@ impl FindTool {
                     "additionalProperties": false
                 }),
             ),
+            protected: Protected::from_env(),
         }
+    }
+
+    /// Protects `protected`'s credential store instead of `$HOME`'s.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
     }
 }
 
@@ -127,8 +138,11 @@ impl Tool for FindTool {
             let args: FindArgs = args::parse(&self.spec, args)?;
             let cancel = ctx.cancel.clone();
             let cwd = ctx.cwd.clone();
-            let text =
-                cancel::blocking(&ctx.cancel, "find", move || run(&args, &cwd, &cancel)).await?;
+            let protected = self.protected.clone();
+            let text = cancel::blocking(&ctx.cancel, "find", move || {
+                run(&args, &cwd, &cancel, &protected)
+            })
+            .await?;
             Ok(ToolOutput::text(text))
         })
     }
@@ -323,9 +337,17 @@ impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
     }
 }
 
-/// Runs one `find` call to completion (on a blocking thread).
-fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String, ToolError> {
+/// Runs one `find` call to completion (on a blocking thread), never
+/// looking into the credential store `protected` knows.
+fn run(
+    args: &FindArgs,
+    cwd: &Path,
+    cancel: &CancellationToken,
+    protected: &Protected,
+) -> Result<String, ToolError> {
+    protected.check_read(&args.path, &paths::resolve(cwd, &args.path), "search")?;
     let root = existing_root(cwd, &args.path)?;
+    let store = protected.store_ids();
     let filter = args
         .glob
         .as_deref()
@@ -335,7 +357,7 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
     if !root.is_dir {
         return Ok(find_in_file_root(&root, &matcher, filter.as_ref()));
     }
-    let (walk, pruned) = walker(&root.path);
+    let (walk, pruned) = walker(&root.path, &store);
     let shared = Shared {
         root: root.path.clone(),
         prefix: root.print_prefix(),
@@ -358,7 +380,14 @@ fn run(args: &FindArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
     compact(&mut results, args.limit);
     let skipped = pruned.take();
     let limit_hit = shared.total.load(Ordering::Relaxed) > args.limit;
-    let mut text = format_output(&results, limit_hit, args.limit, &skipped_names(skipped));
+    let store_notice = pruned.store_skipped().then(|| store.notice());
+    let mut text = format_output(
+        &results,
+        limit_hit,
+        args.limit,
+        &skipped_names(skipped),
+        store_notice.as_deref(),
+    );
     if results.is_empty() {
         // Small models use find to look for text and take the empty answer
         // for "not there": say what was matched, and which tool looks inside
@@ -389,16 +418,28 @@ fn find_in_file_root(root: &Root, matcher: &NameMatcher, filter: Option<&GlobFil
     }
 }
 
-/// Formats the sorted, limited results and the notices.
-fn format_output(results: &[Found], limit_hit: bool, limit: usize, skipped: &[String]) -> String {
+/// Formats the sorted, limited results and the notices; `store` is the
+/// notice of a walk that passed the credential store over.
+fn format_output(
+    results: &[Found],
+    limit_hit: bool,
+    limit: usize,
+    skipped: &[String],
+    store: Option<&str>,
+) -> String {
+    let mut walk_notices = Vec::new();
+    if !skipped.is_empty() {
+        walk_notices.push(format!(
+            "[Skipped internal directories: {}]",
+            skipped.join(", ")
+        ));
+    }
+    walk_notices.extend(store.map(str::to_owned));
     if results.is_empty() {
-        if skipped.is_empty() {
+        if walk_notices.is_empty() {
             return NO_RESULTS.to_string();
         }
-        return format!(
-            "{NO_RESULTS}\n\n[Skipped internal directories: {}]",
-            skipped.join(", ")
-        );
+        return format!("{NO_RESULTS}\n\n{}", walk_notices.join("\n"));
     }
     let mut listing = String::new();
     for (i, (_, display)) in results.iter().enumerate() {
@@ -414,12 +455,7 @@ fn format_output(results: &[Found], limit_hit: bool, limit: usize, skipped: &[St
             "[Result limit {limit} reached. Use a higher limit or refine the pattern.]"
         ));
     }
-    if !skipped.is_empty() {
-        notices.push(format!(
-            "[Skipped internal directories: {}]",
-            skipped.join(", ")
-        ));
-    }
+    notices.extend(walk_notices);
     if !notices.is_empty() {
         text.push_str("\n\n");
         text.push_str(&notices.join("\n"));

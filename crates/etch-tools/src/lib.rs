@@ -7,7 +7,9 @@
 //! and binary detection behave as in `rg`, with no `rg` or `fd` at run time.
 //! Paths resolve against the working directory; `write` and `edit` stay
 //! inside it and out of `.git` and `.etch` (C18), and serialize on a per-path
-//! lock (E-TOOL-24).
+//! lock (E-TOOL-24). No tool reads etch's credential store or changes
+//! `~/.etch` (E-TOOL-22, see [`protect`]), and the tools read only regular
+//! files, so a pipe or device cannot hang a run.
 //!
 //! This crate must not know about the agent loop, sessions or providers.
 
@@ -25,6 +27,7 @@ pub mod lock;
 pub mod ls;
 pub mod nearby;
 pub mod paths;
+pub mod protect;
 pub mod read;
 pub mod walk;
 pub mod write;

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::paths;
+use crate::protect::Protected;
 
 /// Shared table of one async mutex per real path.
 #[derive(Debug, Default, Clone)]
@@ -63,19 +64,21 @@ pub fn path_write_access(args: &Value, cwd: &Path) -> Access {
 /// Runs the blocking mutation `work` of the file `raw` under its per-path
 /// lock, after checking the mutation policy and, once the lock is held, that
 /// the call was not cancelled meanwhile; a cancellation while it waits for
-/// the lock ends the call at once. `tool` names the tool in messages.
+/// the lock ends the call at once. `tool` names the tool in messages;
+/// `protected` is the home state it must not touch.
 pub async fn locked_mutation<F, T>(
     locks: &MutationLocks,
     ctx: &ToolContext,
     raw: &str,
     tool: &str,
+    protected: &Protected,
     work: F,
 ) -> Result<ToolOutput, ToolError>
 where
     F: FnOnce() -> Result<T, ToolError> + Send + 'static,
     T: Into<ToolOutput> + Send + 'static,
 {
-    let target = paths::mutation_target(&ctx.cwd, raw)?;
+    let target = paths::mutation_target(&ctx.cwd, raw, protected)?;
     let _guard = tokio::select! {
         biased;
         () = ctx.cancel.cancelled() => return Err(crate::cancel::aborted()),

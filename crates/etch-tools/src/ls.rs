@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::limits::{LS_DEFAULT_LIMIT, cap_listing};
 use crate::paths;
+use crate::protect::Protected;
 use crate::{args, cancel};
 
 /// Entry names `ls` never lists (C17).
@@ -43,6 +44,8 @@ fn default_limit() -> usize {
 pub struct LsTool {
     /// Model-facing spec.
     spec: ToolSpec,
+    /// etch's credential store, never listed.
+    protected: Protected,
 }
 
 impl Default for LsTool {
@@ -68,26 +71,42 @@ impl LsTool {
                     "additionalProperties": false
                 }),
             ),
+            protected: Protected::from_env(),
         }
+    }
+
+    /// Protects `protected`'s credential store instead of `$HOME`'s.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
     }
 }
 
 /// Lists `raw` (resolved against `cwd`) as the model sees it.
 #[cfg(test)]
 fn list(cwd: &Path, raw: &str, limit: usize) -> Result<String, ToolError> {
-    list_until(cwd, raw, limit, &CancellationToken::new())
+    list_until(
+        cwd,
+        raw,
+        limit,
+        &CancellationToken::new(),
+        &Protected::new(None),
+    )
 }
 
 /// Lists `raw` (resolved against `cwd`) as the model sees it, stopping
 /// when `cancel` fires (a directory can hold millions of entries, each
-/// stat'ed).
+/// stat'ed); the credential store `protected` knows is refused.
 fn list_until(
     cwd: &Path,
     raw: &str,
     limit: usize,
     cancel: &CancellationToken,
+    protected: &Protected,
 ) -> Result<String, ToolError> {
     let dir = paths::resolve(cwd, raw);
+    protected.check_read(raw, &dir, "list")?;
     let meta = std::fs::metadata(&dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
             cwd,
@@ -160,8 +179,9 @@ impl Tool for LsTool {
             let a: LsArgs = args::parse(&self.spec, args)?;
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
+            let protected = self.protected.clone();
             cancel::blocking(&ctx.cancel, "ls", move || {
-                list_until(&cwd, &a.path, a.limit, &cancel)
+                list_until(&cwd, &a.path, a.limit, &cancel, &protected)
             })
             .await
             .map(ToolOutput::text)

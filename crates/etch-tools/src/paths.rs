@@ -1,9 +1,11 @@
 //! Path resolution and the mutation policy (C18, E-TOOL-08).
 //!
 //! Relative paths resolve against the working directory; `~` expands to the
-//! home directory. Read-only tools accept any path. `write` and `edit` refuse
-//! targets that resolve, after following symlinks, outside the working
-//! directory, and targets inside the internal `.git` or `.etch` directories.
+//! home directory. Read-only tools accept any path but etch's credential
+//! store (see [`crate::protect`]). `write` and `edit` refuse targets under
+//! `~/.etch`, targets that resolve, after following symlinks, outside the
+//! working directory, and targets inside the internal `.git` or `.etch`
+//! directories.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -77,15 +79,22 @@ pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
     }
 }
 
-/// Resolves the target of `write` or `edit` and checks the mutation policy.
-/// Returns the real path to operate on.
-pub fn mutation_target(cwd: &Path, raw: &str) -> Result<PathBuf, ToolError> {
+/// Resolves the target of `write` or `edit` and checks the mutation policy,
+/// `~/.etch` (as `protected` knows it) first, whatever the working
+/// directory. Returns the real path to operate on.
+pub fn mutation_target(
+    cwd: &Path,
+    raw: &str,
+    protected: &crate::protect::Protected,
+) -> Result<PathBuf, ToolError> {
     if raw.trim().is_empty() {
         return Err(ToolError::new("path must not be empty"));
     }
     let lexical = resolve(cwd, raw);
+    protected.check_write(raw, &lexical)?;
     let real =
         real_path(&lexical).map_err(|e| ToolError::new(format!("cannot resolve {raw}: {e}")))?;
+    protected.check_write(raw, &real)?;
     let root = cwd.canonicalize().map_err(|e| {
         ToolError::new(format!(
             "cannot resolve the working directory {}: {e}",
@@ -127,6 +136,47 @@ mod tests {
         assert_eq!(resolve(cwd, "a/./b/../c"), PathBuf::from("/w/p/a/c"));
         assert_eq!(resolve(cwd, "/etc/x"), PathBuf::from("/etc/x"));
         assert_eq!(resolve(cwd, "../q"), PathBuf::from("/w/q"));
+    }
+
+    /// Checks the mutation policy with no home to protect.
+    fn mutation_target(cwd: &Path, raw: &str) -> Result<PathBuf, ToolError> {
+        super::mutation_target(cwd, raw, &crate::protect::Protected::new(None))
+    }
+
+    /// E-TOOL-22: `~/.etch` is refused whatever the working directory: an
+    /// ancestor of it, `~/.etch` itself, or elsewhere with an absolute path.
+    #[test]
+    fn home_state_is_refused_from_anywhere() {
+        let home = tempfile::tempdir().unwrap();
+        let state = home.path().join(".etch");
+        std::fs::create_dir_all(state.join("auth")).unwrap();
+        let protected = crate::protect::Protected::new(Some(home.path().to_path_buf()));
+        let trust = state.join("trust.json");
+        let trust = trust.to_str().unwrap();
+        for cwd in [home.path().parent().unwrap(), home.path(), &state] {
+            let err = super::mutation_target(cwd, trust, &protected)
+                .unwrap_err()
+                .0;
+            assert!(err.contains("etch's own state"), "{cwd:?}: {err}");
+        }
+        let err = super::mutation_target(&state.join("auth"), "openai.json", &protected)
+            .unwrap_err()
+            .0;
+        assert!(err.contains("etch's own state"), "{err}");
+        let err = super::mutation_target(&state, "trust.json", &protected)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.starts_with("refusing to modify trust.json: it is inside "),
+            "{err}"
+        );
+        let project = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&state, project.path().join("st")).unwrap();
+        let err = super::mutation_target(project.path(), "st/trust.json", &protected)
+            .unwrap_err()
+            .0;
+        assert!(err.contains("etch's own state"), "{err}");
+        assert!(super::mutation_target(project.path(), "notes.txt", &protected).is_ok());
     }
 
     /// C18: outside paths, symlinks pointing outside, and internal

@@ -16,12 +16,12 @@ use etch_model::ToolSpec;
 use etch_tool::{Access, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
-
 use tokio_util::sync::CancellationToken;
 
 use crate::fsutil::{self, OpenError, looks_binary};
 use crate::limits::{READ_MAX_BYTES, READ_MAX_LINES};
 use crate::paths;
+use crate::protect::{Protected, StoreIds};
 use crate::{args, cancel};
 
 /// Files up to this size get an exact total line count in hints.
@@ -63,6 +63,8 @@ struct ReadArgs {
 pub struct ReadTool {
     /// Model-facing spec.
     spec: ToolSpec,
+    /// etch's credential store, never read.
+    protected: Protected,
 }
 
 impl Default for ReadTool {
@@ -97,7 +99,15 @@ impl ReadTool {
                  ranges in one call.",
                 json!({"type": "object", "properties": props, "additionalProperties": false}),
             ),
+            protected: Protected::from_env(),
         }
+    }
+
+    /// Protects `protected`'s credential store instead of `$HOME`'s.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
     }
 }
 
@@ -146,6 +156,10 @@ struct Call<'a> {
     cwd: &'a Path,
     /// Fires when the run is cancelled.
     cancel: &'a CancellationToken,
+    /// Where etch's credential store is.
+    protected: &'a Protected,
+    /// The store's files, as this call found them.
+    store: &'a StoreIds,
 }
 
 /// Reads one range of one file, as the model sees it.
@@ -155,8 +169,14 @@ fn read_range(
     offset: Option<usize>,
     limit: Option<usize>,
 ) -> Result<String, ToolError> {
-    let Call { cwd, cancel } = call;
+    let Call {
+        cwd,
+        cancel,
+        protected,
+        store,
+    } = call;
     let path = paths::resolve(cwd, raw);
+    protected.check_read(raw, &path, "read")?;
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::new(crate::nearby::missing(
             cwd,
@@ -178,10 +198,15 @@ fn read_range(
     if is_image {
         return Err(ToolError::new("image files are not supported"));
     }
-    let (file, _) = fsutil::open_regular(&path).map_err(|e| match e {
+    let (file, opened) = fsutil::open_regular(&path).map_err(|e| match e {
         OpenError::Io(e) => ToolError::new(format!("cannot read {raw}: {e}")),
         OpenError::NotRegular(kind) => not_regular(raw, kind),
     })?;
+    // A hard link to a credential file, or one swapped in since the path
+    // was checked, is still the credential file.
+    if store.is_store_file(&opened) {
+        return Err(store.refusal(raw, "read"));
+    }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let io = |e: std::io::Error| {
         if cancel.is_cancelled() {
@@ -385,11 +410,15 @@ impl Tool for ReadTool {
             let a: ReadArgs = args::parse(&self.spec, args)?;
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
+            let protected = self.protected.clone();
             cancel::blocking(&ctx.cancel, "read", move || {
+                let store = protected.store_ids();
                 run(
                     Call {
                         cwd: &cwd,
                         cancel: &cancel,
+                        protected: &protected,
+                        store: &store,
                     },
                     a,
                 )
@@ -446,6 +475,8 @@ mod tests {
             Call {
                 cwd,
                 cancel: &cancel,
+                protected: &Protected::new(None),
+                store: &StoreIds::default(),
             },
             raw,
             offset,
@@ -647,6 +678,8 @@ mod tests {
         let call = Call {
             cwd: d.path(),
             cancel: &cancel,
+            protected: &Protected::new(None),
+            store: &StoreIds::default(),
         };
         let files = vec![
             Range {
@@ -706,6 +739,8 @@ mod tests {
         let call = Call {
             cwd: d.path(),
             cancel: &ctx.cancel,
+            protected: &Protected::new(None),
+            store: &StoreIds::default(),
         };
         assert_eq!(
             super::read_range(call, "f", Some(3 * cancel::CHECK_EVERY), None)
@@ -743,6 +778,8 @@ mod tests {
         let call = Call {
             cwd: d.path(),
             cancel: &cancel,
+            protected: &Protected::new(None),
+            store: &StoreIds::default(),
         };
         let out = run(
             call,

@@ -1,8 +1,9 @@
 //! The walking rules `find` and `grep` share (E-TOOL-16/17): hidden files
 //! included, `.gitignore` (even outside a git repository) and `.ignore`
-//! respected, depth capped at [`MAX_DEPTH`], symlinks not followed, and the
+//! respected, depth capped at [`MAX_DEPTH`], symlinks not followed, the
 //! internal directories of `SKIPPED_DIRS` never entered (a root the caller
-//! names explicitly is still searched).
+//! names explicitly is still searched), and etch's credential store never
+//! entered, wherever the walk meets it (see [`crate::protect`]).
 //!
 //! It owns the walker construction, the skip list and how skipped names are
 //! reported, the `glob` filter, the search-root checks and the argument
@@ -12,6 +13,7 @@
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use etch_tool::ToolError;
@@ -21,6 +23,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::limits::MAX_DEPTH;
 use crate::paths;
+use crate::protect::StoreIds;
 
 /// Directory names `find` and `grep` never descend into, at any depth: VCS
 /// metadata, etch's own state and dependency or build trees, which would
@@ -108,23 +111,48 @@ fn walk_threads() -> usize {
 }
 
 /// The internal directories a walk pruned, recorded from any walker
-/// thread, so that a result can say where it did not look.
+/// thread, so that a result can say where it did not look, and whether it
+/// passed etch's credential store over (itself or the `~/.etch` holding
+/// it).
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Pruned(Arc<Mutex<Vec<PathBuf>>>);
+pub(crate) struct Pruned(Arc<Mutex<Vec<PathBuf>>>, Arc<AtomicBool>);
 
 impl Pruned {
     /// Takes the paths recorded so far.
     pub(crate) fn take(&self) -> Vec<PathBuf> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
+
+    /// Whether the walk passed the credential store over.
+    pub(crate) fn store_skipped(&self) -> bool {
+        self.1.load(Ordering::Relaxed)
+    }
+}
+
+/// Whether the directory `entry` is etch's credential store, which a walk
+/// never enters, and whether it is the store or holds it (so the walk
+/// says it passed the store over). Only directories named like them are
+/// stat'ed.
+fn meets_store(entry: &DirEntry, store: &StoreIds) -> (bool, bool) {
+    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+    let name = entry.file_name();
+    if !is_dir || (name != "auth" && name != ".etch") {
+        return (false, false);
+    }
+    let Ok(meta) = entry.metadata() else {
+        return (false, false);
+    };
+    let is_store = store.is_store_dir(&meta);
+    (is_store, is_store || store.holds_store(&meta))
 }
 
 /// The walker shared by `find` and `grep`, configured with the shared rules
-/// (see the module doc), and the record of the internal directories it
-/// prunes.
-pub(crate) fn walker(root: &Path) -> (WalkBuilder, Pruned) {
+/// (see the module doc) and never entering the credential store `store`
+/// names, and the record of the internal directories it prunes.
+pub(crate) fn walker(root: &Path, store: &StoreIds) -> (WalkBuilder, Pruned) {
     let pruned = Pruned::default();
     let recorder = pruned.clone();
+    let store = store.clone();
     let on_skip = move |path: &Path| {
         recorder
             .0
@@ -132,6 +160,7 @@ pub(crate) fn walker(root: &Path) -> (WalkBuilder, Pruned) {
             .unwrap_or_else(PoisonError::into_inner)
             .push(path.to_path_buf());
     };
+    let store_flag = Arc::clone(&pruned.1);
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -147,7 +176,11 @@ pub(crate) fn walker(root: &Path) -> (WalkBuilder, Pruned) {
             if internal {
                 on_skip(entry.path());
             }
-            !internal
+            let (is_store, passes_store) = meets_store(entry, &store);
+            if passes_store {
+                store_flag.store(true, Ordering::Relaxed);
+            }
+            !internal && !is_store
         });
     (builder, pruned)
 }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::fsutil::OpenError;
 use crate::lock::MutationLocks;
+use crate::protect::Protected;
 use crate::{args, diff, fsutil, paths};
 
 /// Arguments of `write`.
@@ -29,6 +30,8 @@ pub struct WriteTool {
     spec: ToolSpec,
     /// Shared per-path mutation locks.
     locks: MutationLocks,
+    /// etch's own state, never written.
+    protected: Protected,
 }
 
 impl WriteTool {
@@ -51,13 +54,27 @@ impl WriteTool {
                 }),
             ),
             locks,
+            protected: Protected::from_env(),
         }
+    }
+
+    /// Protects `protected`'s `~/.etch` instead of `$HOME`'s.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
     }
 }
 
-/// Writes `content` to `raw` and describes the result.
-pub fn write_file(cwd: &Path, raw: &str, content: &str) -> Result<String, ToolError> {
-    let target = paths::mutation_target(cwd, raw)?;
+/// Writes `content` to `raw` and describes the result; `protected` is the
+/// home state it must not touch.
+pub fn write_file(
+    cwd: &Path,
+    raw: &str,
+    content: &str,
+    protected: &Protected,
+) -> Result<String, ToolError> {
+    let target = paths::mutation_target(cwd, raw, protected)?;
     let old = match fsutil::read_regular(&target) {
         Ok(bytes) => Some(bytes),
         Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -104,9 +121,15 @@ impl Tool for WriteTool {
             let a: WriteArgs = args::parse(&self.spec, args)?;
             let path = a.path.clone();
             let cwd = ctx.cwd.clone();
-            crate::lock::locked_mutation(&self.locks, &ctx, &path, "write", move || {
-                write_file(&cwd, &a.path, &a.content)
-            })
+            let protected = self.protected.clone();
+            crate::lock::locked_mutation(
+                &self.locks,
+                &ctx,
+                &path,
+                "write",
+                &self.protected,
+                move || write_file(&cwd, &a.path, &a.content, &protected),
+            )
             .await
         })
     }
@@ -116,6 +139,11 @@ impl Tool for WriteTool {
 mod tests {
     use super::*;
     use std::os::unix::fs::FileTypeExt;
+
+    /// Writes with no home to protect.
+    fn write_file(cwd: &Path, raw: &str, content: &str) -> Result<String, ToolError> {
+        super::write_file(cwd, raw, content, &Protected::new(None))
+    }
 
     /// C3: new files get the byte count only (UTF-8 bytes, not chars).
     #[test]

@@ -19,6 +19,7 @@ use grep_searcher::{
 
 use crate::fsutil::{OpenError, open_regular};
 use crate::limits::{GREP_MAX_FILE_BYTES, GREP_MAX_LINE_CHARS, GREP_PER_FILE};
+use crate::protect::StoreIds;
 
 /// A file with a NUL byte in this many leading bytes is binary and skipped.
 const BINARY_PROBE_BYTES: usize = 8192;
@@ -175,6 +176,9 @@ pub(super) enum Skip {
     /// Not a regular file (a FIFO or device put in its place after the
     /// walk saw it): never read, as it could block.
     NotRegular,
+    /// One of etch's credential files (a hard link to one, or one swapped
+    /// in): never read.
+    Credential,
 }
 
 /// Per-thread search machinery, reused across files.
@@ -187,11 +191,14 @@ pub(super) struct FileSearcher {
     buf: Vec<u8>,
     /// Collects one file's lines.
     sink: FileSink,
+    /// The credential store's files, never read.
+    store: StoreIds,
 }
 
 impl FileSearcher {
-    /// Builds the machinery for `matcher` with `context` lines each side.
-    pub(super) fn new(matcher: RegexMatcher, context: usize, keep: usize) -> Self {
+    /// Builds the machinery for `matcher` with `context` lines each side,
+    /// refusing the files of `store`.
+    pub(super) fn new(matcher: RegexMatcher, context: usize, keep: usize, store: StoreIds) -> Self {
         let searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(b'\0'))
@@ -203,6 +210,7 @@ impl FileSearcher {
             matcher,
             buf: Vec::new(),
             sink: FileSink::new(keep),
+            store,
         }
     }
 
@@ -212,6 +220,9 @@ impl FileSearcher {
             OpenError::Io(_) => Skip::Unreadable,
             OpenError::NotRegular(_) => Skip::NotRegular,
         })?;
+        if self.store.is_store_file(&meta) {
+            return Err(Skip::Credential);
+        }
         let len = meta.len();
         if len > GREP_MAX_FILE_BYTES {
             return Err(Skip::TooLarge);

@@ -126,6 +126,7 @@ fn walk_notices(found: &Found, roots: &[Root]) -> Vec<String> {
             GREP_MAX_FILE_BYTES / (1024 * 1024)
         ));
     }
+    notices.extend(found.store_notice.clone());
     let binary = found
         .skipped_files
         .iter()
@@ -151,6 +152,9 @@ fn skip_notice(raw: &str, skip: &Skip) -> Option<String> {
         Skip::Binary => Some(format!("[Skipped {raw}: binary file]")),
         Skip::Unreadable => Some(format!("[Skipped {raw}: cannot be read]")),
         Skip::NotRegular => Some(format!("[Skipped {raw}: not a regular file]")),
+        Skip::Credential => Some(format!(
+            "[Skipped {raw}: a file of etch's own credential store; credentials never reach the model]"
+        )),
         Skip::NoMatch => None,
     }
 }

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::limits::GREP_DEFAULT_LIMIT;
 use crate::paths;
+use crate::protect::Protected;
 use crate::walk::{GlobFilter, Root, default_path, deserialize_count, existing_root};
 use crate::{args, cancel, fsutil};
 
@@ -40,6 +41,8 @@ use crate::{args, cancel, fsutil};
 pub struct GrepTool {
     /// Name, description and schema shown to the model.
     spec: ToolSpec,
+    /// etch's credential store, never searched.
+    protected: Protected,
 }
 
 impl GrepTool {
@@ -100,7 +103,15 @@ impl GrepTool {
                     "additionalProperties": false
                 }),
             ),
+            protected: Protected::from_env(),
         }
+    }
+
+    /// Protects `protected`'s credential store instead of `$HOME`'s.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
     }
 }
 
@@ -135,8 +146,11 @@ impl Tool for GrepTool {
             let args: GrepArgs = args::parse(&self.spec, args)?;
             let cancel = ctx.cancel.clone();
             let cwd = ctx.cwd.clone();
-            let text =
-                cancel::blocking(&ctx.cancel, "grep", move || run(&args, &cwd, &cancel)).await?;
+            let protected = self.protected.clone();
+            let text = cancel::blocking(&ctx.cancel, "grep", move || {
+                run(&args, &cwd, &cancel, &protected)
+            })
+            .await?;
             Ok(ToolOutput::text(text))
         })
     }
@@ -230,9 +244,27 @@ fn build_matcher(args: &GrepArgs) -> Result<RegexMatcher, ToolError> {
         })
 }
 
-/// Runs one `grep` call to completion (on a blocking thread).
-fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String, ToolError> {
+/// Runs one `grep` call to completion (on a blocking thread), never
+/// looking into the credential store `protected` knows.
+fn run(
+    args: &GrepArgs,
+    cwd: &Path,
+    cancel: &CancellationToken,
+    protected: &Protected,
+) -> Result<String, ToolError> {
+    for raw in raw_roots(args) {
+        protected.check_read(raw, &paths::resolve(cwd, raw), "search")?;
+    }
     let roots = search_roots(args, cwd)?;
+    let store = protected.store_ids();
+    for root in &roots {
+        protected.check_read(&root.raw, &root.path, "search")?;
+        if !root.is_dir
+            && std::fs::metadata(&root.path).is_ok_and(|meta| store.is_store_file(&meta))
+        {
+            return Err(store.refusal(&root.raw, "search"));
+        }
+    }
     // A file named explicitly must be a regular file: a FIFO or a device
     // could make the search wait or read forever.
     if let Some(root) = roots.iter().find(|r| !r.is_dir && !r.file_type.is_file()) {
@@ -249,7 +281,17 @@ fn run(args: &GrepArgs, cwd: &Path, cancel: &CancellationToken) -> Result<String
         .as_deref()
         .map(|g| GlobFilter::new(g, false))
         .transpose()?;
-    let found = search::search(&roots, matcher, glob, args.context, args.limit, cancel);
+    let found = search::search(
+        &roots,
+        matcher,
+        search::Bounds {
+            glob,
+            context: args.context,
+            limit: args.limit,
+            cancel,
+            store,
+        },
+    );
     if cancel.is_cancelled() {
         return Err(cancel::aborted());
     }
@@ -520,7 +562,9 @@ mod tests {
         assert_eq!(err.0, "Operation aborted");
         let args: GrepArgs = serde_json::from_value(json!({"pattern": "needle"})).unwrap();
         assert_eq!(
-            run(&args, dir.path(), &ctx.cancel).unwrap_err().0,
+            run(&args, dir.path(), &ctx.cancel, &Protected::new(None))
+                .unwrap_err()
+                .0,
             "Operation aborted"
         );
     }

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::file::{FileHits, FileSearcher, Skip};
 use crate::limits::{GREP_PER_FILE, LISTING_MAX_BYTES};
+use crate::protect::StoreIds;
 use crate::walk::{CANCEL_CHECK_EVERY, GlobFilter, Root, walker};
 
 /// Output order key of a file: root index, then path relative to the root.
@@ -86,6 +87,10 @@ struct Shared {
     bound: RwLock<Option<Key>>,
     /// Files in directory roots that were not searched, and why.
     skipped_files: Mutex<Vec<(Key, Skip)>>,
+    /// The credential store, never searched.
+    store: StoreIds,
+    /// Whether a walk met a credential file and passed it over.
+    store_met: AtomicBool,
 }
 
 impl Shared {
@@ -187,6 +192,7 @@ impl ParallelVisitor for Visitor<'_> {
                 self.shared
                     .insert((self.root_index, rel.to_path_buf()), hits);
             }
+            Err(Skip::Credential) => self.shared.store_met.store(true, Ordering::Relaxed),
             Err(skip @ (Skip::TooLarge | Skip::Binary)) => self
                 .shared
                 .skipped_files
@@ -224,6 +230,7 @@ impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
                 self.shared.matcher.clone(),
                 self.shared.context,
                 self.shared.keep,
+                self.shared.store.clone(),
             ),
             visited: 0,
         })
@@ -246,19 +253,36 @@ pub(super) struct Found {
     /// Files in directory roots that were too large or binary, in output
     /// order.
     pub(super) skipped_files: Vec<(Key, Skip)>,
+    /// The notice of a walk that passed etch's credential store over.
+    pub(super) store_notice: Option<String>,
 }
 
-/// Searches `roots` in order for `matcher` with `context` lines each side,
-/// keeping what at most `limit` shown matches need (see the module doc).
-/// Stops early, with what it has, when `cancel` fires.
-pub(super) fn search(
-    roots: &[Root],
-    matcher: RegexMatcher,
-    glob: Option<GlobFilter>,
-    context: usize,
-    limit: usize,
-    cancel: &CancellationToken,
-) -> Found {
+/// What bounds one search besides the pattern: the glob, context lines,
+/// the limit, cancellation and the credential store it never enters.
+pub(super) struct Bounds<'a> {
+    /// Optional file filter.
+    pub(super) glob: Option<GlobFilter>,
+    /// Context lines each side.
+    pub(super) context: usize,
+    /// Most matches shown.
+    pub(super) limit: usize,
+    /// Fires when the call is cancelled.
+    pub(super) cancel: &'a CancellationToken,
+    /// etch's credential store.
+    pub(super) store: StoreIds,
+}
+
+/// Searches `roots` in order for `matcher` within `bounds`, keeping what at
+/// most `limit` shown matches need (see the module doc). Stops early, with
+/// what it has, when `cancel` fires.
+pub(super) fn search(roots: &[Root], matcher: RegexMatcher, bounds: Bounds<'_>) -> Found {
+    let Bounds {
+        glob,
+        context,
+        limit,
+        cancel,
+        store,
+    } = bounds;
     let shared = Shared {
         matcher,
         context,
@@ -271,7 +295,10 @@ pub(super) fn search(
         full: AtomicBool::new(false),
         bound: RwLock::new(None),
         skipped_files: Mutex::new(Vec::new()),
+        store,
+        store_met: AtomicBool::new(false),
     };
+    let mut store_skipped = false;
     let mut skipped_roots = Vec::new();
     let mut skipped_dirs: Vec<PathBuf> = Vec::new();
     for (index, root) in roots.iter().enumerate() {
@@ -279,13 +306,14 @@ pub(super) fn search(
             break;
         }
         if root.is_dir {
-            let (walk, pruned) = walker(&root.path);
+            let (walk, pruned) = walker(&root.path, &shared.store);
             walk.build_parallel().visit(&mut Builder {
                 shared: &shared,
                 root_index: index,
                 root: &root.path,
                 root_raw: &root.raw,
             });
+            store_skipped |= pruned.store_skipped();
             skipped_dirs.extend(pruned.take().into_iter().filter(|path| {
                 path.strip_prefix(&root.path)
                     .is_ok_and(|rel| !shared.beyond(index, rel))
@@ -295,7 +323,12 @@ pub(super) fn search(
         // A file named explicitly is searched whatever the ignore rules
         // and glob say; when it is skipped, the caller says so rather than
         // imply that nothing matched.
-        let mut searcher = FileSearcher::new(shared.matcher.clone(), context, shared.keep);
+        let mut searcher = FileSearcher::new(
+            shared.matcher.clone(),
+            context,
+            shared.keep,
+            shared.store.clone(),
+        );
         match searcher.search(&root.path) {
             Ok(mut hits) => {
                 hits.bytes = hits.min_rendered_bytes(root.raw.len());
@@ -306,6 +339,8 @@ pub(super) fn search(
         }
     }
     let searched_files = shared.searched.load(Ordering::Relaxed);
+    store_skipped |= shared.store_met.load(Ordering::Relaxed);
+    let store_notice = store_skipped.then(|| shared.store.notice());
     let mut skipped_files = std::mem::take(
         &mut *shared
             .skipped_files
@@ -324,6 +359,7 @@ pub(super) fn search(
         searched_files,
         skipped_dirs: crate::walk::skipped_names(skipped_dirs),
         skipped_files,
+        store_notice,
     }
 }
 
