@@ -48,6 +48,8 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             max_retries: provider.u32("max_retries"),
             retry_base_delay_ms: provider.u64("retry_base_delay_ms"),
             idle_timeout_secs: provider.u64("idle_timeout_secs"),
+            max_frame_bytes: provider.u64("max_frame_bytes"),
+            max_message_bytes: provider.u64("max_message_bytes"),
             allow_http_credentials: provider.bool("allow_http_credentials"),
         },
         openai: OpenAiConfig {

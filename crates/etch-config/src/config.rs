@@ -94,6 +94,10 @@ pub struct ProviderConfig {
     pub retry_base_delay_ms: u64,
     /// Seconds a stream may stay silent before the pass fails as stalled.
     pub idle_timeout_secs: u64,
+    /// Most bytes of one model stream frame.
+    pub max_frame_bytes: u64,
+    /// Most bytes of one assembled model answer.
+    pub max_message_bytes: u64,
     /// Whether credentials may travel over plain http to a host other
     /// than this machine (honoured only from the user's own file).
     pub allow_http_credentials: bool,

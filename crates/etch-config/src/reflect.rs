@@ -32,6 +32,8 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "provider.max_retries" => int(config.provider.max_retries.into()),
         "provider.retry_base_delay_ms" => int(config.provider.retry_base_delay_ms),
         "provider.idle_timeout_secs" => int(config.provider.idle_timeout_secs),
+        "provider.max_frame_bytes" => int(config.provider.max_frame_bytes),
+        "provider.max_message_bytes" => int(config.provider.max_message_bytes),
         "provider.allow_http_credentials" => flag(config.provider.allow_http_credentials),
         "openai.base_url" => optional(&config.openai.base_url),
         "openai.api" => text(&config.openai.api),

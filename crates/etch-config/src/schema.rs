@@ -424,6 +424,22 @@ const PROVIDER: &[KeySpec] = &[
         "Seconds a model stream may stay silent before the pass fails as stalled.",
     )
     .default(Literal::Int(300)),
+    KeySpec::integer(
+        "max_frame_bytes",
+        1024,
+        i64::MAX,
+        "Most bytes of one model stream frame (an SSE event or a WebSocket message); a larger \
+         one fails the pass.",
+    )
+    .default(Literal::Int(16_777_216)),
+    KeySpec::integer(
+        "max_message_bytes",
+        1024,
+        i64::MAX,
+        "Most bytes of text, reasoning and tool-call arguments in one model answer; a larger \
+         one fails the pass.",
+    )
+    .default(Literal::Int(67_108_864)),
     KeySpec::boolean(
         "allow_http_credentials",
         "Send credentials over plain http to a server that is not on this machine (only from \

@@ -118,11 +118,11 @@ fn frame_only(body: &[u8]) -> usize {
     let mut frames: Vec<SseFrame> = Vec::new();
     let mut count = 0;
     for chunk in body.chunks(CHUNK) {
-        parser.push(chunk, &mut frames);
+        parser.push(chunk, &mut frames).unwrap();
         count += frames.len();
         frames.clear();
     }
-    parser.finish(&mut frames);
+    parser.finish(&mut frames).unwrap();
     count + frames.len()
 }
 
@@ -135,7 +135,7 @@ fn frame_and_decode(body: &[u8], keep: bool) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     let mut kept = Vec::new();
     for chunk in body.chunks(CHUNK) {
-        parser.push(chunk, &mut frames);
+        parser.push(chunk, &mut frames).unwrap();
         for frame in frames.drain(..) {
             decoder.frame(&frame.data, &mut events).unwrap();
         }
@@ -144,7 +144,7 @@ fn frame_and_decode(body: &[u8], keep: bool) -> Vec<StreamEvent> {
         }
         events.clear();
     }
-    parser.finish(&mut frames);
+    parser.finish(&mut frames).unwrap();
     for frame in frames.drain(..) {
         decoder.frame(&frame.data, &mut events).unwrap();
     }

@@ -72,6 +72,7 @@ fn bench_request(c: &mut Criterion) {
         stream_usage: true,
         retry: RetryPolicy::default(),
         idle_timeout: Duration::from_secs(60),
+        limits: etch_provider::http::StreamLimits::default(),
     });
     c.bench_function("chat_request_200_messages", |b| {
         b.iter(|| black_box(client.pass(black_box(&request)).unwrap().body.len()));

@@ -6,7 +6,8 @@
 //! retries of transient failures before any output (C34, honouring
 //! `Retry-After`), error bodies turned into typed errors, the idle timeout
 //! (on the wait for response headers, an error body and every body read),
-//! cancellation, byte and latency metrics, and holding `Done` back until the
+//! the caps on one frame and one message (`[provider] max_frame_bytes`,
+//! `max_message_bytes`), cancellation, byte and latency metrics, and holding `Done` back until the
 //! metrics are out. It knows no vendor's JSON.
 
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ use etch_model::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, CredentialSource, RetryPolicy};
+use crate::http::{self, CredentialSource, RetryPolicy, StreamLimits};
 use crate::sse::{SseFrame, SseParser};
 
 /// Most bytes of an error body kept for the message.
@@ -47,6 +48,8 @@ pub struct HttpPass {
     pub retry: RetryPolicy,
     /// How long the stream may be silent.
     pub idle_timeout: Duration,
+    /// Caps on one frame and one assembled message.
+    pub limits: StreamLimits,
     /// Metrics with the request shape already filled in.
     pub metrics: Metrics,
     /// Decodes a non-2xx response body into a typed error.
@@ -56,29 +59,51 @@ pub struct HttpPass {
 /// Where a pass's events go. Events are forwarded as they are decoded,
 /// but `Done` is held back until the metrics are out, so the loop logs a
 /// pass's metrics with it (E-SES-15). Shared by the HTTP driver and the
-/// Responses WebSocket pass.
+/// Responses WebSocket pass. It also keeps the message cap: the loop
+/// holds, and logs as one line, everything forwarded.
 pub(crate) struct Outlet<'a> {
     /// The stream to the core.
     tx: &'a StreamSender,
     /// A decoded `Done`, held until the metrics are sent.
     done: Option<StreamEvent>,
+    /// `[provider] max_message_bytes`.
+    max_message: usize,
+    /// Message bytes forwarded so far.
+    message: usize,
 }
 
 impl<'a> Outlet<'a> {
-    /// An outlet into `tx`.
-    pub(crate) fn new(tx: &'a StreamSender) -> Self {
-        Self { tx, done: None }
+    /// An outlet into `tx` that forwards at most `max_message` bytes of
+    /// message (see [`message_bytes`]).
+    pub(crate) fn new(tx: &'a StreamSender, max_message: usize) -> Self {
+        Self {
+            tx,
+            done: None,
+            max_message,
+            message: 0,
+        }
     }
 
-    /// Sends events on, holding `Done` back for after the metrics.
-    pub(crate) async fn forward(&mut self, events: &mut Vec<StreamEvent>) {
+    /// Sends events on, holding `Done` back for after the metrics. An
+    /// event that would take the message past the cap is not sent: the
+    /// pass fails there, and the rest of `events` is dropped.
+    pub(crate) async fn forward(
+        &mut self,
+        events: &mut Vec<StreamEvent>,
+    ) -> Result<(), ModelError> {
         for event in events.drain(..) {
+            let reached = self.message.saturating_add(message_bytes(&event));
+            if reached > self.max_message {
+                return Err(message_too_large(self.max_message, reached));
+            }
+            self.message = reached;
             if matches!(event, StreamEvent::Done { .. }) {
                 self.done = Some(event);
             } else if !self.tx.send(event).await {
                 break;
             }
         }
+        Ok(())
     }
 
     /// Ends a successful pass: the metrics, then the held `Done`.
@@ -130,6 +155,52 @@ pub(crate) fn gave_up(err: ModelError, policy: &RetryPolicy) -> ModelError {
         format!(
             "{} (gave up after {} retries)",
             err.message, policy.max_retries
+        ),
+    )
+}
+
+/// How many bytes `event` adds to the assembled message: the text,
+/// reasoning and tool-call pieces the loop accumulates, and native items
+/// at their JSON size.
+fn message_bytes(event: &StreamEvent) -> usize {
+    match event {
+        StreamEvent::TextDelta(text) | StreamEvent::ReasoningDelta(text) => text.len(),
+        StreamEvent::ToolCallDelta { arguments, .. } => arguments.len(),
+        StreamEvent::ToolCallStart { id, name, .. } => id.len() + name.len(),
+        StreamEvent::ProviderItem(item) => json_len(&item.item),
+        _ => 0,
+    }
+}
+
+/// The length of `value` as JSON, without building the text.
+fn json_len(value: &serde_json::Value) -> usize {
+    /// Counts what is written to it.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
+}
+
+/// The error of a message past `[provider] max_message_bytes`: not
+/// retried, naming the cap, the size reached and the key.
+fn message_too_large(limit: usize, reached: usize) -> ModelError {
+    ModelError::new(
+        ErrorKind::Protocol,
+        format!(
+            "the model's answer grew past [provider] max_message_bytes = {limit} (text, \
+             reasoning and tool-call arguments of one pass reached {reached} bytes); etch \
+             stopped it there. Raise max_message_bytes if answers this large are expected"
         ),
     )
 }
@@ -202,9 +273,10 @@ pub async fn run<D: StreamDecoder>(
     tx: &StreamSender,
     cancel: &CancellationToken,
 ) {
+    let max_message = pass.limits.max_message_bytes;
     let mut run = Run {
         pass: &mut pass,
-        outlet: Outlet::new(tx),
+        outlet: Outlet::new(tx, max_message),
         cancel,
         started: Instant::now(),
     };
@@ -319,7 +391,7 @@ impl Run<'_> {
         decoder: &mut D,
     ) -> Attempt {
         let idle = self.pass.idle_timeout;
-        let mut parser = SseParser::new();
+        let mut parser = SseParser::with_max_frame(self.pass.limits.max_frame_bytes);
         let mut frames: Vec<SseFrame> = Vec::new();
         let mut events: Vec<StreamEvent> = Vec::new();
         loop {
@@ -349,21 +421,33 @@ impl Run<'_> {
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(bytes))) => bytes,
             };
-            parser.push(&chunk, &mut frames);
+            // Frames completed before an oversized one are decoded first,
+            // so the log keeps what the server sent up to it.
+            let pushed = parser.push(&chunk, &mut frames);
             self.pass.metrics.response_bytes = parser.bytes_read();
             if let Err(err) = self.decode(&mut frames, decoder, &mut events).await {
                 return self.fail_or_retry(err, decoder).await;
             }
+            if let Err(big) = pushed {
+                let err = http::frame_too_large(url, big.limit, big.reached);
+                return self.fail_or_retry(err, decoder).await;
+            }
         }
-        parser.finish(&mut frames);
+        let finished = parser.finish(&mut frames);
         self.pass.metrics.response_bytes = parser.bytes_read();
         if let Err(err) = self.decode(&mut frames, decoder, &mut events).await {
+            return self.fail_or_retry(err, decoder).await;
+        }
+        if let Err(big) = finished {
+            let err = http::frame_too_large(url, big.limit, big.reached);
             return self.fail_or_retry(err, decoder).await;
         }
         if let Err(err) = decoder.finish(&mut events) {
             return self.fail_or_retry(err, decoder).await;
         }
-        self.outlet.forward(&mut events).await;
+        if let Err(err) = self.outlet.forward(&mut events).await {
+            return self.fail_or_retry(err, decoder).await;
+        }
         self.pass.metrics.duration_ms = millis(self.started.elapsed());
         self.outlet.finish(self.pass.metrics.clone()).await;
         Attempt::Finished
@@ -382,8 +466,7 @@ impl Run<'_> {
         if !events.is_empty() && self.pass.metrics.first_event_ms == 0 {
             self.pass.metrics.first_event_ms = millis(self.started.elapsed()).max(1);
         }
-        self.outlet.forward(events).await;
-        Ok(())
+        self.outlet.forward(events).await
     }
 
     /// A failure after the stream began: retried only if nothing was shown

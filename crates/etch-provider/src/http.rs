@@ -77,6 +77,49 @@ pub fn quote(text: &str) -> String {
 /// declared stalled.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The default cap on one assembled message: the text, reasoning and
+/// tool-call arguments of one pass. A model's own output limit (on the
+/// order of 128k tokens, well under a megabyte) never comes near it, and
+/// a tool call writing a large file has room for tens of megabytes; yet
+/// the message is held in memory and written as one session line, so a
+/// server streaming without end is stopped at a size the machine and the
+/// log can carry. It is four default frames, so one frame never decides it.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+/// How much one model pass may make etch hold (`[provider]
+/// max_frame_bytes` and `max_message_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// Most bytes of one stream frame: an SSE event or a WebSocket message.
+    pub max_frame_bytes: usize,
+    /// Most bytes of text, reasoning and tool-call arguments (plus native
+    /// items) of one pass.
+    pub max_message_bytes: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: crate::sse::DEFAULT_MAX_FRAME_BYTES,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// The error of a frame past `[provider] max_frame_bytes`: not retried
+/// (the same request would likely bring the same frame), naming the cap,
+/// the size reached and the key.
+pub fn frame_too_large(url: &str, limit: usize, reached: usize) -> ModelError {
+    ModelError::new(
+        ErrorKind::Protocol,
+        format!(
+            "{url} sent a stream frame of at least {reached} bytes, past [provider] \
+             max_frame_bytes = {limit}; etch stopped reading it. Raise max_frame_bytes if \
+             frames this large are expected from this server"
+        ),
+    )
+}
+
 /// The shared HTTP client, built once per process.
 pub fn client() -> Result<reqwest::Client, ModelError> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();

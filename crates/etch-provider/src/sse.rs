@@ -6,13 +6,45 @@
 //! lines end with `\n`, `\r\n` or `\r`; a blank line dispatches the frame;
 //! `data:` lines are joined with `\n`; `event:` and `id:` are kept; comments
 //! and unknown fields are dropped; empty frames are never emitted. It is
-//! frame-oriented, not a line scanner with a size cap: a line may be of any
-//! length and may be split at any byte, even inside a UTF-8 character,
-//! because bytes are buffered and a line is decoded only once complete.
+//! frame-oriented: a line may be split at any byte, even inside a UTF-8
+//! character, because bytes are buffered and a line is decoded only once
+//! complete. What it holds of one frame (its unfinished line, data, event
+//! and id) is capped ([`DEFAULT_MAX_FRAME_BYTES`] unless set): past the cap
+//! it stops buffering and fails with [`FrameTooLarge`], so a server cannot
+//! make it hold an endless line in memory before the caller sees it.
 //!
 //! It owns only the framing. It must not know what the data means (JSON,
 //! `[DONE]`, vendor event names), nor anything about HTTP or the network:
 //! the caller feeds it bytes and interprets the frames.
+
+/// The default cap on one frame: far above any real model event (the
+/// largest, a Responses `response.completed` repeating a whole answer, is
+/// well under a megabyte for a 128k-token answer), small enough that a
+/// hostile server cannot take the memory.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
+
+/// A frame grew past the parser's cap; the parser dropped what it held
+/// and must not be fed again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameTooLarge {
+    /// The cap, in bytes.
+    pub limit: usize,
+    /// How many bytes of the frame had arrived when it was stopped (at
+    /// least this many; the rest was never read into memory).
+    pub reached: usize,
+}
+
+impl std::fmt::Display for FrameTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "one stream frame passed {} bytes ({} had arrived)",
+            self.limit, self.reached
+        )
+    }
+}
+
+impl std::error::Error for FrameTooLarge {}
 
 /// One dispatched server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -28,8 +60,10 @@ pub struct SseFrame {
 }
 
 /// Incremental `text/event-stream` parser; see the module docs for the rules.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
+    /// Most bytes of one frame held at a time.
+    max_frame: usize,
     /// Bytes of a line that has started but whose line ending has not arrived
     /// yet. Complete lines inside one chunk never go through this buffer.
     partial: Vec<u8>,
@@ -56,14 +90,40 @@ pub struct SseParser {
 /// at the very start of the stream.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+impl Default for SseParser {
+    /// A parser capped at [`DEFAULT_MAX_FRAME_BYTES`].
+    fn default() -> Self {
+        Self::with_max_frame(DEFAULT_MAX_FRAME_BYTES)
+    }
+}
+
 impl SseParser {
-    /// A parser at the start of a body.
+    /// A parser at the start of a body, capped at
+    /// [`DEFAULT_MAX_FRAME_BYTES`].
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// A parser that holds at most `max_frame` bytes of one frame.
+    pub fn with_max_frame(max_frame: usize) -> Self {
+        Self {
+            max_frame,
+            partial: Vec::new(),
+            pending_cr: false,
+            seen_line: false,
+            data: String::new(),
+            has_data: false,
+            event: None,
+            id: None,
+            bytes: 0,
+        }
+    }
+
     /// Feeds raw body bytes; appends every completed frame to `out`.
-    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<SseFrame>) {
+    ///
+    /// Fails once the frame being assembled would hold more than the cap;
+    /// frames completed earlier in `chunk` are in `out` all the same.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<SseFrame>) -> Result<(), FrameTooLarge> {
         self.bytes += chunk.len() as u64;
         let mut pos = 0;
         if self.pending_cr && !chunk.is_empty() {
@@ -82,17 +142,19 @@ impl SseParser {
                 memchr::memchr2(b'\n', b'\r', rest)
             };
             let Some(end) = found else {
+                self.room(rest.len())?;
                 self.partial.extend_from_slice(rest);
                 break;
             };
             if self.partial.is_empty() {
-                self.line(&rest[..end], out);
+                self.line(&rest[..end], out)?;
             } else {
                 // The line started in an earlier chunk: finish it in the
                 // buffer, then hand the buffer back (keeping its capacity).
+                self.room(end)?;
                 let mut line = std::mem::take(&mut self.partial);
                 line.extend_from_slice(&rest[..end]);
-                self.line(&line, out);
+                self.line(&line, out)?;
                 line.clear();
                 self.partial = line;
             }
@@ -105,6 +167,32 @@ impl SseParser {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Fails, dropping everything held, if `extra` more bytes would take
+    /// the frame being assembled past the cap. The line a byte belongs to
+    /// is counted once: while it is unfinished in `partial` (field name
+    /// included), or once it is taken out of `partial` to be interpreted
+    /// (its value only).
+    fn room(&mut self, extra: usize) -> Result<(), FrameTooLarge> {
+        let held = self.partial.len()
+            + self.data.len()
+            + self.event.as_ref().map_or(0, String::len)
+            + self.id.as_ref().map_or(0, String::len);
+        let reached = held.saturating_add(extra);
+        if reached <= self.max_frame {
+            return Ok(());
+        }
+        self.partial = Vec::new();
+        self.data = String::new();
+        self.event = None;
+        self.id = None;
+        self.has_data = false;
+        Err(FrameTooLarge {
+            limit: self.max_frame,
+            reached,
+        })
     }
 
     /// End of body: returns an unterminated trailing frame, if any.
@@ -112,14 +200,15 @@ impl SseParser {
     /// A last line without a line ending is processed as a line, and a frame
     /// that had fields but no closing blank line is dispatched. The parser is
     /// then ready for a new body (the byte count is kept).
-    pub fn finish(&mut self, out: &mut Vec<SseFrame>) {
+    pub fn finish(&mut self, out: &mut Vec<SseFrame>) -> Result<(), FrameTooLarge> {
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
-            self.line(&line, out);
+            self.line(&line, out)?;
         }
         self.pending_cr = false;
         self.seen_line = false;
         self.dispatch(out);
+        Ok(())
     }
 
     /// Body bytes fed so far (the real byte count, for metrics).
@@ -128,22 +217,21 @@ impl SseParser {
     }
 
     /// Interprets one complete line (without its line ending).
-    fn line(&mut self, mut line: &[u8], out: &mut Vec<SseFrame>) {
+    fn line(&mut self, mut line: &[u8], out: &mut Vec<SseFrame>) -> Result<(), FrameTooLarge> {
         if !self.seen_line {
             self.seen_line = true;
             line = line.strip_prefix(BOM).unwrap_or(line);
         }
         if line.is_empty() {
             self.dispatch(out);
-            return;
+            return Ok(());
         }
         // Fast path for the line nearly every frame consists of.
         if let Some(value) = line.strip_prefix(b"data:") {
-            self.data_line(value.strip_prefix(b" ").unwrap_or(value));
-            return;
+            return self.data_line(value.strip_prefix(b" ").unwrap_or(value));
         }
         let (field, value) = match memchr::memchr(b':', line) {
-            Some(0) => return, // a comment
+            Some(0) => return Ok(()), // a comment
             Some(colon) => {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
@@ -151,23 +239,32 @@ impl SseParser {
             None => (line, &b""[..]),
         };
         match field {
-            b"data" => self.data_line(value),
-            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"data" => return self.data_line(value),
+            b"event" => {
+                self.event = None;
+                self.room(value.len())?;
+                self.event = Some(String::from_utf8_lossy(value).into_owned());
+            }
             // An id containing NUL is ignored by the standard.
             b"id" if !value.contains(&0) => {
+                self.id = None;
+                self.room(value.len())?;
                 self.id = Some(String::from_utf8_lossy(value).into_owned());
             }
             _ => {} // `retry` and unknown fields are not needed here.
         }
+        Ok(())
     }
 
     /// Appends the value of a `data` line to the frame being assembled.
-    fn data_line(&mut self, value: &[u8]) {
+    fn data_line(&mut self, value: &[u8]) -> Result<(), FrameTooLarge> {
+        self.room(value.len() + usize::from(self.has_data))?;
         if self.has_data {
             self.data.push('\n');
         }
         self.has_data = true;
         push_lossy(&mut self.data, value);
+        Ok(())
     }
 
     /// Ends the frame being assembled, emitting it unless it is empty.
@@ -202,8 +299,8 @@ mod tests {
     fn parse_whole(body: &[u8]) -> Vec<SseFrame> {
         let mut parser = SseParser::new();
         let mut out = Vec::new();
-        parser.push(body, &mut out);
-        parser.finish(&mut out);
+        parser.push(body, &mut out).unwrap();
+        parser.finish(&mut out).unwrap();
         out
     }
 
@@ -297,22 +394,22 @@ mod tests {
     fn crlf_split_across_chunks_is_one_line_ending() {
         let mut parser = SseParser::new();
         let mut out = Vec::new();
-        parser.push(b"data: a\r", &mut out);
-        parser.push(b"\ndata: b\r", &mut out);
-        parser.push(b"", &mut out);
+        parser.push(b"data: a\r", &mut out).unwrap();
+        parser.push(b"\ndata: b\r", &mut out).unwrap();
+        parser.push(b"", &mut out).unwrap();
         assert!(out.is_empty());
-        parser.push(b"\n\r", &mut out);
+        parser.push(b"\n\r", &mut out).unwrap();
         assert_eq!(out, vec![data("a\nb")]);
-        parser.push(b"\n", &mut out);
-        parser.finish(&mut out);
+        parser.push(b"\n", &mut out).unwrap();
+        parser.finish(&mut out).unwrap();
         assert_eq!(out, vec![data("a\nb")]);
 
         let mut parser = SseParser::new();
         let mut out = Vec::new();
-        parser.push(b"data: c\r", &mut out);
-        parser.push(b"\n", &mut out);
+        parser.push(b"data: c\r", &mut out).unwrap();
+        parser.push(b"\n", &mut out).unwrap();
         assert!(out.is_empty());
-        parser.push(b"\n", &mut out);
+        parser.push(b"\n", &mut out).unwrap();
         assert_eq!(out, vec![data("c")]);
     }
 
@@ -339,17 +436,17 @@ mod tests {
         for split in 0..=bytes.len() {
             let mut parser = SseParser::new();
             let mut out = Vec::new();
-            parser.push(&bytes[..split], &mut out);
-            parser.push(&bytes[split..], &mut out);
-            parser.finish(&mut out);
+            parser.push(&bytes[..split], &mut out).unwrap();
+            parser.push(&bytes[split..], &mut out).unwrap();
+            parser.finish(&mut out).unwrap();
             assert_eq!(out, whole, "split at byte {split}");
         }
         let mut parser = SseParser::new();
         let mut out = Vec::new();
         for byte in bytes {
-            parser.push(std::slice::from_ref(byte), &mut out);
+            parser.push(std::slice::from_ref(byte), &mut out).unwrap();
         }
-        parser.finish(&mut out);
+        parser.finish(&mut out).unwrap();
         assert_eq!(out, whole, "byte by byte");
     }
 
@@ -359,9 +456,11 @@ mod tests {
     fn trailing_frame_at_eof() {
         let mut parser = SseParser::new();
         let mut out = Vec::new();
-        parser.push(b"data: done\n\ndata: last\n", &mut out);
+        parser
+            .push(b"data: done\n\ndata: last\n", &mut out)
+            .unwrap();
         assert_eq!(out, vec![data("done")]);
-        parser.finish(&mut out);
+        parser.finish(&mut out).unwrap();
         assert_eq!(out, vec![data("done"), data("last")]);
         assert_eq!(parse_whole(b"data: no newline"), vec![data("no newline")]);
         assert_eq!(parse_whole(b"data: x\n\n: comment only"), vec![data("x")]);
@@ -374,9 +473,9 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(parser.bytes_read(), 0);
         for chunk in SAMPLE.as_bytes().chunks(7) {
-            parser.push(chunk, &mut out);
+            parser.push(chunk, &mut out).unwrap();
         }
-        parser.finish(&mut out);
+        parser.finish(&mut out).unwrap();
         assert_eq!(parser.bytes_read(), SAMPLE.len() as u64);
     }
 
@@ -389,8 +488,8 @@ mod tests {
         );
     }
 
-    /// There is no line length limit: a 2 MB data line arrives intact, also
-    /// when fed in small chunks.
+    /// A line well under the cap has no other limit: a 2 MB data line
+    /// arrives intact, also when fed in small chunks.
     #[test]
     fn two_megabyte_line() {
         let payload = "x".repeat(2 * 1024 * 1024);
@@ -399,9 +498,107 @@ mod tests {
         let mut parser = SseParser::new();
         let mut out = Vec::new();
         for chunk in body.as_bytes().chunks(4093) {
-            parser.push(chunk, &mut out);
+            parser.push(chunk, &mut out).unwrap();
         }
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data.len(), payload.len());
+    }
+
+    /// A frame of exactly the cap passes; one byte more fails naming the
+    /// cap and the size reached, whether the bytes come in one line or
+    /// several `data:` lines (joined with `\n`, which counts).
+    #[test]
+    fn frame_just_under_and_just_over_the_cap() {
+        let fits = format!("data: {}\n\n", "x".repeat(64));
+        let mut parser = SseParser::with_max_frame(64);
+        let mut out = Vec::new();
+        parser.push(fits.as_bytes(), &mut out).unwrap();
+        assert_eq!(out, vec![data(&"x".repeat(64))]);
+
+        let over = format!("data: {}\n\n", "x".repeat(65));
+        let mut parser = SseParser::with_max_frame(64);
+        let mut out = Vec::new();
+        let err = parser.push(over.as_bytes(), &mut out).unwrap_err();
+        assert_eq!(
+            err,
+            FrameTooLarge {
+                limit: 64,
+                reached: 65
+            }
+        );
+        assert!(out.is_empty());
+        assert!(err.to_string().contains("passed 64 bytes"), "{err}");
+
+        let lines = format!("data: {}\ndata: {}\n\n", "a".repeat(32), "b".repeat(31));
+        let mut parser = SseParser::with_max_frame(64);
+        let mut out = Vec::new();
+        parser.push(lines.as_bytes(), &mut out).unwrap();
+        assert_eq!(out[0].data.len(), 64);
+        let lines = format!("data: {}\ndata: {}\n\n", "a".repeat(32), "b".repeat(32));
+        let mut parser = SseParser::with_max_frame(64);
+        let err = parser.push(lines.as_bytes(), &mut Vec::new()).unwrap_err();
+        assert_eq!(err.reached, 65);
+    }
+
+    /// A line split across chunks is stopped as soon as what is held would
+    /// pass the cap, not once the whole line is in: the parser never holds
+    /// more than the cap, and frames before it in the stream still arrive.
+    #[test]
+    fn a_long_line_split_across_chunks_stops_at_the_cap() {
+        let mut parser = SseParser::with_max_frame(1024);
+        let mut out = Vec::new();
+        parser.push(b"data: first\n\n", &mut out).unwrap();
+        let line = format!("data: {}", "y".repeat(4096));
+        let mut chunks = line.as_bytes().chunks(100);
+        let mut fed = 0;
+        let err = loop {
+            let chunk = chunks.next().expect("the cap was never hit");
+            match parser.push(chunk, &mut out) {
+                Ok(()) => {
+                    fed += chunk.len();
+                    assert!(parser.partial.len() <= 1024, "{}", parser.partial.len());
+                }
+                Err(err) => break err,
+            }
+        };
+        assert_eq!(fed, 1000, "stopped at the first chunk past the cap");
+        assert_eq!(err.limit, 1024);
+        assert_eq!(err.reached, 1100);
+        assert_eq!(parser.partial.capacity(), 0, "what was held is dropped");
+        assert_eq!(out, vec![data("first")]);
+
+        // A line of exactly the cap (its field name counts while it is
+        // unfinished), split the same way, arrives whole.
+        let mut parser = SseParser::with_max_frame(1024);
+        let mut out = Vec::new();
+        let line = format!("data: {}\n\n", "y".repeat(1018));
+        for chunk in line.as_bytes().chunks(100) {
+            parser.push(chunk, &mut out).unwrap();
+        }
+        assert_eq!(out, vec![data(&"y".repeat(1018))]);
+    }
+
+    /// Comments, `event:` and a last line without an ending count too:
+    /// nothing the parser buffers escapes the cap.
+    #[test]
+    fn every_buffered_field_counts() {
+        let mut parser = SseParser::with_max_frame(16);
+        let err = parser
+            .push(format!(": {}", "c".repeat(40)).as_bytes(), &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(err.reached, 42);
+        let mut parser = SseParser::with_max_frame(16);
+        let err = parser
+            .push(
+                format!("event: {}\n", "e".repeat(17)).as_bytes(),
+                &mut Vec::new(),
+            )
+            .unwrap_err();
+        assert_eq!(err.reached, 17);
+        let mut parser = SseParser::with_max_frame(16);
+        let mut out = Vec::new();
+        parser.push(b"data: 0123456789", &mut out).unwrap();
+        parser.finish(&mut out).unwrap();
+        assert_eq!(out, vec![data("0123456789")]);
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use etch_model::{ErrorKind, Message, ModelClient, ModelError, ModelRequest, StreamEvent};
 use etch_provider::anthropic::{AnthropicClient, AnthropicConfig};
-use etch_provider::http::RetryPolicy;
+use etch_provider::http::{RetryPolicy, StreamLimits};
 use etch_provider::openai::chat::{ChatClient, ChatConfig};
 use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
 use etch_provider::openai::responses_ws::Transport;
@@ -58,6 +58,7 @@ fn clients(
                 stream_usage: false,
                 retry: retry(retries),
                 idle_timeout: idle,
+                limits: StreamLimits::default(),
             })),
         ),
         (
@@ -95,6 +96,7 @@ fn responses(base: &str, idle: Duration, retries: u32, transport: Transport) -> 
         credentials: None,
         retry: retry(retries),
         idle_timeout: idle,
+        limits: StreamLimits::default(),
         transport,
         websocket_headers: Vec::new(),
     }

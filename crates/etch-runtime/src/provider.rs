@@ -36,7 +36,7 @@ use etch_auth::{
 use etch_model::{ErrorKind, ModelClient, ModelError};
 use etch_provider::EchoClient;
 use etch_provider::anthropic::{self, AnthropicClient, AnthropicConfig};
-use etch_provider::http::{CredentialSource, HeadersFuture, RetryPolicy};
+use etch_provider::http::{CredentialSource, HeadersFuture, RetryPolicy, StreamLimits};
 use etch_provider::openai::chat::{ChatClient, ChatConfig};
 use etch_provider::openai::responses::{ResponsesClient, ResponsesConfig};
 use etch_provider::openai::responses_ws::Transport;
@@ -301,6 +301,8 @@ struct Knobs {
     retry: RetryPolicy,
     /// Stalled-stream timeout (`[provider] idle_timeout_secs`).
     idle_timeout: Duration,
+    /// `[provider] max_frame_bytes` and `max_message_bytes`.
+    limits: StreamLimits,
     /// `[openai] stream_usage` (G19).
     stream_usage: bool,
     /// `[openai] auth`: which credentials an endpoint gets.
@@ -347,6 +349,7 @@ pub async fn select(
     let knobs = Knobs {
         retry: retry_policy(config),
         idle_timeout: idle_timeout(config),
+        limits: stream_limits(config),
         stream_usage: config.openai.stream_usage,
         auth: config.openai.auth.clone(),
         anthropic_auth: config.anthropic.auth.clone(),
@@ -460,6 +463,17 @@ fn idle_timeout(config: &Config) -> Duration {
     Duration::from_secs(secs)
 }
 
+/// The caps on one frame and one message from `[provider]`.
+fn stream_limits(config: &Config) -> StreamLimits {
+    // Validation keeps both at least 1024; a value past the address
+    // space is no cap at all.
+    let bytes = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+    StreamLimits {
+        max_frame_bytes: bytes(config.provider.max_frame_bytes),
+        max_message_bytes: bytes(config.provider.max_message_bytes),
+    }
+}
+
 /// The reasoning effort in force: the flag, else `minimal` (E-CFG-10);
 /// `off` means none at all (C35).
 fn reasoning_effort(args: &ProviderFlags) -> Option<String> {
@@ -508,6 +522,7 @@ fn anthropic_client(
             thinking_budget: budget,
             retry: knobs.retry.clone(),
             idle_timeout: knobs.idle_timeout,
+            limits: knobs.limits,
         })),
         notice: Some(notice),
     })
@@ -773,6 +788,7 @@ async fn codex_client(
             credentials,
             retry: knobs.retry.clone(),
             idle_timeout: knobs.idle_timeout,
+            limits: knobs.limits,
             transport,
             websocket_headers: vec![("OpenAI-Beta".to_string(), CODEX_WEBSOCKET_BETA.to_string())],
         })),
@@ -879,6 +895,7 @@ fn api_key_client(
             credentials: None,
             retry: knobs.retry.clone(),
             idle_timeout: knobs.idle_timeout,
+            limits: knobs.limits,
             transport,
             websocket_headers: Vec::new(),
         }))
@@ -890,6 +907,7 @@ fn api_key_client(
             stream_usage: knobs.stream_usage,
             retry: knobs.retry.clone(),
             idle_timeout: knobs.idle_timeout,
+            limits: knobs.limits,
         }))
     };
     Ok(Selection {
@@ -977,6 +995,7 @@ mod tests {
         let mut knobs = Knobs {
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(1),
+            limits: StreamLimits::default(),
             stream_usage: true,
             auth: "auto".into(),
             anthropic_auth: "auto".into(),

@@ -56,3 +56,42 @@ fn a_server_that_never_answers_fails_within_the_idle_timeout() {
         .unwrap_or_else(|| panic!("no message.assistant in {events:#?}"));
     assert_eq!(assistant["data"]["stopReason"], "error", "{assistant}");
 }
+
+/// A `data:` line of 4 KB with `[provider] max_frame_bytes = 1024` in the
+/// project's config: `etch -p` exits 1 naming the cap and the key, the
+/// text before the frame is kept, and the session log stays valid with
+/// no line anywhere near the frame's size.
+#[test]
+fn an_oversized_frame_fails_the_pass_and_keeps_the_log_small() {
+    let ws = Workspace::new();
+    ws.project_config("[provider]\nmax_frame_bytes = 1024\n");
+    let mut frames = etch_test_support::chat_text("kept part");
+    frames.truncate(2);
+    frames.push(format!("data: {{\"pad\":\"{}\"}}\n\n", "x".repeat(4096)));
+    let server = FakeServer::start(vec![Reply::sse(frames)]).unwrap();
+    let out = ws.run_model(&server, &["-p", "hi"], &[]);
+    assert_eq!(out.code(), 1, "{}", out.stderr());
+    let stderr = out.stderr();
+    assert!(
+        stderr.contains("sent a stream frame of at least")
+            && stderr.contains("past [provider] max_frame_bytes = 1024")
+            && stderr.contains("Raise max_frame_bytes"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+    let path = ws.only_session();
+    let events = valid_log(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 4096, "a session line of {longest} bytes");
+    assert!(
+        !text.contains(&"x".repeat(1024)),
+        "the frame reached the log"
+    );
+    let assistant = events
+        .iter()
+        .rfind(|e| e["type"] == "message.assistant")
+        .unwrap_or_else(|| panic!("no message.assistant in {events:#?}"));
+    assert_eq!(assistant["data"]["stopReason"], "error", "{assistant}");
+    assert!(assistant.to_string().contains("kept"), "{assistant}");
+}

@@ -578,9 +578,9 @@ mod tests {
         let mut parser = SseParser::new();
         let mut parsed: Vec<SseFrame> = Vec::new();
         for frame in frames {
-            parser.push(frame.as_bytes(), &mut parsed);
+            parser.push(frame.as_bytes(), &mut parsed).unwrap();
         }
-        parser.finish(&mut parsed);
+        parser.finish(&mut parsed).unwrap();
         let mut decoder = AnthropicDecoder::new();
         let mut events = Vec::new();
         for frame in &parsed {

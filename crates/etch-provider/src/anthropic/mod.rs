@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::decode::{AnthropicDecoder, decode_error_body};
 use crate::driver::{self, HttpPass, StreamDecoder};
-use crate::http::RetryPolicy;
+use crate::http::{RetryPolicy, StreamLimits};
 use crate::sse::SseFrame;
 
 /// The default API root (decisions: `[anthropic] base_url`).
@@ -70,6 +70,8 @@ pub struct AnthropicConfig {
     pub retry: RetryPolicy,
     /// How long the stream may be silent before it counts as stalled.
     pub idle_timeout: Duration,
+    /// Caps on one stream frame and one assembled message.
+    pub limits: StreamLimits,
 }
 
 impl Default for AnthropicConfig {
@@ -83,6 +85,7 @@ impl Default for AnthropicConfig {
             thinking_budget: None,
             retry: RetryPolicy::default(),
             idle_timeout: crate::http::DEFAULT_IDLE_TIMEOUT,
+            limits: StreamLimits::default(),
         }
     }
 }
@@ -99,6 +102,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("thinking_budget", &self.thinking_budget)
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -156,6 +160,7 @@ impl AnthropicClient {
             body: bytes,
             retry: config.retry.clone(),
             idle_timeout: config.idle_timeout,
+            limits: config.limits,
             metrics,
             error_body: decode_error_body,
         })

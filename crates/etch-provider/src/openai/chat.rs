@@ -10,7 +10,7 @@ use etch_model::{
 use tokio_util::sync::CancellationToken;
 
 use crate::driver::{self, HttpPass, StreamDecoder};
-use crate::http::RetryPolicy;
+use crate::http::{RetryPolicy, StreamLimits};
 use crate::openai::chat_decode::{ChatDecoder, decode_error_body};
 use crate::openai::chat_request;
 use crate::sse::SseFrame;
@@ -30,6 +30,8 @@ pub struct ChatConfig {
     pub retry: RetryPolicy,
     /// How long the stream may be silent before it counts as stalled.
     pub idle_timeout: Duration,
+    /// Caps on one stream frame and one assembled message.
+    pub limits: StreamLimits,
 }
 
 /// An OpenAI-compatible Chat Completions provider.
@@ -77,6 +79,7 @@ impl ChatClient {
             body: bytes,
             retry: self.config.retry.clone(),
             idle_timeout: self.config.idle_timeout,
+            limits: self.config.limits,
             error_body: decode_error_body,
         })
     }

@@ -25,7 +25,7 @@ use etch_model::{
 use tokio_util::sync::CancellationToken;
 
 use crate::driver::{self, HttpPass, StreamDecoder};
-use crate::http::RetryPolicy;
+use crate::http::{RetryPolicy, StreamLimits};
 use crate::openai::chat_decode::decode_error_body;
 use crate::openai::responses_decode::ResponsesDecoder;
 use crate::openai::responses_request;
@@ -61,6 +61,9 @@ pub struct ResponsesConfig {
     pub retry: RetryPolicy,
     /// How long the stream may be silent before it counts as stalled.
     pub idle_timeout: Duration,
+    /// Caps on one stream frame (an SSE event or a WebSocket message) and
+    /// one assembled message.
+    pub limits: StreamLimits,
     /// HTTP/SSE, WebSocket, or WebSocket with SSE fallback.
     pub transport: Transport,
     /// Headers sent only with the WebSocket handshake, e.g. the Codex
@@ -90,6 +93,7 @@ impl fmt::Debug for ResponsesConfig {
             )
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
+            .field("limits", &self.limits)
             .field("transport", &self.transport)
             .finish_non_exhaustive()
     }
@@ -173,6 +177,7 @@ impl ResponsesClient {
             body: bytes,
             retry: self.config.retry.clone(),
             idle_timeout: self.config.idle_timeout,
+            limits: self.config.limits,
             error_body: decode_error_body,
         })
     }
@@ -270,6 +275,7 @@ impl ResponsesClient {
                 auto,
                 retry: http_pass.retry.clone(),
                 idle_timeout: http_pass.idle_timeout,
+                limits: http_pass.limits,
                 metrics: Metrics {
                     transport: "responses-ws".to_owned(),
                     request_bytes: 0,
@@ -319,6 +325,7 @@ mod tests {
                 max_retry_after: Duration::from_millis(10),
             },
             idle_timeout: Duration::from_secs(10),
+            limits: StreamLimits::default(),
             transport: Transport::Sse,
             websocket_headers: Vec::new(),
         }
@@ -373,6 +380,7 @@ mod tests {
             credentials: None,
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(1),
+            limits: StreamLimits::default(),
             transport: Transport::Sse,
             websocket_headers: Vec::new(),
         });

@@ -127,12 +127,12 @@ fn decode_body(body: &[u8], sizes: &[usize]) -> (Vec<StreamEvent>, Result<(), Mo
         }
         let (now, later) = rest.split_at((*size).min(rest.len()));
         rest = later;
-        parser.push(now, &mut frames);
+        parser.push(now, &mut frames).unwrap();
         if let Err(err) = feed(&mut frames, &mut events) {
             return (events, Err(err));
         }
     }
-    parser.finish(&mut frames);
+    parser.finish(&mut frames).unwrap();
     assert_eq!(parser.bytes_read(), body.len() as u64);
     if let Err(err) = feed(&mut frames, &mut events) {
         return (events, Err(err));

@@ -12,6 +12,7 @@ use etch_model::{ErrorKind, ModelError};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream, tungstenite};
 
 use crate::openai::chat_decode::decode_error_body;
@@ -67,6 +68,10 @@ fn tls() -> Result<Arc<rustls::ClientConfig>, ModelError> {
 /// that accepts the connection and never answers the upgrade must not
 /// hold the pass longer than the user allowed.
 ///
+/// No message (nor frame) from the server may pass `max_frame` bytes:
+/// tungstenite refuses a larger one from its header, before reading it,
+/// like the SSE reader's `[provider] max_frame_bytes`.
+///
 /// A refused connection, a timeout or a broken handshake is `Transient`; a
 /// server that answers the upgrade with an HTTP status is classified like
 /// the same status on the SSE endpoint (401 is `Auth`, 429 and 5xx are
@@ -75,6 +80,7 @@ pub async fn open(
     url: &str,
     headers: &[(String, String)],
     idle: Duration,
+    max_frame: usize,
 ) -> Result<Socket, ModelError> {
     let mut request = url.into_client_request().map_err(|e| {
         ModelError::new(
@@ -99,8 +105,11 @@ pub async fn open(
     } else {
         Some(Connector::Plain)
     };
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(max_frame))
+        .max_frame_size(Some(max_frame));
     let connecting =
-        tokio_tungstenite::connect_async_tls_with_config(request, None, true, connector);
+        tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, connector);
     let deadline = HANDSHAKE_TIMEOUT.min(idle);
     match tokio::time::timeout(deadline, connecting).await {
         Err(_) => {
@@ -173,7 +182,9 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         drop(listener);
         let url = format!("ws://127.0.0.1:{port}/v1/responses");
-        let err = open(&url, &[], Duration::from_secs(5)).await.unwrap_err();
+        let err = open(&url, &[], Duration::from_secs(5), 1024)
+            .await
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::Transient);
         assert!(err.message.contains(&url), "{err:?}");
     }

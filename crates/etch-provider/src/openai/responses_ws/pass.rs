@@ -20,12 +20,13 @@ use etch_model::{ErrorKind, Metrics, ModelError, ModelRequest, StreamEvent, Stre
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_util::sync::CancellationToken;
 
 use super::conn::{self, Socket};
 use super::{Encoder, WsState};
 use crate::driver::{Outlet, gave_up, millis};
-use crate::http::{self, RetryPolicy};
+use crate::http::{self, RetryPolicy, StreamLimits};
 use crate::openai::continuation::{self, Chain, Plan};
 use crate::openai::responses_decode::ResponsesDecoder;
 
@@ -53,6 +54,8 @@ pub(crate) struct WsPass {
     pub retry: RetryPolicy,
     /// How long the server may be silent mid-response.
     pub idle_timeout: Duration,
+    /// Caps on one message from the server and one assembled answer.
+    pub limits: StreamLimits,
     /// Metrics with the request shape filled in; transport `responses-ws`.
     pub metrics: Metrics,
 }
@@ -115,9 +118,10 @@ struct Run<'a> {
 
 /// Runs one pass; see the module docs for the failure rules.
 pub(crate) async fn run(pass: WsPass, tx: &StreamSender, cancel: &CancellationToken) -> Ended {
+    let max_message = pass.limits.max_message_bytes;
     let mut run = Run {
         pass,
-        outlet: Outlet::new(tx),
+        outlet: Outlet::new(tx, max_message),
         cancel,
         started: Instant::now(),
         retries: 0,
@@ -135,7 +139,12 @@ impl Run<'_> {
             } else {
                 let opening = tokio::select! {
                     () = self.cancel.cancelled() => return Ended::Finished,
-                    r = conn::open(&self.pass.url, &self.pass.headers, self.pass.idle_timeout) => r,
+                    r = conn::open(
+                        &self.pass.url,
+                        &self.pass.headers,
+                        self.pass.idle_timeout,
+                        self.pass.limits.max_frame_bytes,
+                    ) => r,
                 };
                 match opening {
                     Ok(socket) => {
@@ -347,6 +356,17 @@ impl Run<'_> {
                     return Self::broken(err, received, &decoder);
                 }
                 Ok(Some(Ok(_))) => continue,
+                // tungstenite refuses a message past the cap from its
+                // header, before reading it (`conn::open` sets the cap).
+                Ok(Some(Err(WsError::Capacity(CapacityError::MessageTooLong {
+                    size,
+                    max_size,
+                })))) => {
+                    return Read::Failed {
+                        err: http::frame_too_large(&self.pass.url, max_size, size),
+                        shown: decoder.has_output(),
+                    };
+                }
                 Ok(Some(Err(e))) => {
                     let err = ModelError::new(
                         ErrorKind::Transient,
@@ -393,7 +413,12 @@ impl Run<'_> {
             if !events.is_empty() && self.pass.metrics.first_event_ms == 0 {
                 self.pass.metrics.first_event_ms = millis(self.started.elapsed()).max(1);
             }
-            self.outlet.forward(&mut events).await;
+            if let Err(err) = self.outlet.forward(&mut events).await {
+                return Read::Failed {
+                    err,
+                    shown: decoder.has_output(),
+                };
+            }
             if decoder.is_finished() {
                 return Read::Completed { response_id, calls };
             }

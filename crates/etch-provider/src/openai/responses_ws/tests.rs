@@ -38,6 +38,7 @@ fn config(server: &FakeServer, transport: Transport) -> ResponsesConfig {
             max_retry_after: Duration::from_millis(10),
         },
         idle_timeout: Duration::from_secs(10),
+        limits: crate::http::StreamLimits::default(),
         transport,
         websocket_headers: vec![("OpenAI-Beta".into(), "responses_websockets=test".into())],
     }
