@@ -8,6 +8,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,9 @@ pub fn title_from_prompt(prompt: &str) -> String {
     cut
 }
 
-/// Appends one row to the index in `dir`, under an exclusive lock.
+/// Appends one row to the index in `dir`, under an exclusive lock. A new
+/// index is owner-only (0600), like the sessions it lists; an existing
+/// one keeps its mode.
 pub fn append_row(dir: &Path, row: &IndexRow) -> Result<(), SessionError> {
     let path = dir.join(INDEX_FILE);
     let io = |action, source| SessionError::Io {
@@ -68,6 +71,7 @@ pub fn append_row(dir: &Path, row: &IndexRow) -> Result<(), SessionError> {
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(crate::PRIVATE_FILE)
         .open(&path)
         .map_err(|e| io("open index", e))?;
     file.lock().map_err(|e| io("lock index", e))?;

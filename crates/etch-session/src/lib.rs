@@ -7,7 +7,8 @@
 //! crate owns writing events (one `write` per line on an `O_APPEND` file),
 //! loading files that may be torn or hand-edited, projecting the active branch
 //! into model messages, and the `index.jsonl` used for listing and prefix
-//! resolution.
+//! resolution. What it creates is private to the user: files 0600, the
+//! session directory 0700.
 //!
 //! It must not know about providers, tools, prompts or the terminal: it
 //! stores what the core hands it and projects it back as
@@ -29,6 +30,14 @@ pub mod writer;
 
 #[cfg(test)]
 mod testlines;
+
+/// The mode of files etch creates for sessions (a session, the index):
+/// readable and writable by their owner only, since they hold prompts,
+/// answers and tool output. The umask may only narrow it.
+pub const PRIVATE_FILE: u32 = 0o600;
+
+/// The mode of a session directory etch creates: its owner's only.
+pub const PRIVATE_DIR: u32 = 0o700;
 
 pub use error::{ResolveError, SessionError};
 pub use event::{

@@ -11,6 +11,28 @@ use crate::index::{self, IndexRow};
 use crate::loader::{LoadedSession, load_session};
 use crate::writer::{Appended, SessionWriter};
 
+/// Creates `dir` owner-only (0700) if it is missing; missing parents are
+/// created as any directory would be (they may be a project's `.etch`,
+/// which holds files meant to be shared), and a directory that exists
+/// keeps its mode: etch never changes a user's permissions.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new()
+        .mode(crate::PRIVATE_DIR)
+        .create(dir)
+    {
+        // Another etch process made it first.
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        result => result,
+    }
+}
+
 /// Number of trailing id characters a prefix may also match (C27).
 const SUFFIX_CHARS: usize = 10;
 
@@ -195,7 +217,7 @@ impl SessionStore {
     /// it lies in (if any) has etch's `.gitignore`, whoever created that
     /// directory (a user's `.etch/config.toml` often comes first).
     fn ensure_dir(&self) -> Result<(), SessionError> {
-        std::fs::create_dir_all(&self.dir).map_err(|source| SessionError::Io {
+        create_private_dir(&self.dir).map_err(|source| SessionError::Io {
             action: "create session directory",
             path: self.dir.clone(),
             source,
@@ -363,6 +385,48 @@ mod tests {
     use super::*;
     use crate::event::UserData;
     use etch_model::ContentPart;
+
+    /// The permission bits of `path`.
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A new session directory is 0700, and its session files and index
+    /// 0600, whatever the umask allows beyond that.
+    #[test]
+    fn new_sessions_are_private() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(".etch/sessions");
+        let store = SessionStore::new(dir.clone());
+        let (writer, _) = store.create(&new_session("secret")).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(writer.path()), 0o600);
+        assert_eq!(mode(&dir.join(index::INDEX_FILE)), 0o600);
+        drop(writer);
+        // A second session in the same directory is private too.
+        let (writer, _) = store.create(&new_session("more")).unwrap();
+        assert_eq!(mode(writer.path()), 0o600);
+    }
+
+    /// A directory or index the user made keeps its mode: etch narrows
+    /// only what it creates.
+    #[test]
+    fn existing_modes_are_kept() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("sessions");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let index = dir.join(index::INDEX_FILE);
+        std::fs::write(&index, "").unwrap();
+        std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let store = SessionStore::new(dir.clone());
+        let (writer, _) = store.create(&new_session("x")).unwrap();
+        assert_eq!(mode(&dir), 0o750);
+        assert_eq!(mode(&index), 0o640);
+        assert_eq!(mode(writer.path()), 0o600);
+    }
 
     /// Parameters for test sessions.
     fn new_session(prompt: &str) -> NewSession {

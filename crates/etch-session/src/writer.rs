@@ -4,10 +4,13 @@
 //! single `write` on a file opened with `O_APPEND`, so a crash can tear at most
 //! the line being written and never interleaves with earlier lines. The writer
 //! holds an exclusive advisory lock for its lifetime, so two etch processes
-//! cannot grow the same session into a confused tree.
+//! cannot grow the same session into a confused tree. A session file is
+//! created readable by its owner only (0600): it holds prompts, answers and
+//! tool output; an existing file keeps the mode it has.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -39,12 +42,14 @@ pub struct Appended {
 }
 
 impl SessionWriter {
-    /// Creates a new session file; fails if it already exists.
+    /// Creates a new session file, owner-only (0600); fails if it already
+    /// exists.
     pub(crate) fn create(path: &Path, session_id: &str) -> Result<Self, SessionError> {
         let file = OpenOptions::new()
             .append(true)
             .read(true)
             .create_new(true)
+            .mode(crate::PRIVATE_FILE)
             .open(path)
             .map_err(|source| SessionError::Io {
                 action: "create session file",

@@ -95,3 +95,21 @@ fn an_oversized_frame_fails_the_pass_and_keeps_the_log_small() {
     assert_eq!(assistant["data"]["stopReason"], "error", "{assistant}");
     assert!(assistant.to_string().contains("kept"), "{assistant}");
 }
+
+/// The mode bits of `path`.
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// `etch -p` creates `.etch/sessions` owner-only (0700) and the session
+/// file and index in it 0600, whatever the umask would allow.
+#[test]
+fn sessions_are_created_private() {
+    let ws = Workspace::new();
+    ws.run(&["--provider", "echo", "-p", "a secret prompt"])
+        .ok();
+    assert_eq!(mode(&ws.sessions_dir()), 0o700);
+    assert_eq!(mode(&ws.only_session()), 0o600);
+    assert_eq!(mode(&ws.sessions_dir().join("index.jsonl")), 0o600);
+}
