@@ -53,8 +53,10 @@ pub struct Options {
     pub settings: RunSettings,
     /// How to find the place for a session's directory.
     pub place_for: PlaceFor,
-    /// Where warnings go (the binary prints them on stderr).
-    pub warn: Arc<dyn Fn(String) + Send + Sync>,
+    /// Where notices go (the binary prints them on stderr): warnings, and
+    /// lines that carry their own prefix (the provider header), told
+    /// apart by their level so each is printed with one prefix.
+    pub notify: Arc<dyn Fn(Notice) + Send + Sync>,
     /// Fired to stop serving (Ctrl-C): runs are aborted as when the
     /// client leaves.
     pub stop: tokio_util::sync::CancellationToken,
@@ -345,7 +347,7 @@ impl Server {
             .map_err(|why| rpc::invalid_params(method, &why))?;
         place.config.mcp_servers.extend(given);
         for warning in warnings {
-            (self.options.warn)(warning);
+            (self.options.notify)(Notice::warning(warning));
         }
         let settings = self.options.settings.clone();
         let configured = place.config.provider.model.clone();
@@ -357,7 +359,7 @@ impl Server {
         let context = Context::build_gated(&place, &settings, Some(&gate))
             .map_err(|e| rpc::internal(e.to_string()))?;
         for diagnostic in &context.assembled.diagnostics {
-            (self.options.warn)(diagnostic.clone());
+            (self.options.notify)(Notice::warning(diagnostic.clone()));
         }
         let skills: Vec<(String, String)> = context
             .assembled
@@ -365,8 +367,8 @@ impl Server {
             .iter()
             .map(|s| (s.name.clone(), s.description.clone()))
             .collect();
-        let warn = Arc::clone(&self.options.warn);
-        let mut notify = move |notice: Notice| warn(notice.message);
+        let notify_out = Arc::clone(&self.options.notify);
+        let mut notify = move |notice: Notice| notify_out(notice);
         let (session, loaded) = match &stored {
             None => {
                 let (session, _) = Session::create(

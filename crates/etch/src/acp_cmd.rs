@@ -66,7 +66,10 @@ pub async fn run(place: &Place, session_dir: Option<&Path>, args: &RunArgs) -> R
     let options = Options {
         settings: settings(args),
         place_for,
-        warn: Arc::new(|warning: String| eprintln!("etch: warning: {warning}")),
+        // Each notice printed as a run prints it: a warning gets the
+        // `etch: warning:` prefix, a line with its own prefix (the
+        // provider header) none more.
+        notify: Arc::new(crate::run::print_notice),
         stop: stop.clone(),
     };
     // Ctrl-C stops serving the way a closed stdin does: runs aborted,

@@ -113,3 +113,45 @@ fn sessions_are_created_private() {
     assert_eq!(mode(&ws.only_session()), 0o600);
     assert_eq!(mode(&ws.sessions_dir().join("index.jsonl")), 0o600);
 }
+
+/// `etch acp` prints the provider header and configuration warnings on
+/// stderr with one `etch:` prefix each, never `etch: warning: etch: …`.
+#[test]
+fn acp_stderr_lines_have_one_prefix() {
+    let ws = Workspace::new();
+    ws.project_config("[provider]\nno_such_key = 1\n");
+    let server = FakeServer::start(Vec::new()).unwrap();
+    let args = support::model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut acp = support::rpc::RpcClient::start_command(&ws, "acp", &args, &[]);
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    acp.send(&init);
+    acp.until(|v| v["id"] == 1);
+    acp.send(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": ws.path(), "mcpServers": []}}),
+    );
+    let created = acp.until(|v| v["id"] == 2);
+    assert!(created["result"]["sessionId"].is_string(), "{created}");
+    let (status, stderr, _) = acp.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("etch: openai chat · m1 · ")),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("etch: warning: ") && l.contains("no_such_key")),
+        "{stderr}"
+    );
+    for line in stderr.lines() {
+        assert!(
+            line.matches("etch: ").count() <= 1,
+            "doubled prefix: {line}"
+        );
+    }
+}
