@@ -720,8 +720,9 @@ fn slash_commands_and_the_model_option() {
         sent.contains("Run make deploy-now.") && sent.contains("to staging"),
         "{sent}"
     );
-    // A session this short has nothing to compact, and says so.
-    let compact = acp.prompt(&id, "/compact keep the deploy");
+    // A session this short has nothing to compact, and says so (a focus
+    // would force it).
+    let compact = acp.prompt(&id, "/compact");
     assert_eq!(acp.answer(compact)["result"]["stopReason"], "end_turn");
     let said = acp.updates().last().unwrap()["content"]["text"].clone();
     assert!(

@@ -1003,7 +1003,8 @@ fn compact_reports_and_frees_the_chat() {
     let tmux = chat(&ws, &server, &[]);
     tmux.line("start");
     tmux.wait_for("─ ");
-    tmux.line("/compact keep the goal");
+    // Without an argument (which would force it).
+    tmux.line("/compact");
     tmux.wait_for("nothing to compact");
     tmux.line("next");
     tmux.wait_for("• after compacting");
