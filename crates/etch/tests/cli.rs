@@ -540,22 +540,8 @@ fn print_mode_shows_tool_progress_on_a_terminal() {
     let server = FakeServer::start(replies()).unwrap();
     let mut args = support::model_args(&server);
     args.extend(["-p".to_owned(), "go".to_owned()]);
-    let binary = ws.command(&[]).get_program().to_string_lossy().into_owned();
-    let command = std::iter::once(binary)
-        .chain(args)
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let out = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(ws.path())
-        .env("HOME", ws.home.path())
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{shown}");
+    let (shown, ok) = ws.run_on_terminal(&args);
+    assert!(ok, "{shown}");
     assert!(shown.contains("etch: › ls"), "{shown}");
     assert!(shown.contains("etch: ✓ ls ("), "{shown}");
     assert!(shown.contains("etch: › read missing.txt"), "{shown}");

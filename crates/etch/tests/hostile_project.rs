@@ -385,25 +385,9 @@ fn outside_text_never_drives_a_real_terminal() {
     let server = FakeServer::start(vec![Reply::sse(chat_text(hostile))]).unwrap();
     let mut args = model_args(&server);
     args.extend(["-p".to_owned(), "go".to_owned()]);
-    let binary = ws.command(&[]).get_program().to_string_lossy().into_owned();
-    let command = std::iter::once(binary)
-        .chain(args)
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    // `script` runs etch on a pseudo-terminal and copies every byte etch
-    // wrote to it.
-    let out = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(ws.path())
-        .env("HOME", ws.home.path())
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let bytes = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{bytes}");
+    // On a pseudo-terminal: every byte etch wrote to it.
+    let (bytes, ok) = ws.run_on_terminal(&args);
+    assert!(ok, "{bytes}");
     assert!(bytes.contains("abcd"), "{bytes:?}");
     for sequence in ["\u{1b}]52", "\u{1b}]0;", "\u{1b}[2J"] {
         assert!(!bytes.contains(sequence), "{bytes:?}");

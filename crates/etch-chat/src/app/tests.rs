@@ -747,20 +747,10 @@ fn prompts_are_shown_as_typed() {
 fn a_slash_opens_the_command_menu() {
     let mut app = app();
     type_text(&mut app, "/");
-    let live: String = app
-        .live(80, 30, Instant::now())
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let live = live_text(&mut app);
     assert!(live.contains("/help") && live.contains("/model"), "{live}");
     type_text(&mut app, "stat");
-    let live: String = app
-        .live(80, 30, Instant::now())
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let live = live_text(&mut app);
     assert!(
         live.contains("/status") && !live.contains("/model"),
         "{live}"
@@ -772,11 +762,15 @@ fn a_slash_opens_the_command_menu() {
     );
     // A `/` inside a prompt is just text.
     type_text(&mut app, "a/b");
-    let live: String = app
-        .live(80, 30, Instant::now())
+    let live = live_text(&mut app);
+    assert!(!live.contains("/help"), "{live}");
+}
+
+/// The live area at 80x30, as text.
+fn live_text(app: &mut App) -> String {
+    app.live(80, 30, Instant::now())
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join("\n");
-    assert!(!live.contains("/help"), "{live}");
+        .join("\n")
 }

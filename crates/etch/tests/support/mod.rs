@@ -352,3 +352,37 @@ pub fn wait_until(what: &str, ready: impl Fn() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+impl Workspace {
+    /// Runs etch with `args` on a pseudo-terminal (`script`, from
+    /// util-linux), as a person at a terminal would, and returns every
+    /// byte it wrote there (stdout and stderr together) and whether it
+    /// exited 0.
+    pub fn run_on_terminal(&self, args: &[String]) -> (String, bool) {
+        let binary = self
+            .command(&[])
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let command = std::iter::once(binary)
+            .chain(args.iter().cloned())
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut script = Command::new("script");
+        script
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(self.path())
+            .env("HOME", self.home.path())
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .stdin(Stdio::null());
+        for var in CREDENTIALS {
+            script.env_remove(var);
+        }
+        let out = script.output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.status.success(),
+        )
+    }
+}
