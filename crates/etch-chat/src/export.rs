@@ -63,7 +63,7 @@ fn block_html(block: &Block, out: &mut String) {
                 escape(text.trim())
             );
         }
-        Block::Assistant(text) => {
+        Block::Assistant(text) | Block::AssistantMore(text) => {
             let _ = writeln!(
                 out,
                 "<div class=\"block assistant\">{}</div>",

@@ -1384,3 +1384,32 @@ fn prompts_are_remembered_across_chats() {
     second.keys(&["C-u", "C-d"]);
     assert_eq!(second.exit_code(), 0);
 }
+
+/// A long answer can be read while it streams: its finished paragraphs
+/// are in the history (not preview rows) before the answer ends.
+#[test]
+fn finished_paragraphs_are_readable_while_streaming() {
+    let ws = Workspace::new();
+    let text: String = (1..=12)
+        .map(|i| format!("paragraph-{i:02} of a long answer\n\n"))
+        .collect();
+    let server = FakeServer::start(vec![Reply::Sse {
+        events: chat_text_chunks(&text, 20),
+        gap: Duration::from_millis(100),
+        end: End::Close,
+    }])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("write a lot");
+    let during = tmux.wait("the first paragraph in the history", |h| {
+        h.lines()
+            .any(|l| l.contains("paragraph-01") && !l.trim_start().starts_with('┊'))
+    });
+    assert!(!during.contains("paragraph-12"), "{during}");
+    let done = tmux.wait_for("─ ");
+    for i in 1..=12 {
+        assert_eq!(count(&done, &format!("paragraph-{i:02}")), 1, "{done}");
+    }
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}

@@ -227,6 +227,8 @@ impl App {
                     if let Some(run) = &mut self.run {
                         run.text.clear();
                         run.reasoning.clear();
+                        run.committed = 0;
+                        run.answered = false;
                     }
                 }
                 Some(_) => {}
@@ -239,6 +241,7 @@ impl App {
                     Delta::TextDelta { delta } => {
                         run.text.push_str(&delta);
                         run.label = Label::Responding;
+                        self.commit_finished();
                     }
                     Delta::ThinkingDelta { delta } => {
                         run.reasoning.push_str(&delta);
@@ -430,6 +433,40 @@ impl App {
         }
     }
 
+    /// Writes the answer's finished paragraphs into the history while it
+    /// streams, so a long answer can be read as it comes: everything up
+    /// to the last blank line that is not inside an open code fence. (A
+    /// table ends at a blank line, so it is never split.) What follows
+    /// stays in the preview.
+    fn commit_finished(&mut self) {
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        let Some(end) = finished_end(&run.text, run.committed) else {
+            return;
+        };
+        let chunk = run.text[run.committed..end].trim_end().to_owned();
+        run.committed = end;
+        if chunk.trim().is_empty() {
+            return;
+        }
+        let first = !run.answered;
+        run.answered = true;
+        let reasoning = if first {
+            std::mem::take(&mut run.reasoning)
+        } else {
+            String::new()
+        };
+        if !reasoning.trim().is_empty() {
+            self.push(Block::Reasoning(reasoning));
+        }
+        self.push(if first {
+            Block::Assistant(chunk)
+        } else {
+            Block::AssistantMore(chunk)
+        });
+    }
+
     /// A finished message: the assistant's reasoning and answer go into
     /// the history; its tool calls become the batch in progress.
     fn message_end(&mut self, message: WireMessage) {
@@ -451,9 +488,22 @@ impl App {
             self.push(Block::Reasoning(reasoning));
         }
         let text = texts(&content);
+        // Paragraphs already in the history are not written again.
+        let (committed, answered) = self
+            .run
+            .as_ref()
+            .filter(|run| text.starts_with(&run.text[..run.committed]))
+            .map_or((0, false), |run| (run.committed, run.answered));
+        let rest = text[committed..].trim_start_matches('\n').to_owned();
+        if !rest.trim().is_empty() {
+            self.push(if answered {
+                Block::AssistantMore(rest)
+            } else {
+                Block::Assistant(rest)
+            });
+        }
         if !text.trim().is_empty() {
             self.last_answer = Some(text.clone());
-            self.push(Block::Assistant(text));
             // What the user saw stays, marked as cut short.
             if interrupted {
                 self.notice(Level::Info, "interrupted: the answer above is partial");
@@ -661,4 +711,26 @@ fn summary_title(reasoning: &str) -> Option<String> {
     let end = rest.find("**")?;
     let title = rest[..end].trim();
     (!title.is_empty() && title.len() <= 80).then(|| title.to_owned())
+}
+
+/// Where the finished part of a streaming answer ends, past `from`: just
+/// after the last blank line (`\n\n`) that is outside any code fence;
+/// `None` when nothing new is finished.
+fn finished_end(text: &str, from: usize) -> Option<usize> {
+    let mut end = None;
+    let mut fenced = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fenced = !fenced;
+        }
+        at += line.len();
+        // A blank line that is complete, with more text known to follow
+        // or not: the paragraph before it is done.
+        if !fenced && line.trim().is_empty() && line.ends_with('\n') && at > from {
+            end = Some(at);
+        }
+    }
+    end.filter(|&e| e > from)
 }

@@ -185,10 +185,12 @@ impl App {
                 .is_some_and(|at| now.saturating_duration_since(at) < RESIZE_QUIET);
             let room = height.saturating_sub(bottom.len() + 1).min(height / 3);
             if room > 0 && !resizing {
+                // Only what is not yet in the history.
+                let streaming = &run.text[run.committed..];
                 let (text, style) = if run.text.trim().is_empty() {
-                    (&run.reasoning, theme::reasoning())
+                    (run.reasoning.as_str(), theme::reasoning())
                 } else {
-                    (&run.text, ratatui_core::style::Style::new())
+                    (streaming, ratatui_core::style::Style::new())
                 };
                 if !text.trim().is_empty() {
                     let tail = tail(text, PREVIEW_TAIL);

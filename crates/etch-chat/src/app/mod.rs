@@ -91,6 +91,9 @@ enum Label {
 
 /// A run in progress, as the live area shows it.
 #[derive(Debug)]
+// Four independent facts about one run, each set at a different moment;
+// a state enum would have to spell out their products.
+#[allow(clippy::struct_excessive_bools)]
 struct Run {
     /// When it started.
     started: Instant,
@@ -113,6 +116,12 @@ struct Run {
     command: bool,
     /// A cancelled answer was kept, marked as interrupted.
     interrupted: bool,
+    /// Bytes of `text` already written into the history (finished
+    /// paragraphs, committed while the answer streams).
+    committed: usize,
+    /// Whether the answer's first paragraph is in the history (later ones
+    /// continue it, without a new dot).
+    answered: bool,
 }
 
 /// A call of the batch in progress, as its live row shows it.
@@ -168,6 +177,8 @@ impl Run {
             began,
             command,
             interrupted: false,
+            committed: 0,
+            answered: false,
         }
     }
 }

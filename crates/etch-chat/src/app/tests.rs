@@ -774,3 +774,67 @@ fn live_text(app: &mut App) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A long answer can be read as it streams: each finished paragraph goes
+/// into the history at once (never inside an open code fence), the
+/// preview keeps only the paragraph in progress, and the end writes only
+/// what was left, so every paragraph is there exactly once.
+#[test]
+fn finished_paragraphs_reach_the_history_while_streaming() {
+    let mut app = app();
+    type_text(&mut app, "go");
+    app.key(key(KeyCode::Enter), Instant::now());
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageStart { message: None },
+    );
+    let _ = history(&mut app);
+    let delta = |app: &mut App, text: &str| {
+        event(
+            app,
+            "chat-1",
+            EventBody::MessageUpdate {
+                delta: etch_protocol::Delta::TextDelta { delta: text.into() },
+            },
+        );
+    };
+    delta(&mut app, "First para");
+    assert!(!history(&mut app).contains("First para"));
+    delta(&mut app, "graph done.\n\nSecond ");
+    let shown = history(&mut app);
+    assert!(shown.contains("First paragraph done."), "{shown}");
+    assert!(!shown.contains("Second"), "{shown}");
+    assert!(live_text(&mut app).contains("Second"));
+    assert!(!live_text(&mut app).contains("First paragraph"));
+    // A blank line inside a code fence finishes nothing.
+    delta(&mut app, "one.\n\n```\nlet a = 1;\n\nlet b = 2;\n");
+    let shown = history(&mut app);
+    assert!(shown.contains("Second one."), "{shown}");
+    assert!(!shown.contains("let a"), "{shown}");
+    delta(&mut app, "```\n\nLast words.");
+    let full =
+        "First paragraph done.\n\nSecond one.\n\n```\nlet a = 1;\n\nlet b = 2;\n```\n\nLast words.";
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageEnd {
+            message: WireMessage::Assistant {
+                content: vec![WirePart::Text { text: full.into() }],
+                stop_reason: None,
+                error_message: None,
+            },
+        },
+    );
+    let shown = history(&mut app);
+    assert!(
+        shown.contains("let b = 2;") && shown.contains("Last words."),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("First paragraph") && !shown.contains("Second one"),
+        "{shown}"
+    );
+    assert_eq!(app.last_answer.as_deref(), Some(full));
+}

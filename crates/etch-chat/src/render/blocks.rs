@@ -40,6 +40,9 @@ pub enum Block {
     User(String),
     /// An assistant answer (markdown).
     Assistant(String),
+    /// More of the answer above (a paragraph committed while it streamed):
+    /// the same markdown, without a new dot.
+    AssistantMore(String),
     /// Reasoning summary text.
     Reasoning(String),
     /// The calls of one assistant message, in the model's order.
@@ -75,11 +78,12 @@ pub fn render(block: &Block, width: usize, expanded: bool) -> Vec<Line<'static>>
             })
             .collect(),
         Block::User(text) => dotted(&sanitize(text), theme::user(), theme::user(), width),
-        Block::Assistant(text) => {
+        Block::Assistant(text) | Block::AssistantMore(text) => {
+            let more = matches!(block, Block::AssistantMore(_));
             let body = markdown::render(&sanitize(text), width.saturating_sub(2));
             let mut lines = Vec::with_capacity(body.len());
             for (i, line) in body.into_iter().enumerate() {
-                let lead = if i == 0 {
+                let lead = if i == 0 && !more {
                     Span::styled(DOT, theme::assistant())
                 } else if line.width() == 0 {
                     Span::raw("")
