@@ -232,15 +232,7 @@ fn is_command(name: &str) -> bool {
 
 /// The export format a path's extension implies (HTML otherwise).
 fn format_of(path: &str) -> &'static str {
-    let extension = std::path::Path::new(path)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match extension.as_deref() {
-        Some("jsonl") => "jsonl",
-        Some("md") => "md",
-        _ => "html",
-    }
+    etch_runtime::transcript::format_of(std::path::Path::new(path)).unwrap_or("html")
 }
 
 /// The `/help` text.

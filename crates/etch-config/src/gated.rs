@@ -180,21 +180,23 @@ pub(crate) fn withhold(project: &mut Layer, user: Option<&Layer>) -> Vec<String>
             continue;
         };
         let beneath = user.and_then(|u| u.scalars.get(*dotted));
-        let safe = match rule {
+        // What of the project's value may apply untrusted (`None`: none).
+        let kept = match rule {
             Rule::Withhold => None,
-            Rule::OnlyAdd => Some(only_add(&value, beneath)),
-            Rule::OnlyNarrow => beneath.map(|b| only_narrow(&value, b)),
+            Rule::OnlyAdd => only_add(&value, beneath),
+            // With no list of the user's, every tool is allowed: any
+            // narrowing is safe.
+            Rule::OnlyNarrow => beneath.map_or(Some(value.clone()), |b| only_narrow(&value, b)),
         };
-        match safe {
+        match kept {
             // Adding to what the user asks about, or removing from what
             // the user allows, is safe as it is.
-            Some(Some(safe)) if safe == value => {}
-            None if *rule == Rule::OnlyNarrow => {}
-            Some(Some(safe)) => {
-                project.scalars.insert((*dotted).to_owned(), safe);
+            Some(kept) if kept == value => {}
+            Some(kept) => {
+                project.scalars.insert((*dotted).to_owned(), kept);
                 withheld.push(label(dotted));
             }
-            Some(None) | None => {
+            None => {
                 project.scalars.remove(*dotted);
                 withheld.push(label(dotted));
             }

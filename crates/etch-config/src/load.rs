@@ -101,22 +101,24 @@ impl Loaded {
             return warnings;
         };
         let user = users.into_iter().next().map(|l| &*l);
-        warnings.extend(crate::gated::distrust_credentials(project));
-        match trusted {
-            Some(TrustState::Trusted | TrustState::Nothing) => {}
-            state => {
-                let withheld = crate::gated::withhold(project, user);
-                if !withheld.is_empty() {
-                    warnings.push(crate::gated::warning(
-                        &project_path,
-                        &withheld,
-                        state == Some(TrustState::Changed),
-                    ));
-                }
-                self.withheld = withheld;
+        let distrusted = crate::gated::distrust_credentials(project);
+        let changed = !distrusted.is_empty();
+        warnings.extend(distrusted);
+        if !matches!(trusted, Some(TrustState::Trusted | TrustState::Nothing)) {
+            self.withheld = crate::gated::withhold(project, user);
+            if !self.withheld.is_empty() {
+                warnings.push(crate::gated::warning(
+                    &project_path,
+                    &self.withheld,
+                    trusted == Some(TrustState::Changed),
+                ));
             }
         }
-        self.remerge();
+        // Merged again only when a layer changed: most projects set
+        // nothing gated.
+        if changed || !self.withheld.is_empty() {
+            self.remerge();
+        }
         warnings
     }
 

@@ -830,7 +830,11 @@ fn first_user_text(loaded: &LoadedSession) -> Option<String> {
 /// flag or the configuration picked it. Failing to write the file only
 /// means the user is asked again later, so it is not an error.
 fn remember_endpoint(place: &Place, selection: &Selection) {
-    if let Some(url) = &selection.endpoint {
+    if let Some(url) = selection
+        .endpoint
+        .as_deref()
+        .filter(|url| !crate::endpoints::is_own_service(url))
+    {
         let _ = KnownEndpoints::load(place.home.as_deref()).remember(url);
     }
 }

@@ -12,6 +12,23 @@ use etch_session::event::{
 };
 use etch_session::{Event, LoadedSession, types};
 
+/// The export format a path's extension names (`html`, `md` or
+/// `jsonl`), if it names one: `etch export -o`, RPC `export` and the
+/// chat's `/export` decide alike.
+pub fn format_of(path: &std::path::Path) -> Option<&'static str> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("html" | "htm") => Some("html"),
+        Some("md" | "markdown" | "txt") => Some("md"),
+        Some("jsonl") => Some("jsonl"),
+        _ => None,
+    }
+}
+
 /// The plain transcript as an HTML page, every character from the
 /// session escaped (a front end may give its host a richer page; this is
 /// what `export` writes without one).

@@ -11,21 +11,6 @@ use etch_session::load_session;
 
 use crate::exit::{self, Failure};
 
-/// The format a path's extension implies, if it names one.
-fn format_of(path: &Path) -> Option<&'static str> {
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("html" | "htm") => Some("html"),
-        Some("md" | "markdown" | "txt") => Some("md"),
-        Some("jsonl") => Some("jsonl"),
-        _ => None,
-    }
-}
-
 /// Runs `etch export`.
 pub fn run(
     session_dir: &Path,
@@ -36,7 +21,7 @@ pub fn run(
 ) -> Result<(), Failure> {
     let (row, file) = crate::session_arg::pick(session_dir, prefix)?;
     let format = format
-        .or_else(|| output.and_then(format_of))
+        .or_else(|| output.and_then(etch_runtime::transcript::format_of))
         .unwrap_or("html");
     let failed = |what: String| Failure::new(exit::FAILED, anyhow::anyhow!(what));
     let bytes = if format == "jsonl" {

@@ -66,16 +66,22 @@ pub async fn run(place: &Place, command: HooksCommand) -> Result<(), Failure> {
                 .and_then(|h| etch_config::trust::TrustStore::load(h).ok())
                 .unwrap_or_default();
             let mut out = String::new();
+            // Each project file's state once: it hashes the files its
+            // commands name.
+            let states: std::collections::HashMap<_, _> =
+                crate::trust_cmd::project_files(&place.config, home)
+                    .into_iter()
+                    .map(|file| {
+                        let state = store.state(&place.config, &file);
+                        (file, state)
+                    })
+                    .collect();
             for entry in entries {
-                let user =
-                    !crate::trust_cmd::project_files(&place.config, home).contains(&entry.source);
-                let origin = if user {
-                    "user".to_owned()
-                } else {
-                    format!(
-                        "project, {}",
-                        crate::trust_cmd::describe(store.state(&place.config, &entry.source))
-                    )
+                let origin = match states.get(&entry.source) {
+                    None => "user".to_owned(),
+                    Some(state) => {
+                        format!("project, {}", crate::trust_cmd::describe(*state))
+                    }
                 };
                 let matcher = if entry.matcher.trim().is_empty() {
                     "*"

@@ -86,19 +86,17 @@ pub fn eprint_line(line: &str) {
     let _ = writeln!(err, "{}", etch_sanitize::visible_lines(line));
 }
 
-/// Writes bytes to stdout as they are (an export asked for with `-o -`:
-/// a file's contents, escaped for its format, not for a terminal).
-pub fn print_bytes(bytes: &[u8]) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(bytes);
-    let _ = out.flush();
-}
-
 /// Prints text to stdout as it is. A closed pipe (`etch show ID | head`)
 /// ends the output quietly: `print!` would panic there.
 pub fn print_text(text: &str) {
+    print_bytes(text.as_bytes());
+}
+
+/// Writes bytes to stdout as they are (also an export asked for with `-o
+/// -`: a file's contents, escaped for its format, not for a terminal).
+pub fn print_bytes(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(bytes);
     let _ = out.flush();
 }
 

@@ -279,7 +279,8 @@ fn a_forged_hook_command_is_refused_and_shown_whole() {
 }
 
 /// A project in a directory whose name holds escape sequences: `etch
-/// trust` and `hooks list` show the path with the escapes visible.
+/// trust`, `hooks list`, `plugins list` and `mcp list` show the path
+/// with the escapes visible.
 #[test]
 fn paths_are_shown_with_their_control_characters_visible() {
     let ws = Workspace::new();
@@ -287,10 +288,17 @@ fn paths_are_shown_with_their_control_characters_visible() {
     std::fs::create_dir_all(odd.join(".etch")).unwrap();
     std::fs::write(
         odd.join(".etch/config.toml"),
-        "[[hooks.TurnStart]]\ncommand = \"true\"\n",
+        "[[hooks.TurnStart]]\ncommand = \"true\"\n\
+         [[plugins]]\nname = \"p\"\ncommand = \"true\"\n\
+         [[mcp.servers]]\nname = \"m\"\ncommand = \"true\"\n",
     )
     .unwrap();
-    for args in [&["trust"][..], &["hooks", "list"][..]] {
+    for args in [
+        &["trust"][..],
+        &["hooks", "list"][..],
+        &["plugins", "list"][..],
+        &["mcp", "list"][..],
+    ] {
         let mut command = ws.command(args);
         command.current_dir(&odd);
         let out = support::Run(command.output().unwrap());

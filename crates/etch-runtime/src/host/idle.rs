@@ -93,18 +93,8 @@ impl Host {
         output_path: Option<&str>,
         format: Option<&str>,
     ) -> Result<Option<Value>, String> {
-        let by_extension = output_path.and_then(|p| {
-            match std::path::Path::new(p)
-                .extension()
-                .and_then(|e| e.to_str())
-                .map(str::to_ascii_lowercase)
-                .as_deref()
-            {
-                Some("html" | "htm") => Some("html"),
-                Some("jsonl") => Some("jsonl"),
-                _ => None,
-            }
-        });
+        let by_extension =
+            output_path.and_then(|p| crate::transcript::format_of(std::path::Path::new(p)));
         let format = match format.or(by_extension).unwrap_or("md") {
             f @ ("html" | "md" | "jsonl") => f,
             other => {
