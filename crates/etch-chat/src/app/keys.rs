@@ -315,6 +315,7 @@ impl App {
         let index = self
             .files
             .get_or_insert_with(|| complete::FileIndex::start(&self.cwd));
+        self.files_awaited = index.get().is_none();
         let items = index
             .get()
             .map(|files| {
@@ -341,18 +342,12 @@ impl App {
 
     /// Whether the `@` search waits for the file list.
     pub(crate) fn files_loading(&self) -> bool {
-        self.popup.as_ref().is_some_and(|p| p.kind == Kind::File)
-            && self.files.as_ref().is_some_and(|f| f.get().is_none())
+        self.files_awaited && self.popup.as_ref().is_some_and(|p| p.kind == Kind::File)
     }
 
     /// Fills the `@` popup once the file list has arrived.
     pub(crate) fn poll_files(&mut self) {
-        if self
-            .popup
-            .as_ref()
-            .is_some_and(|p| p.kind == Kind::File && p.items.is_empty())
-            && self.files.as_ref().is_some_and(|f| f.get().is_some())
-        {
+        if self.files_loading() && self.files.as_ref().is_some_and(|f| f.get().is_some()) {
             self.open_files();
         }
     }

@@ -264,6 +264,12 @@ pub struct App {
     pub(crate) picker: Option<picker::Picker>,
     /// The project's files for `@` search, listed on first use.
     pub(crate) files: Option<crate::complete::FileIndex>,
+    /// Whether the `@` popup was opened before the file list arrived and
+    /// has not been filled since. A flag rather than asking the index, as
+    /// the list may arrive between drawing "listing…" and deciding whether
+    /// to keep the clock running; the clock then stopped and the popup
+    /// stayed empty.
+    pub(crate) files_awaited: bool,
     /// Skill names.
     pub(crate) skills: Vec<String>,
     /// Bytes for the terminal outside frames (OSC 52).
@@ -314,6 +320,7 @@ impl App {
             popup: None,
             picker: None,
             files: None,
+            files_awaited: false,
             skills: start.skills,
             raw_out: Vec::new(),
             osc52: true,

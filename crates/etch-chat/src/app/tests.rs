@@ -462,6 +462,31 @@ fn round_limits_compaction_and_retries_are_notices() {
     assert!(matches!(body(&sent[0]), CommandBody::Prompt { .. }));
 }
 
+/// The clock keeps running until the `@` popup has been filled: the
+/// list may arrive after a frame drew "listing…" but before the runner
+/// asks whether anything moves by itself (the popup once stayed empty).
+#[test]
+fn a_file_list_arriving_between_frames_still_fills_the_popup() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/parser.rs"), "").unwrap();
+    let mut app = App::new(Start {
+        cwd: dir.path().to_path_buf(),
+        ..Start::default()
+    });
+    type_text(&mut app, "@");
+    let index = app.files.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while index.get().is_none() {
+        assert!(Instant::now() < deadline, "the file list never came");
+        std::thread::yield_now();
+    }
+    assert!(app.wants_tick(), "the popup still shows the wait");
+    let live = live_text(&mut app);
+    assert!(live.contains("src/parser.rs"), "{live}");
+    assert!(!app.wants_tick());
+}
+
 /// Tab completes commands; `@` searches the project's files and Enter
 /// puts the chosen path in the prompt.
 #[test]
