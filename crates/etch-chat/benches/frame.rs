@@ -163,7 +163,7 @@ fn app(start: Start) -> (App, Screen) {
 /// One frame of the live area.
 fn frame(app: &mut App, screen: &mut Screen, now: Instant) {
     let live = app.live(WIDTH, HEIGHT, now);
-    screen.frame(&[], &live).unwrap();
+    screen.frame(&[], &live, app.caret()).unwrap();
 }
 
 /// The `n`th typed character and its frame; every `LINE` characters the

@@ -23,6 +23,9 @@ pub const PASTE_LINES: usize = 5;
 /// Pastes with more characters than this become a marker.
 pub const PASTE_CHARS: usize = 1000;
 
+/// What leads the editor's first row (later rows get two spaces).
+const LEAD: &str = "› ";
+
 /// The editor's state.
 #[derive(Debug, Default, Clone)]
 pub struct Editor {
@@ -384,12 +387,14 @@ impl Editor {
     }
 
     /// The editor's rows at `width` columns, at most `max_rows` (the rows
-    /// around the caret), each led by `› ` or two spaces; the caret is a
-    /// reversed cell when `caret` is set.
-    pub fn render(&self, width: usize, max_rows: usize, caret: bool) -> Vec<Line<'static>> {
+    /// around the caret), each led by `› ` or two spaces, and where the
+    /// caret is among them (row, display column). The caret is not drawn:
+    /// the terminal's own cursor goes there, which IME candidate windows
+    /// and screen readers follow.
+    pub fn render(&self, width: usize, max_rows: usize) -> (Vec<Line<'static>>, (usize, usize)) {
         let inner = width.saturating_sub(2).max(1);
         let mut rows: Vec<Vec<Span<'static>>> = Vec::new();
-        let mut caret_row = 0;
+        let mut caret = (0, 0);
         // Selected text (a refused command's) shows as such.
         let plain = |text: String| {
             if self.selected {
@@ -405,7 +410,7 @@ impl Editor {
             let mut row: Vec<Span<'static>> = Vec::new();
             let mut text = String::new();
             let mut used = 0;
-            let caret_here = caret && r == self.row;
+            let caret_here = r == self.row;
             for (i, c) in chars.iter().enumerate() {
                 let w = c.width().unwrap_or(0);
                 if used + w > inner {
@@ -414,22 +419,20 @@ impl Editor {
                     used = 0;
                 }
                 if caret_here && i == self.col {
-                    row.push(plain(std::mem::take(&mut text)));
-                    row.push(Span::styled(c.to_string(), theme::caret()));
-                    caret_row = rows.len();
-                } else {
-                    text.push(*c);
+                    caret = (rows.len(), used);
                 }
+                text.push(*c);
                 used += w;
             }
             if caret_here && self.col >= chars.len() {
+                // The cursor after the last character needs a cell of
+                // its own.
                 if used + 1 > inner {
                     row.push(plain(std::mem::take(&mut text)));
                     rows.push(std::mem::take(&mut row));
+                    used = 0;
                 }
-                row.push(plain(std::mem::take(&mut text)));
-                row.push(Span::styled(" ", theme::caret()));
-                caret_row = rows.len();
+                caret = (rows.len(), used);
             }
             row.push(plain(text));
             rows.push(row);
@@ -438,16 +441,18 @@ impl Editor {
         let first = if rows.len() <= max_rows {
             0
         } else {
-            caret_row
+            caret
+                .0
                 .saturating_sub(max_rows - 1)
                 .min(rows.len() - max_rows)
         };
-        rows.into_iter()
+        let lines = rows
+            .into_iter()
             .enumerate()
             .skip(first)
             .take(max_rows)
             .map(|(i, row)| {
-                let lead = if i == 0 { "› " } else { "  " };
+                let lead = if i == 0 { LEAD } else { "  " };
                 let mut spans = vec![Span::styled(
                     lead,
                     Style::new().fg(ratatui_core::style::Color::Cyan),
@@ -455,7 +460,9 @@ impl Editor {
                 spans.extend(row.into_iter().filter(|s| !s.content.is_empty()));
                 Line::from(spans)
             })
-            .collect()
+            .collect();
+        // Both leads are two columns wide.
+        (lines, (caret.0 - first, caret.1 + 2))
     }
 }
 
@@ -481,7 +488,8 @@ mod tests {
 
     fn rows(editor: &Editor, width: usize, max: usize) -> Vec<String> {
         editor
-            .render(width, max, true)
+            .render(width, max)
+            .0
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -583,17 +591,33 @@ mod tests {
         assert_eq!(rows, ["› a b\u{fffd}c"]);
     }
 
-    /// Long lines wrap by characters; the window follows the caret.
+    /// Long lines wrap by characters; the window follows the caret, and
+    /// the caret's place is counted in display columns after the lead.
     #[test]
     fn rendering_wraps_and_follows_the_caret() {
         let mut e = Editor::new(Vec::new());
         e.insert("abcdefghij");
-        assert_eq!(rows(&e, 6, 10), ["› abcd", "  efgh", "  ij "]);
+        assert_eq!(rows(&e, 6, 10), ["› abcd", "  efgh", "  ij"]);
+        assert_eq!(e.render(6, 10).1, (2, 4));
+        e.left();
+        e.left();
+        e.left();
+        assert_eq!(e.render(6, 10).1, (1, 5));
+        // A full row puts the caret after it on a row of its own.
+        let mut full = Editor::new(Vec::new());
+        full.insert("abcdefgh");
+        assert_eq!(rows(&full, 6, 10), ["› abcd", "  efgh", "  "]);
+        assert_eq!(full.render(6, 10).1, (2, 2));
+        let mut wide = Editor::new(Vec::new());
+        wide.insert("日本語");
+        assert_eq!(wide.render(20, 2).1, (0, 8));
+        e.end();
         for i in 0..5 {
             e.newline();
             e.insert(&format!("line {i}"));
         }
         let shown = rows(&e, 20, 2);
-        assert_eq!(shown, ["  line 3", "  line 4 "]);
+        assert_eq!(shown, ["  line 3", "  line 4"]);
+        assert_eq!(e.render(20, 2).1, (1, 8));
     }
 }

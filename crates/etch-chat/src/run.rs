@@ -77,8 +77,8 @@ enum Input {
 /// Restores the terminal when dropped.
 struct TerminalGuard;
 
-/// Sequences that set the terminal up: bracketed paste, hidden cursor,
-/// and the kitty keyboard protocol's first level (so Shift+Enter is told
+/// Sequences that set the terminal up: bracketed paste, the cursor hidden
+/// until the first frame puts it at the caret, and the kitty keyboard protocol's first level (so Shift+Enter is told
 /// apart; terminals without it ignore the request).
 const ENTER: &str = "\u{1b}[?2004h\u{1b}[?25l\u{1b}[>1u";
 /// Sequences that undo [`ENTER`].
@@ -168,6 +168,7 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
     let guard = TerminalGuard::enter()?;
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     let mut screen = Screen::new(terminal_out(), width, height, color);
+    screen.set_reflows(crate::term::reflows(|key| std::env::var(key).ok()));
     // Where the chat starts on the screen; a terminal that does not
     // answer leaves the screen drawing inline, as it always could.
     let start_row = crossterm::cursor::position().ok().map(|(_, row)| row);
@@ -226,7 +227,8 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                     match key.code {
                         KeyCode::Char('o') if ctrl => {
                             let rows = app.expand_last(usize::from(screen.width()));
-                            let _ = screen.frame(&rows, &app.live(usize::from(screen.width()), usize::from(screen.height()), Instant::now()));
+                            let live = app.live(usize::from(screen.live_width()), usize::from(screen.height()), Instant::now());
+                            let _ = screen.frame(&rows, &live, app.caret());
                         }
                         KeyCode::Char('l') if ctrl => {
                             if locates {
@@ -397,10 +399,14 @@ fn draw(app: &mut App, screen: &mut Screen, now: Instant, locates: bool) -> bool
     }
     let width = usize::from(screen.width());
     let history = app.take_history(width);
-    let live = app.live(width, usize::from(screen.height()), now);
+    let live = app.live(
+        usize::from(screen.live_width()),
+        usize::from(screen.height()),
+        now,
+    );
     // A write error means the terminal is gone; the input thread reports
     // that and the loop ends.
-    let _ = screen.frame(&history, &live);
+    let _ = screen.frame(&history, &live, app.caret());
     true
 }
 

@@ -41,8 +41,11 @@ struct Term {
 impl Term {
     fn new(width: u16, height: u16) -> Self {
         let bytes = Shared::default();
+        let mut screen = Screen::new(Box::new(bytes.clone()), width, height, true);
+        // The emulator cuts rows on a resize, like xterm.
+        screen.set_reflows(false);
         Self {
-            screen: Screen::new(Box::new(bytes.clone()), width, height, true),
+            screen,
             bytes,
             parser: vt100::Parser::new(height, width, 10_000),
             seen: Vec::new(),
@@ -53,8 +56,12 @@ impl Term {
     fn frame(&mut self, app: &mut App) {
         let width = usize::from(self.screen.width());
         let history = app.take_history(width);
-        let live = app.live(width, usize::from(self.screen.height()), Instant::now());
-        self.screen.frame(&history, &live).unwrap();
+        let live = app.live(
+            usize::from(self.screen.live_width()),
+            usize::from(self.screen.height()),
+            Instant::now(),
+        );
+        self.screen.frame(&history, &live, app.caret()).unwrap();
         self.pump();
     }
 

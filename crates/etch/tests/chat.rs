@@ -1185,6 +1185,33 @@ fn narrowing_in_steps_leaves_no_stale_copies() {
     assert_eq!(tmux.exit_code(), 0);
 }
 
+/// The terminal's own cursor is shown at the insertion point (IME
+/// candidate windows and screen readers follow it), on the editor's row,
+/// also on a second line, after the window narrowed and after Ctrl+L;
+/// it used to be hidden for the whole chat and parked on the rule row.
+#[test]
+fn the_cursor_sits_at_the_insertion_point() {
+    let ws = Workspace::new();
+    let tmux = echo_chat(&ws, SIZE.0, SIZE.1);
+    tmux.type_text("hello");
+    tmux.wait_cursor("› hello", 7);
+    tmux.keys(&["Left", "Left"]);
+    tmux.wait_cursor("› hello", 5);
+    tmux.keys(&["End", "C-j"]);
+    tmux.type_text("wörld 日本");
+    tmux.wait_cursor("  wörld 日本", 12);
+    tmux.line("");
+    tmux.wait_for("• hello");
+    tmux.wait_cursor("› ", 2);
+    tmux.type_text("again");
+    narrow_in_steps(&tmux, &[90, 80, 70], SIZE.1);
+    tmux.wait_cursor("› again", 7);
+    tmux.keys(&["C-l"]);
+    tmux.wait_cursor("› again", 7);
+    tmux.keys(&["C-u", "C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
 /// Two narrowing resizes while a 40-paragraph answer streams: every
 /// paragraph reaches the scrollback exactly once, no preview row is
 /// stranded there, and one footer remains.
@@ -1211,6 +1238,8 @@ fn narrowing_during_a_stream_keeps_every_paragraph_once() {
     narrow_in_steps(&tmux, &NARROWING[..5], 60);
     tmux.wait_for("paragraph-12");
     narrow_in_steps(&tmux, &NARROWING[5..], 60);
+    // The cursor stays in the editor while the answer streams.
+    tmux.wait_cursor("› ", 2);
     tmux.wait_for("paragraph-40 of the streamed answer");
     tmux.wait_screen("1 req");
     let history = tmux.history();

@@ -54,7 +54,9 @@ impl App {
             )));
         }
         let editor_rows = (height / 2).max(1);
-        let mut editor = self.editor.render(width, editor_rows, true);
+        let (mut editor, (caret_row, caret_col)) = self.editor.render(width, editor_rows);
+        // Counted from the bottom, like `bottom` is built.
+        let caret_up = bottom.len() + editor.len() - 1 - caret_row;
         editor.reverse();
         bottom.extend(editor);
         if height >= 6 {
@@ -209,8 +211,15 @@ impl App {
             }
         }
         bottom.truncate(height);
+        self.caret = (caret_up < bottom.len()).then(|| (bottom.len() - 1 - caret_up, caret_col));
         bottom.reverse();
         bottom
+    }
+
+    /// Where the editor's caret was in the last [`Self::live`] rows (row,
+    /// display column), if shown: the terminal's cursor goes there.
+    pub fn caret(&self) -> Option<(usize, usize)> {
+        self.caret
     }
 }
 

@@ -270,6 +270,8 @@ pub struct App {
     /// to keep the clock running; the clock then stopped and the popup
     /// stayed empty.
     pub(crate) files_awaited: bool,
+    /// Where the caret was in the last live rows (see [`Self::caret`]).
+    caret: Option<(usize, usize)>,
     /// Skill names.
     pub(crate) skills: Vec<String>,
     /// Bytes for the terminal outside frames (OSC 52).
@@ -321,6 +323,7 @@ impl App {
             picker: None,
             files: None,
             files_awaited: false,
+            caret: None,
             skills: start.skills,
             raw_out: Vec::new(),
             osc52: true,

@@ -11,8 +11,8 @@ use ratatui_core::text::Line;
 use unicode_width::UnicodeWidthChar;
 
 /// Appends `line` to `out`, at most `width` columns wide; styles are reset
-/// at its end.
-pub fn push_line(out: &mut String, line: &Line<'_>, width: usize, color: bool) {
+/// at its end. Returns the columns written.
+pub fn push_line(out: &mut String, line: &Line<'_>, width: usize, color: bool) -> usize {
     let mut used = 0;
     let mut styled = false;
     'spans: for span in &line.spans {
@@ -40,6 +40,7 @@ pub fn push_line(out: &mut String, line: &Line<'_>, width: usize, color: bool) {
     if styled {
         out.push_str("\u{1b}[0m");
     }
+    used
 }
 
 /// The display width of `line`.

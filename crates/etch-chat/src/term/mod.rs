@@ -25,9 +25,42 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether the terminal rewraps its lines when its width changes, from
+/// the environment `var` reads: most do (tmux, VTE, kitty, iTerm2,
+/// Alacritty, WezTerm, Windows Terminal); xterm and the Linux console cut
+/// them instead. Inside tmux, tmux is the terminal, whatever runs it.
+pub fn reflows(var: impl Fn(&str) -> Option<String>) -> bool {
+    if var("TMUX").is_some() {
+        return true;
+    }
+    if var("XTERM_VERSION").is_some() {
+        return false;
+    }
+    var("TERM").is_none_or(|term| term != "linux")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::sanitize;
+    use super::{reflows, sanitize};
+
+    #[test]
+    fn xterm_and_the_console_do_not_reflow() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |key: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert!(reflows(env(&[("TERM", "xterm-256color")])));
+        assert!(!reflows(env(&[("XTERM_VERSION", "XTerm(390)")])));
+        assert!(reflows(env(&[
+            ("XTERM_VERSION", "XTerm(390)"),
+            ("TMUX", "/tmp/tmux-1000/default,1,0")
+        ])));
+        assert!(!reflows(env(&[("TERM", "linux")])));
+    }
 
     /// The chat's rows never hold a tab or an escape sequence.
     #[test]

@@ -1,14 +1,18 @@
 //! The inline screen: history written once into the terminal's own
 //! scrollback, and a live area at the bottom redrawn in place.
 //!
-//! Between frames the (hidden) cursor rests at column 0 of the live
-//! area's first row. A terminal that reflows lines on a width change
-//! (tmux, VTE, kitty, iTerm) keeps the cursor on that cell, and one that
-//! does not (xterm) leaves it there too, so the next frame's "return to
-//! column 0, erase everything below" removes the whole old live area
-//! however it was rewrapped, and never touches a history row above it.
-//! No absolute positions, no scroll regions, never `ESC[2J` or `ESC[3J`:
-//! the history is the terminal's once written.
+//! Between frames the terminal's cursor is shown at the editor's caret
+//! (IME candidate windows and screen readers follow it), and the screen
+//! remembers where that is in the live area. The next frame hides it,
+//! moves up to column 0 of the live area's first row and erases
+//! everything below: that removes the whole old live area and never
+//! touches a history row above it. When the width changes, a terminal
+//! that reflows lines (tmux, VTE, kitty, iTerm) rewraps the rows above
+//! the caret, so the way up is counted from the widths the rows were
+//! written at and the new width ([`Screen::rest_rows`]); one that does
+//! not (xterm) leaves them as they were. No absolute positions, no scroll
+//! regions, never `ESC[2J` or `ESC[3J`: the history is the terminal's
+//! once written.
 //!
 //! What that alone does not survive: a reflowing terminal that narrows
 //! makes the live area's rows wrap, and tmux (like others) keeps the
@@ -49,6 +53,11 @@ const SYNC_END: &str = "\u{1b}[?2026l";
 /// its row, erase from the row below, restore.
 const ERASE_BELOW: &str = "\u{1b}7\u{1b}[2K\u{1b}[1B\u{1b}[J\u{1b}8";
 
+/// Hide and show the cursor.
+const HIDE: &str = "\u{1b}[?25l";
+/// See [`HIDE`].
+const SHOW: &str = "\u{1b}[?25h";
+
 /// The terminal as the chat draws on it.
 pub struct Screen {
     /// Where bytes go (the terminal, or a test's buffer).
@@ -71,6 +80,14 @@ pub struct Screen {
     pad: u16,
     /// Whether the live area is kept at the bottom (after a resize).
     anchored: bool,
+    /// The columns each live row took when written: how a reflowing
+    /// terminal rewraps them at another width follows from these.
+    live_widths: Vec<usize>,
+    /// Where the cursor rests between frames: the live row and column it
+    /// was put on (the caret, or the first row's start).
+    rest: (u16, u16),
+    /// Whether the terminal rewraps lines when its width changes.
+    reflows: bool,
 }
 
 impl Screen {
@@ -86,15 +103,26 @@ impl Screen {
             top: None,
             pad: 0,
             anchored: false,
+            live_widths: Vec::new(),
+            rest: (0, 0),
+            reflows: true,
         }
     }
 
-    /// The terminal reported the cursor, which rests on the live area's
-    /// first row, at screen row `row` (0-based): at start, and after a
-    /// resize, once the terminal has reflowed. From the first resize on,
-    /// the live area is kept at the bottom.
+    /// Tells whether the terminal rewraps lines on a width change (most
+    /// do; see [`super::reflows`]).
+    pub fn set_reflows(&mut self, reflows: bool) {
+        self.reflows = reflows;
+    }
+
+    /// The terminal reported the cursor (where it rests between frames)
+    /// at screen row `row` (0-based): at start, and after a resize, once
+    /// the terminal has reflowed. From the first resize on, the live area
+    /// is kept at the bottom.
     pub fn locate(&mut self, row: u16, resized: bool) {
-        let row = row.min(self.height.saturating_sub(1));
+        let row = row
+            .saturating_sub(self.rest_rows())
+            .min(self.height.saturating_sub(1));
         self.top = Some(row);
         // Padding is blank and sits right above the live area; whatever a
         // reflow pushed off the top of the screen is no longer ours.
@@ -105,6 +133,36 @@ impl Screen {
     /// Columns.
     pub fn width(&self) -> u16 {
         self.width
+    }
+
+    /// Columns a live row may use: all but the last. A character the
+    /// terminal draws wider than Unicode says (an emoji with a variation
+    /// selector, an ambiguous-width symbol in a CJK terminal) then still
+    /// fits, and the row never wraps, which would put the rows the screen
+    /// counts out of step with the terminal's.
+    pub fn live_width(&self) -> u16 {
+        self.width.saturating_sub(1).max(1)
+    }
+
+    /// Rows from the live area's first row down to the cursor's, as the
+    /// terminal holds them now: one per live row above the cursor at the
+    /// width they were written at; after a reflowing terminal changed
+    /// width, as many as each row now wraps into, and the cursor's own
+    /// row wraps before its column too.
+    fn rest_rows(&self) -> u16 {
+        let (row, col) = (usize::from(self.rest.0), usize::from(self.rest.1));
+        if !self.reflows {
+            return self.rest.0;
+        }
+        let width = usize::from(self.width);
+        let above: usize = self
+            .live_widths
+            .iter()
+            .take(row)
+            .map(|&w| w.div_ceil(width).max(1))
+            .sum::<usize>()
+            + row.saturating_sub(self.live_widths.len());
+        u16::try_from(above + col / width).unwrap_or(u16::MAX)
     }
 
     /// Rows.
@@ -132,19 +190,31 @@ impl Screen {
     }
 
     /// Draws one frame: `history` lines (already wrapped to the width) go
-    /// into the scrollback for good, then `live` replaces the live area.
-    /// The live area is cut to the screen's height, keeping its last rows
-    /// (the editor and footer live at the bottom), so it never scrolls
-    /// into the history.
-    pub fn frame(&mut self, history: &[Line<'_>], live: &[Line<'_>]) -> io::Result<()> {
+    /// into the scrollback for good, then `live` replaces the live area,
+    /// and the cursor is shown at `caret` (row of `live`, column), if
+    /// any. The live area is cut to the screen's height, keeping its last
+    /// rows (the editor and footer live at the bottom), so it never
+    /// scrolls into the history.
+    pub fn frame(
+        &mut self,
+        history: &[Line<'_>],
+        live: &[Line<'_>],
+        caret: Option<(usize, usize)>,
+    ) -> io::Result<()> {
         let width = usize::from(self.width);
         let keep = live.len().min(usize::from(self.height));
-        let live = &live[live.len() - keep..];
+        let cut = live.len() - keep;
+        let live = &live[cut..];
+        let caret = caret
+            .and_then(|(row, col)| Some((row.checked_sub(cut)?, col)))
+            .filter(|&(row, _)| row < keep);
         let mut buf = String::with_capacity(64 + (history.len() + live.len()) * (width + 16));
         buf.push_str(SYNC_BEGIN);
+        buf.push_str(HIDE);
         // From the top of the padding: new history fills it first.
-        if self.pad > 0 {
-            let _ = write!(buf, "\u{1b}[{}A", self.pad);
+        let up = self.rest_rows().saturating_add(self.pad);
+        if up > 0 {
+            let _ = write!(buf, "\u{1b}[{up}A");
         }
         buf.push('\r');
         buf.push_str(ERASE_BELOW);
@@ -165,23 +235,34 @@ impl Screen {
         for _ in 0..self.pad {
             buf.push_str("\r\n");
         }
-        // Live rows leave the last column empty: a character the terminal
-        // draws wider than Unicode says (an emoji with a variation
-        // selector, an ambiguous-width symbol in a CJK terminal) then
-        // still fits, and the row never wraps, which would put the cursor
-        // off the live area's first row.
-        let live_width = width.saturating_sub(1).max(1);
+        let live_width = usize::from(self.live_width());
+        self.live_widths.clear();
         for (i, line) in live.iter().enumerate() {
             if i > 0 {
                 buf.push_str("\r\n");
             }
-            ansi::push_line(&mut buf, line, live_width, self.color);
+            let used = ansi::push_line(&mut buf, line, live_width, self.color);
+            self.live_widths.push(used);
         }
-        if rows > 1 {
-            let _ = write!(buf, "\u{1b}[{}A", rows - 1);
+        // To the caret, shown; without one the cursor rests, hidden, at
+        // the first row's start.
+        let (caret_row, caret_col) = caret.map_or((0, 0), |(row, col)| {
+            let clamp = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+            (clamp(row), clamp(col.min(live_width)))
+        });
+        let up = rows.saturating_sub(1).saturating_sub(caret_row);
+        if up > 0 {
+            let _ = write!(buf, "\u{1b}[{up}A");
         }
         buf.push('\r');
+        if caret_col > 0 {
+            let _ = write!(buf, "\u{1b}[{caret_col}C");
+        }
+        if caret.is_some() {
+            buf.push_str(SHOW);
+        }
         buf.push_str(SYNC_END);
+        self.rest = (caret_row, caret_col);
         // Live rows that ran past the last row scrolled the screen: the
         // live area then ends on the last row.
         self.top = row.map(|r| {
@@ -197,8 +278,9 @@ impl Screen {
     pub fn close(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
         let width = usize::from(self.width);
         let mut buf = String::new();
-        if self.pad > 0 {
-            let _ = write!(buf, "\u{1b}[{}A", self.pad);
+        let up = self.rest_rows().saturating_add(self.pad);
+        if up > 0 {
+            let _ = write!(buf, "\u{1b}[{up}A");
         }
         buf.push('\r');
         buf.push_str(ERASE_BELOW);
@@ -208,6 +290,8 @@ impl Screen {
         }
         self.live_rows = 0;
         self.pad = 0;
+        self.rest = (0, 0);
+        self.live_widths.clear();
         self.emit(&buf)
     }
 
@@ -270,14 +354,16 @@ mod tests {
         let mut screen = Screen::new(Box::new(bytes.clone()), 30, 10, false);
         screen.locate(0, false);
         screen
-            .frame(&lines(&["header"]), &lines(&["rule", "editor"]))
+            .frame(&lines(&["header"]), &lines(&["rule", "editor"]), None)
             .unwrap();
         let (rows, cursor) = shown(&bytes, 30, 10);
         assert_eq!(&rows[..3], ["header", "rule", "editor"]);
         assert_eq!(cursor, 1);
         screen.resize(30, 10);
         screen.locate(1, true);
-        screen.frame(&[], &lines(&["rule", "editor"])).unwrap();
+        screen
+            .frame(&[], &lines(&["rule", "editor"]), None)
+            .unwrap();
         let (rows, cursor) = shown(&bytes, 30, 10);
         assert_eq!(rows[0], "header");
         assert!(rows[1..8].iter().all(String::is_empty), "{rows:?}");
@@ -288,6 +374,7 @@ mod tests {
             .frame(
                 &lines(&["answer one", "answer two"]),
                 &lines(&["rule", "editor"]),
+                None,
             )
             .unwrap();
         let (rows, cursor) = shown(&bytes, 30, 10);
@@ -300,6 +387,51 @@ mod tests {
         assert!(rows[4..].iter().all(String::is_empty), "{rows:?}");
     }
 
+    /// The cursor is shown at the caret after a frame and hidden while
+    /// the next is written; the way back up to the live area's first row
+    /// counts the rows a reflowing terminal rewrapped after narrowing.
+    #[test]
+    fn the_cursor_rests_at_the_caret() {
+        let bytes = Bytes::default();
+        let mut screen = Screen::new(Box::new(bytes.clone()), 30, 10, false);
+        screen.locate(0, false);
+        let wide = "w".repeat(29);
+        let live = lines(&[&wide, &wide, "› hi"]);
+        screen
+            .frame(&lines(&["header"]), &live, Some((2, 4)))
+            .unwrap();
+        let mut parser = vt100::Parser::new(10, 30, 0);
+        parser.process(&bytes.0.lock().unwrap());
+        assert_eq!(parser.screen().cursor_position(), (3, 4));
+        assert!(!parser.screen().hide_cursor());
+        // A cursor report now names the caret's row; the live area starts
+        // two rows above it.
+        screen.locate(3, false);
+        assert_eq!(screen.top, Some(1));
+        // Narrowed to 20 columns, each wide row takes two.
+        screen.resize(20, 10);
+        assert_eq!(screen.rest_rows(), 4);
+        screen.locate(5, true);
+        assert_eq!(screen.top, Some(1));
+        bytes.0.lock().unwrap().clear();
+        screen.frame(&[], &live, None).unwrap();
+        let text = String::from_utf8_lossy(&bytes.0.lock().unwrap()).into_owned();
+        assert!(
+            text.starts_with(&format!("{SYNC_BEGIN}{HIDE}\u{1b}[4A\r")),
+            "{text:?}"
+        );
+        assert!(!text.contains(SHOW), "no caret, no cursor: {text:?}");
+        // Widened again, the rows are whole once more; a terminal that
+        // cuts rows instead of rewrapping them never counts more.
+        screen.resize(40, 10);
+        assert_eq!(screen.rest_rows(), 0);
+        screen.frame(&[], &live, Some((2, 4))).unwrap();
+        screen.resize(20, 10);
+        assert_eq!(screen.rest_rows(), 4);
+        screen.set_reflows(false);
+        assert_eq!(screen.rest_rows(), 2);
+    }
+
     /// Without a cursor report the screen draws inline, and never a bare
     /// erase-below, which tmux takes at the top-left corner for "push the
     /// screen into the scrollback".
@@ -308,10 +440,12 @@ mod tests {
         let bytes = Bytes::default();
         let mut screen = Screen::new(Box::new(bytes.clone()), 30, 10, false);
         screen
-            .frame(&lines(&["header"]), &lines(&["rule", "editor"]))
+            .frame(&lines(&["header"]), &lines(&["rule", "editor"]), None)
             .unwrap();
         screen.resize(28, 10);
-        screen.frame(&[], &lines(&["rule", "editor"])).unwrap();
+        screen
+            .frame(&[], &lines(&["rule", "editor"]), None)
+            .unwrap();
         let (rows, cursor) = shown(&bytes, 28, 10);
         assert_eq!(&rows[..3], ["header", "rule", "editor"]);
         assert_eq!(cursor, 1);

@@ -182,6 +182,54 @@ impl Tmux {
             .unwrap()
     }
 
+    /// The terminal's cursor: whether it is shown, its column and row.
+    pub fn cursor(&self) -> (bool, u16, u16) {
+        let out = self
+            .cmd()
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                "t",
+                "#{cursor_flag} #{cursor_x} #{cursor_y}",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let fields: Vec<u16> = text
+            .split_whitespace()
+            .map(|f| f.parse().unwrap())
+            .collect();
+        assert_eq!(fields.len(), 3, "{text:?}");
+        (fields[0] == 1, fields[1], fields[2])
+    }
+
+    /// Waits until the cursor is shown at (`x`, the last row of the
+    /// screen that starts with `row_start`, trailing blanks aside);
+    /// returns the screen.
+    pub fn wait_cursor(&self, row_start: &str, x: u16) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let screen = self.screen();
+            let cursor = self.cursor();
+            let row = screen
+                .lines()
+                .collect::<Vec<_>>()
+                .iter()
+                .rposition(|l| l.starts_with(row_start.trim_end()))
+                .and_then(|r| u16::try_from(r).ok());
+            if row.is_some_and(|row| cursor == (true, x, row)) && self.screen() == screen {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for the cursor at column {x} of the row \
+                 {row_start:?} (it is at {cursor:?}) on screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     /// Kills the tmux server: the terminal goes away under etch (SIGHUP).
     pub fn close_terminal(&self) {
         let _ = self
