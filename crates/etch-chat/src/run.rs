@@ -161,6 +161,8 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
         let _ = tx.send(output);
     });
     let mut slot = Slot::new(launch, sink);
+    let (late_tx, mut late) = mpsc::unbounded_channel();
+    slot.report_late(late_tx);
     let mut app = App::new(start);
     let mut sigterm = signal(SignalKind::terminate()).map_err(ChatError::Signals)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(ChatError::Signals)?;
@@ -269,6 +271,10 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                 // Prompts held behind a command go once the run before
                 // them is over.
                 effects = app.take_released(Instant::now());
+            }
+            Some(done) = late.recv() => {
+                urgent = true;
+                done.apply(&mut app);
             }
             () = wait(task_ended) => {
                 if let Some(host) = slot.host() {

@@ -41,6 +41,27 @@ pub struct Launch {
     pub selection: Option<etch_runtime::Selection>,
 }
 
+/// What a slash command's background work brings back later.
+#[derive(Debug)]
+pub enum Late {
+    /// The models a provider's server offers, or why it could not say.
+    Models {
+        /// The provider asked.
+        provider: String,
+        /// The names, or the error's message.
+        offered: Result<Vec<String>, String>,
+    },
+}
+
+impl Late {
+    /// Hands the result to the app.
+    pub fn apply(self, app: &mut App) {
+        match self {
+            Self::Models { provider, offered } => app.offer_models(&provider, offered),
+        }
+    }
+}
+
 /// The session the chat drives, once there is one.
 pub struct Slot {
     /// How to open sessions.
@@ -49,14 +70,54 @@ pub struct Slot {
     host: Option<Host>,
     /// Where the host's output goes.
     sink: Sink,
+    /// Where background work reports ([`Late`]); without it, none is
+    /// started.
+    late: Option<tokio::sync::mpsc::UnboundedSender<Late>>,
 }
 
 impl Slot {
+    /// Asks the current client's server which models it offers, in the
+    /// background: the `/model` picker is open at once and the list joins
+    /// it when it comes (bounded in time by the provider).
+    fn list_server_models(&self, app: &mut App) {
+        let client = self.host.as_ref().map(Host::client).or_else(|| {
+            self.launch
+                .selection
+                .as_ref()
+                .map(|s| std::sync::Arc::clone(&s.client))
+        });
+        let (Some(client), Some(late)) = (client, self.late.clone()) else {
+            return;
+        };
+        if client.provider() == "echo" {
+            return;
+        }
+        app.set_picker_status(Pick::Model, "asking the server which models it offers…");
+        tokio::spawn(async move {
+            let offered = client.list_models().await.map_err(|e| e.to_string());
+            let _ = late.send(Late::Models {
+                provider: client.provider().to_owned(),
+                offered,
+            });
+        });
+    }
+
     /// A slot for `launch`, reporting to `sink`; an opened session gets
     /// its host at once.
     pub fn new(mut launch: Launch, sink: Sink) -> Self {
         let host = launch.session.take().map(|s| Host::new(s, sink.clone()));
-        Self { launch, host, sink }
+        Self {
+            launch,
+            host,
+            sink,
+            late: None,
+        }
+    }
+
+    /// Lets slash commands finish work in the background, reporting to
+    /// `late` (the terminal chat listens; line mode does not).
+    pub fn report_late(&mut self, late: tokio::sync::mpsc::UnboundedSender<Late>) {
+        self.late = Some(late);
     }
 
     /// The host, when a session is open.
@@ -243,6 +304,7 @@ impl Slot {
                     choices,
                     0,
                 );
+                self.list_server_models(app);
             }
             Slash::Thinking(Some(level)) => {
                 match serde_json::from_value::<ThinkingLevel>(serde_json::Value::String(level.clone())) {

@@ -14,6 +14,12 @@ use crate::stream::StreamEvent;
 /// How many events may wait between a provider task and the core.
 const STREAM_BUFFER: usize = 256;
 
+/// The models an endpoint offers, on their way (see
+/// [`ModelClient::list_models`]).
+pub type ModelsFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<String>, crate::ModelError>> + Send + 'a>,
+>;
+
 /// A model provider.
 pub trait ModelClient: Send + Sync {
     /// Provider name as recorded in `message.assistant` (`echo`, `openai`…).
@@ -27,6 +33,12 @@ pub trait ModelClient: Send + Sync {
     /// Starts one model pass. Never fails synchronously: every failure arrives
     /// as a [`StreamEvent::Error`] (P-LOOP-08). `cancel` aborts the pass.
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+    /// The model names the endpoint offers, for a front end's model
+    /// picker (`GET /models`); bounded in time by the provider. Empty when
+    /// the provider has no such list (the offline echo model).
+    fn list_models(&self) -> ModelsFuture<'_> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 /// The receiving end of a model pass.

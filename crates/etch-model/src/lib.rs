@@ -14,7 +14,7 @@ pub mod message;
 pub mod request;
 pub mod stream;
 
-pub use client::{ModelClient, ModelStream, StreamSender, stream_channel};
+pub use client::{ModelClient, ModelStream, ModelsFuture, StreamSender, stream_channel};
 pub use content::{ContentPart, ToolCall};
 pub use message::{Message, ProviderItem};
 pub use request::{ModelRequest, RequestOptions, SystemLayer, ToolSpec};

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod driver;
 pub mod echo;
 pub mod http;
+pub mod models;
 pub mod openai;
 pub mod sse;
 

@@ -882,8 +882,9 @@ fn huge_and_binary_tool_output_is_contained() {
     assert_eq!(tmux.exit_code(), 0);
 }
 
-/// `/model` picks a model by typed name (recorded as `model.change`, the
-/// next request uses it), `/thinking` names the levels, `/context` and
+/// `/model` lists the models the server offers besides the known ones
+/// and picks one by typed name (recorded as `model.change`, the next
+/// request uses it), `/thinking` names the levels, `/context` and
 /// `/context dump` report and write the context, `/copy` saves the last
 /// answer, `/name` renames the session in the index.
 #[test]
@@ -891,6 +892,10 @@ fn model_context_copy_and_name_commands() {
     let ws = Workspace::new();
     let server = FakeServer::start(vec![
         Reply::sse(chat_text("first")),
+        Reply::json(
+            200,
+            &serde_json::json!({"data": [{"id": "m1"}, {"id": "qwen3-coder"}]}),
+        ),
         Reply::sse(chat_text("second")),
     ])
     .unwrap();
@@ -899,6 +904,12 @@ fn model_context_copy_and_name_commands() {
     tmux.wait_for("• first");
     tmux.line("/model");
     tmux.wait_screen("switch to which model?");
+    tmux.wait_screen("openai/qwen3-coder  (offered by the server)");
+    let listed = &server.requests()[1];
+    assert_eq!(
+        (listed.method.as_str(), listed.path.as_str()),
+        ("GET", "/v1/models")
+    );
     tmux.type_text("m2-large");
     tmux.wait_screen("Enter: use the model \"m2-large\"");
     tmux.keys(&["Enter"]);
@@ -906,7 +917,7 @@ fn model_context_copy_and_name_commands() {
     tmux.wait_screen("m2-large · ");
     tmux.line("again");
     tmux.wait_for("• second");
-    assert_eq!(server.requests()[1].json()["model"], "m2-large");
+    assert_eq!(server.requests()[2].json()["model"], "m2-large");
     tmux.line("/thinking");
     tmux.wait_for("change with /thinking off|none|minimal|low|medium|high|xhigh");
     tmux.line("/thinking high");
@@ -946,6 +957,43 @@ fn model_context_copy_and_name_commands() {
         "{:?}",
         types(&events)
     );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
+/// A model the server offers is picked from the list; a server that
+/// cannot list its models says why under the title, and the known
+/// choices stay usable.
+#[test]
+fn model_picks_a_model_the_server_offers() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::json(
+            200,
+            &serde_json::json!({"data": [{"id": "m1"}, {"id": "meta/llama-4\u{1b}[2J"}, {"id": "qwen3-coder"}]}),
+        ),
+        Reply::sse(chat_text("from qwen")),
+        Reply::json(500, &serde_json::json!({"error": {"message": "lists are down"}})),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.line("/model");
+    tmux.wait_screen("openai/qwen3-coder  (offered by the server)");
+    // A name unfit to show is left out; m1 is listed once, as current.
+    let screen = tmux.screen();
+    assert!(!screen.contains("llama-4"), "{screen}");
+    assert_eq!(count(&screen, "openai/m1"), 1, "{screen}");
+    tmux.type_text("coder");
+    tmux.wait_screen("filter: coder");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("model: qwen3-coder (openai; the session starts");
+    tmux.line("go");
+    tmux.wait_for("• from qwen");
+    assert_eq!(server.requests()[1].json()["model"], "qwen3-coder");
+    tmux.line("/model");
+    tmux.wait_screen("the server's models are not listed:");
+    tmux.wait_screen("HTTP 500");
+    tmux.keys(&["Escape"]);
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }

@@ -54,6 +54,9 @@ pub struct Picker {
     pub filter: String,
     /// Selected row among the filtered choices.
     pub selected: usize,
+    /// A line under the title about choices still coming (the server's
+    /// models) or why they did not.
+    pub status: Option<String>,
 }
 
 impl Picker {
@@ -74,6 +77,13 @@ impl Picker {
             truncate(&self.title, width),
             theme::strong(),
         ))];
+        if let Some(status) = &self.status {
+            // It may quote a server's answer.
+            rows.push(Line::from(Span::styled(
+                truncate(&sanitize(status).replace('\n', " "), width),
+                theme::muted(),
+            )));
+        }
         if !self.filter.is_empty() {
             rows.push(Line::from(Span::styled(
                 truncate(&format!("filter: {}", self.filter), width),
@@ -168,7 +178,40 @@ impl App {
             selected: selected.min(choices.len().saturating_sub(1)),
             choices,
             filter: String::new(),
+            status: None,
         });
+    }
+
+    /// Says under the open `pick` picker's title what is still coming.
+    pub fn set_picker_status(&mut self, pick: Pick, status: impl Into<String>) {
+        if let Some(picker) = self.picker.as_mut().filter(|p| p.pick == pick) {
+            picker.status = Some(status.into());
+        }
+    }
+
+    /// The models `provider`'s server offers (or why it could not say),
+    /// added to an open `/model` picker after the ones known already.
+    pub fn offer_models(&mut self, provider: &str, offered: Result<Vec<String>, String>) {
+        let Some(picker) = self.picker.as_mut().filter(|p| p.pick == Pick::Model) else {
+            return;
+        };
+        match offered {
+            Ok(names) => {
+                picker.status = None;
+                for name in names {
+                    let value = format!("{provider}/{name}");
+                    if !picker.choices.iter().any(|c| c.value == value) {
+                        picker.choices.push(Choice {
+                            label: format!("{value}  (offered by the server)"),
+                            value,
+                        });
+                    }
+                }
+            }
+            Err(why) => {
+                picker.status = Some(format!("the server's models are not listed: {why}"));
+            }
+        }
     }
 
     /// A key while a picker is open.
@@ -267,6 +310,7 @@ mod tests {
             }],
             filter: String::new(),
             selected: 0,
+            status: None,
         };
         let rows = picker.render(80, 10);
         let text: String = rows

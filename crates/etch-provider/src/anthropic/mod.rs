@@ -197,6 +197,18 @@ impl ModelClient for AnthropicClient {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         driver::spawn(self.pass(&request), AnthropicDecoder::new, None, cancel)
     }
+
+    fn list_models(&self) -> etch_model::ModelsFuture<'_> {
+        Box::pin(async move {
+            let config = &self.config;
+            let url = format!("{}/v1/models", config.base_url.trim_end_matches('/'));
+            let mut headers = vec![("anthropic-version".to_string(), API_VERSION.to_string())];
+            if !config.api_key.is_empty() {
+                headers.push(("x-api-key".to_string(), config.api_key.clone()));
+            }
+            crate::models::list(&url, &headers).await
+        })
+    }
 }
 
 #[cfg(test)]

@@ -115,4 +115,15 @@ impl ModelClient for ChatClient {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         driver::spawn(self.pass(&request), ChatDecoder::new, None, cancel)
     }
+
+    fn list_models(&self) -> etch_model::ModelsFuture<'_> {
+        Box::pin(async move {
+            let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
+            let mut headers = Vec::new();
+            if let Some(key) = &self.config.api_key {
+                headers.push(("authorization".to_string(), format!("Bearer {key}")));
+            }
+            crate::models::list(&url, &headers).await
+        })
+    }
 }

@@ -225,6 +225,23 @@ impl ModelClient for ResponsesClient {
             ),
         }
     }
+
+    /// The Platform's (or a compatible server's) `GET /models`. A login
+    /// (the ChatGPT backend) has no such list: none is asked for.
+    fn list_models(&self) -> etch_model::ModelsFuture<'_> {
+        Box::pin(async move {
+            if self.config.credentials.is_some() {
+                return Ok(Vec::new());
+            }
+            let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
+            let mut headers = Vec::with_capacity(self.config.extra_headers.len() + 1);
+            if let Some(bearer) = &self.config.bearer {
+                headers.push(("authorization".to_string(), format!("Bearer {bearer}")));
+            }
+            headers.extend(self.config.extra_headers.iter().cloned());
+            crate::models::list(&url, &headers).await
+        })
+    }
 }
 
 impl ResponsesClient {

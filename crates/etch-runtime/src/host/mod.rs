@@ -112,7 +112,7 @@ impl Drop for EndSignal {
 }
 
 /// What the host knows about the session while a task holds it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Snapshot {
     /// Session id.
     id: String,
@@ -130,6 +130,8 @@ struct Snapshot {
     auto_compact: bool,
     /// The subagents running now.
     children: Arc<crate::subagent::Children>,
+    /// The model client.
+    client: Arc<dyn etch_model::ModelClient>,
 }
 
 impl Snapshot {
@@ -145,6 +147,7 @@ impl Snapshot {
             messages: session.history().len(),
             auto_compact: session.place().config.context.auto_compact,
             children: Arc::clone(&session.context().children),
+            client: Arc::clone(client),
         }
     }
 }
@@ -222,6 +225,12 @@ impl Host {
     /// holds the session too).
     pub fn model(&self) -> (&str, &str) {
         (&self.snapshot.provider, &self.snapshot.model)
+    }
+
+    /// The model client the session uses now (known while a task holds
+    /// the session too): a front end asks it for the server's models.
+    pub fn client(&self) -> Arc<dyn etch_model::ModelClient> {
+        Arc::clone(&self.snapshot.client)
     }
 
     /// Whether a run or a long command is active.
