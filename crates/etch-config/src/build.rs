@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::config::{
     AcpConfig, AnthropicConfig, Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig,
-    PluginEntry, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile, SubagentsConfig,
-    ToolsConfig,
+    PluginEntry, PriceConfig, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile,
+    SubagentsConfig, ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -92,6 +92,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
         plugins: entries_of(entries, "plugins").map(plugin).collect(),
         mcp_servers: entries_of(entries, "mcp.servers").map(mcp_server).collect(),
         hooks: entries_of(entries, HOOKS_TABLE).map(hook).collect(),
+        prices: entries_of(entries, "prices").map(price).collect(),
         project_settings: Vec::new(),
     }
 }
@@ -136,6 +137,19 @@ fn profile(entry: &Entry) -> SubagentProfile {
             .set("max_seconds")
             .and_then(Value::as_integer)
             .map(clamp_u64),
+        source: entry.source.clone(),
+    }
+}
+
+/// A `[[prices]]` entry.
+fn price(entry: &Entry) -> PriceConfig {
+    let values = entry_values(entry);
+    let number = |key| values.set(key).and_then(Value::as_number);
+    PriceConfig {
+        model: values.string("model"),
+        input: number("input").unwrap_or_default(),
+        output: number("output").unwrap_or_default(),
+        cached_input: number("cached_input"),
         source: entry.source.clone(),
     }
 }

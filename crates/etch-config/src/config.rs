@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 /// Every setting, merged over the defaults (E-CFG-03). CLI flags are applied
 /// by the caller on top, see [`Loaded::mark_flag`](crate::Loaded::mark_flag).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Not `Eq`: prices are numbers.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// `[session]`.
     pub session: SessionConfig,
@@ -34,12 +35,21 @@ pub struct Config {
     pub mcp_servers: Vec<McpServerEntry>,
     /// `[[hooks.<Event>]]` entries in source order, user entries first (M2).
     pub hooks: Vec<HookEntry>,
+    /// `[[prices]]` entries, user entries first: what models cost.
+    pub prices: Vec<PriceConfig>,
     /// The settings the project file makes that need the user's trust
     /// (who the model is, what it may do), as the file wrote them,
     /// whether they apply or were held back
     /// ([`Loaded::gate_project`](crate::Loaded::gate_project)). Trust
     /// pins them with the project's commands.
     pub project_settings: Vec<crate::gated::GatedSetting>,
+}
+
+impl Config {
+    /// The price of `model`: the last `[[prices]]` entry naming it.
+    pub fn price_of(&self, model: &str) -> Option<&PriceConfig> {
+        self.prices.iter().rev().find(|price| price.model == model)
+    }
 }
 
 impl Default for Config {
@@ -241,6 +251,22 @@ pub struct SubagentProfile {
 /// the user's own choice, made in the editor, so the project trust gate
 /// does not apply to them.
 pub const EDITOR_SOURCE: &str = "(given by the editor over ACP)";
+
+/// One `[[prices]]`: what a model costs, for the chat's footer. A
+/// project file may set prices: they change only what is shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriceConfig {
+    /// The model name as sent to the provider.
+    pub model: String,
+    /// USD per million input tokens not served from cache.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
+    /// USD per million cached input tokens; `None` prices them as `input`.
+    pub cached_input: Option<f64>,
+    /// The file that declared it.
+    pub source: PathBuf,
+}
 
 /// One `[[plugins]]` (E-CFG-12, M2).
 #[derive(Debug, Clone, PartialEq, Eq)]

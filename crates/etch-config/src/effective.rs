@@ -102,6 +102,9 @@ pub(crate) fn render(loaded: &Loaded) -> String {
             &reflect::hook(hook),
         );
     }
+    for price in &config.prices {
+        entry(&mut out, "prices", &price.source, &reflect::price(price));
+    }
     out
 }
 

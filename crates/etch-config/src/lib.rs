@@ -51,8 +51,8 @@ pub mod trust;
 
 pub use config::{
     AcpConfig, AnthropicConfig, Config, ContextConfig, DEFAULT_ACP_ASK, EDITOR_SOURCE, HookEntry,
-    McpServerEntry, OpenAiConfig, PluginEntry, PromptConfig, ProviderConfig, SessionConfig,
-    SubagentProfile, SubagentsConfig, ToolsConfig,
+    McpServerEntry, OpenAiConfig, PluginEntry, PriceConfig, PromptConfig, ProviderConfig,
+    SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{ConfigFiles, discover};

@@ -352,10 +352,10 @@ impl Walker<'_> {
                 Requirement::Always => true,
                 Requirement::WhenEnabled => enabled,
             };
+            // A string must not be blank; any other value is there.
             let present = values
                 .get(key_spec.name)
-                .and_then(Value::as_str)
-                .is_some_and(|text| !text.trim().is_empty());
+                .is_some_and(|value| value.as_str().is_none_or(|text| !text.trim().is_empty()));
             if needed && !present && !failed.contains(&key_spec.name) {
                 let (what, unless) = if key_spec.required == Requirement::Always {
                     (format!("every [[{dotted}]] entry"), "")

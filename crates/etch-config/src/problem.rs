@@ -36,7 +36,8 @@ pub(crate) enum Problem {
         /// The allowed values, comma-separated.
         allowed: String,
     },
-    /// An integer outside the key's range (or too large for TOML's i64).
+    /// A number outside the key's range (or too large for TOML's i64, or
+    /// not finite).
     #[error("{value} is out of range; expected {range}")]
     OutOfRange {
         /// The integer as written.

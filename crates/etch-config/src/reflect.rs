@@ -5,7 +5,7 @@
 //! This module owns the mapping from struct fields back to dotted keys (the
 //! inverse of `build`). It must not know files, provenance or formatting.
 
-use crate::config::{Config, HookEntry, McpServerEntry, PluginEntry, SubagentProfile};
+use crate::config::{Config, HookEntry, McpServerEntry, PluginEntry, PriceConfig, SubagentProfile};
 use crate::value::Value;
 
 /// The value `config` holds for plain-table key `dotted`; `None` for optional
@@ -100,6 +100,20 @@ pub(crate) fn profile(entry: &SubagentProfile) -> Vec<(&'static str, Value)> {
 /// A `u64` field as a schema integer; validation keeps it within `i64`.
 fn int(value: u64) -> Value {
     Value::Integer(i64::try_from(value).unwrap_or(i64::MAX))
+}
+
+/// A `[[prices]]` entry's keys, in schema order (`cached_input` when
+/// set).
+pub(crate) fn price(entry: &PriceConfig) -> Vec<(&'static str, Value)> {
+    let mut keys = vec![
+        ("model", Value::String(entry.model.clone())),
+        ("input", Value::Number(entry.input)),
+        ("output", Value::Number(entry.output)),
+    ];
+    if let Some(cached) = entry.cached_input {
+        keys.push(("cached_input", Value::Number(cached)));
+    }
+    keys
 }
 
 /// A `[[plugins]]` entry's keys, in schema order.

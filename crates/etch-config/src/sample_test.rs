@@ -126,6 +126,9 @@ fn sample_loads_cleanly() {
     );
     assert_eq!(config.mcp_servers[0].command, "mcp-server-git");
     assert_eq!(config.mcp_servers[1].url, "https://mcp.example.com/mcp");
+    assert_eq!(config.prices.len(), 1);
+    assert_eq!(keys_of(reflect::price(&config.prices[0])), names("prices"));
+    assert_eq!(config.price_of("gpt-5.5").map(|p| p.input), Some(1.25));
     assert_eq!(config.hooks.len(), 1);
     assert_eq!(
         keys_of(reflect::hook(&config.hooks[0])),

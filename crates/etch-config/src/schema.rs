@@ -7,7 +7,8 @@
 //! means adding one [`KeySpec`] here (plus its typed field and the sample).
 //! It must not know files, TOML syntax or diagnostics.
 
-/// The TOML type a key accepts (E-CFG-05: the surface is deliberately small).
+/// The TOML type a key accepts (E-CFG-05 in docs/requirements.md: the
+/// surface is deliberately small; numbers are there for prices only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ValueType {
     /// A TOML string.
@@ -18,6 +19,9 @@ pub(crate) enum ValueType {
     Boolean,
     /// A TOML array whose items are all strings.
     StringArray,
+    /// A TOML float or integer, finite, further bounded by
+    /// [`KeySpec::min`] and [`KeySpec::max`] (prices).
+    Number,
 }
 
 impl ValueType {
@@ -28,6 +32,7 @@ impl ValueType {
             Self::Integer => "integer",
             Self::Boolean => "boolean",
             Self::StringArray => "string_array",
+            Self::Number => "number",
         }
     }
 
@@ -38,6 +43,7 @@ impl ValueType {
             Self::Integer => "an integer",
             Self::Boolean => "a boolean",
             Self::StringArray => "an array of strings",
+            Self::Number => "a number",
         }
     }
 }
@@ -166,6 +172,15 @@ impl KeySpec {
     /// An integer key without a default, in `min..=max`.
     const fn integer(name: &'static str, min: i64, max: i64, description: &'static str) -> Self {
         let mut key = Self::new(name, ValueType::Integer, description);
+        key.min = Some(min);
+        key.max = Some(max);
+        key
+    }
+
+    /// A number key (float or integer) without a default, in
+    /// `min..=max`.
+    const fn number(name: &'static str, min: i64, max: i64, description: &'static str) -> Self {
+        let mut key = Self::new(name, ValueType::Number, description);
         key.min = Some(min);
         key.max = Some(max);
         key
@@ -723,6 +738,27 @@ const HOOKS: &[KeySpec] = &[
     .allowed(HOOK_PROTOCOLS),
 ];
 
+/// `[[prices]]` keys: what a model costs, for the chat's footer.
+const PRICES: &[KeySpec] = &[
+    KeySpec::string("model", "The model name as sent to the provider.")
+        .required(Requirement::Always),
+    KeySpec::number(
+        "input",
+        0,
+        1_000_000,
+        "USD per million input tokens not served from cache.",
+    )
+    .required(Requirement::Always),
+    KeySpec::number("output", 0, 1_000_000, "USD per million output tokens.")
+        .required(Requirement::Always),
+    KeySpec::number(
+        "cached_input",
+        0,
+        1_000_000,
+        "USD per million cached input tokens; left out, they cost as much as input.",
+    ),
+];
+
 /// The hook wire formats.
 pub(crate) const HOOK_PROTOCOLS: &[&str] = &["etch", "claude"];
 
@@ -831,6 +867,14 @@ pub(crate) static TABLES: &[TableSpec] = &[
         description: "One Model Context Protocol server whose tools etch offers as mcp__<server>__<tool>, through its MCP bridge.",
         keys: MCP_SERVERS,
         rule: Some(EntryRule::McpTransport),
+    },
+    TableSpec {
+        name: "prices",
+        kind: TableKind::ArrayTable,
+        milestone: Milestone::M2,
+        description: "What one model costs, so the chat's footer shows what a session spent; for a model named twice, the last entry wins.",
+        keys: PRICES,
+        rule: None,
     },
     TableSpec {
         name: HOOKS_TABLE,

@@ -23,6 +23,20 @@ pub(crate) fn check(spec: &KeySpec, raw: &DeValue<'_>) -> Result<Value, Problem>
                 .map_err(|_| out_of_range(spec, &number.to_string()))?,
         ),
         (ValueType::Boolean, DeValue::Boolean(flag)) => Value::Boolean(*flag),
+        (ValueType::Number, DeValue::Float(number)) => {
+            let text = number.as_str().replace('_', "");
+            match text.parse::<f64>() {
+                Ok(number) if number.is_finite() => Value::Number(number),
+                _ => return Err(out_of_range(spec, number.as_str())),
+            }
+        }
+        (ValueType::Number, DeValue::Integer(number)) => Value::Number(
+            // Prices and the like: far below where f64 loses integers.
+            #[allow(clippy::cast_precision_loss)]
+            i64::from_str_radix(number.as_str(), number.radix())
+                .map(|n| n as f64)
+                .map_err(|_| out_of_range(spec, &number.to_string()))?,
+        ),
         (ValueType::StringArray, DeValue::Array(items)) => Value::StringArray(
             items
                 .iter()
@@ -89,6 +103,14 @@ fn check_rules(spec: &KeySpec, value: &Value) -> Result<(), Problem> {
     }
     if let Some(number) = value.as_integer()
         && (spec.min.is_some_and(|min| number < min) || spec.max.is_some_and(|max| number > max))
+    {
+        return Err(out_of_range(spec, &number.to_string()));
+    }
+    // Bounds are whole numbers: exact as f64.
+    #[allow(clippy::cast_precision_loss)]
+    if let Some(number) = value.as_number()
+        && (spec.min.is_some_and(|min| number < min as f64)
+            || spec.max.is_some_and(|max| number > max as f64))
     {
         return Err(out_of_range(spec, &number.to_string()));
     }
@@ -231,11 +253,16 @@ fn regex_detail(error: &regex::Error) -> String {
 
 /// The range problem for `spec`, worded from its bounds.
 fn out_of_range(spec: &KeySpec, value: &str) -> Problem {
+    let kind = if spec.ty == ValueType::Number {
+        "a finite number"
+    } else {
+        "an integer"
+    };
     let range = match (spec.min, spec.max) {
-        (Some(min), Some(max)) if max < i64::MAX => format!("an integer from {min} to {max}"),
-        (Some(min), _) => format!("an integer >= {min}"),
-        (None, Some(max)) => format!("an integer <= {max}"),
-        (None, None) => "an integer that fits in 64 bits".to_owned(),
+        (Some(min), Some(max)) if max < i64::MAX => format!("{kind} from {min} to {max}"),
+        (Some(min), _) => format!("{kind} >= {min}"),
+        (None, Some(max)) => format!("{kind} <= {max}"),
+        (None, None) => format!("{kind} that fits in 64 bits"),
     };
     Problem::OutOfRange {
         value: value.to_owned(),
@@ -267,6 +294,24 @@ mod tests {
         let (_, spec) = schema::key(dotted).expect("schema key");
         let raw = DeValue::parse(text).expect("value parses");
         check(spec, raw.get_ref()).map_err(|problem| problem.to_string())
+    }
+
+    /// A number may be written as a float or an integer; it must be
+    /// finite and in range.
+    #[test]
+    fn numbers() {
+        assert_eq!(run("prices.input", "1.25"), Ok(Value::Number(1.25)));
+        assert_eq!(run("prices.input", "2"), Ok(Value::Number(2.0)));
+        assert_eq!(run("prices.input", "1_000.5"), Ok(Value::Number(1000.5)));
+        for bad in ["-0.5", "-1", "nan", "inf", "2e6"] {
+            let err = run("prices.input", bad).unwrap_err();
+            assert!(
+                err.contains("a finite number from 0 to 1000000"),
+                "{bad}: {err}"
+            );
+        }
+        let err = run("prices.input", "\"1.25\"").unwrap_err();
+        assert!(err.contains("expected a number"), "{err}");
     }
 
     /// Each type is accepted in its own shape.

@@ -1,12 +1,15 @@
 //! A validated config value, independent of the TOML parser's types.
 //!
-//! This module owns the four value shapes of E-CFG-05 and their TOML
-//! rendering. It must not know files, spans or where a value came from.
+//! This module owns the value shapes and their TOML rendering: the four
+//! of E-CFG-05 (string, integer, boolean, string array; see
+//! docs/requirements.md) and finite numbers, which only prices use (a
+//! price such as 1.25 USD per million tokens has no natural integer
+//! unit). It must not know files, spans or where a value came from.
 
 use crate::schema::Literal;
 
 /// A value that passed validation against its [`KeySpec`](crate::schema::KeySpec).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
     /// A string.
     String(String),
@@ -16,6 +19,8 @@ pub(crate) enum Value {
     Boolean(bool),
     /// An array of strings.
     StringArray(Vec<String>),
+    /// A finite number, already checked against the key's range.
+    Number(f64),
 }
 
 impl Value {
@@ -44,6 +49,14 @@ impl Value {
         }
     }
 
+    /// The number, when this is one.
+    pub(crate) fn as_number(&self) -> Option<f64> {
+        match self {
+            Self::Number(number) => Some(*number),
+            _ => None,
+        }
+    }
+
     /// The boolean, when this is one.
     pub(crate) fn as_bool(&self) -> Option<bool> {
         match self {
@@ -67,6 +80,7 @@ impl Value {
             Self::String(text) => toml::Value::String(text.clone()),
             Self::Integer(number) => toml::Value::Integer(*number),
             Self::Boolean(flag) => toml::Value::Boolean(*flag),
+            Self::Number(number) => toml::Value::Float(*number),
             Self::StringArray(items) => {
                 toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect())
             }

@@ -246,9 +246,15 @@ fn effective_toml_round_trips_with_provenance() {
     );
     let root = toml::Value::Table(parsed.clone());
     for key in crate::schema_keys() {
-        if ["hooks.", "plugins.", "subagents.profile.", "mcp.servers."]
-            .iter()
-            .any(|array| key.starts_with(array))
+        if [
+            "hooks.",
+            "plugins.",
+            "subagents.profile.",
+            "mcp.servers.",
+            "prices.",
+        ]
+        .iter()
+        .any(|array| key.starts_with(array))
         {
             continue;
         }

@@ -82,7 +82,7 @@ fn unknown_table_lists_valid_tables() {
         only_finding("\n[sesion]\ndir = \"x\"\n"),
         format!(
             "warning: {PATH}:2: sesion: unknown table `sesion`; did you mean `session`?; valid tables: \
-             session, context, provider, openai, anthropic, prompt, tools, subagents, acp, plugins, mcp, hooks"
+             session, context, provider, openai, anthropic, prompt, tools, subagents, acp, plugins, mcp, prices, hooks"
         )
     );
     assert_eq!(
@@ -192,6 +192,46 @@ fn hook_with_empty_command() {
     let (layer, found) = findings("[[hooks.PostToolUse]]\ndisabled = true\n");
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(layer.expect("layer").entries.len(), 1);
+}
+
+/// `[[prices]]` needs a model, an input and an output price; entries of
+/// both files add up, and the last one for a model wins.
+#[test]
+fn prices_entries() {
+    let found = only_finding("[[prices]]\nmodel = \"m\"\noutput = 2\n");
+    assert_eq!(
+        found,
+        format!("error: {PATH}:1: prices.input: every [[prices]] entry needs a non-empty `input`")
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let user = dir.path().join("user.toml");
+    let project = dir.path().join("project.toml");
+    std::fs::write(&user, "[[prices]]\nmodel = \"m\"\ninput = 1\noutput = 2\n").expect("user");
+    std::fs::write(
+        &project,
+        "[[prices]]\nmodel = \"m\"\ninput = 3.5\noutput = 4\ncached_input = 0.5\n",
+    )
+    .expect("project");
+    let loaded = crate::load::load_files(
+        crate::discover::ConfigFiles {
+            user: Some(user),
+            project: Some(project),
+        },
+        dir.path(),
+    );
+    assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
+    assert_eq!(loaded.config.prices.len(), 2);
+    let price = loaded.config.price_of("m").expect("a price");
+    assert_eq!(
+        (price.input, price.output, price.cached_input),
+        (3.5, 4.0, Some(0.5))
+    );
+    assert!(loaded.config.price_of("other").is_none());
+    let effective = loaded.effective_toml();
+    assert!(
+        effective.contains("[[prices]]") && effective.contains("input = 3.5"),
+        "{effective}"
+    );
 }
 
 /// Plugins need a name always and a command when enabled.
