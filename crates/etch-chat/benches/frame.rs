@@ -120,7 +120,7 @@ fn start() -> Start {
             cwd: "~/src/project".into(),
             auth: String::new(),
             budget: 200_000,
-            counters: etch_chat::app::Counters::default(),
+            ..Footer::default()
         },
         cwd: std::env::temp_dir(),
         ..Start::default()
@@ -135,7 +135,7 @@ fn resumed() -> Start {
     let loaded = etch_session::load_session(&path).unwrap();
     assert_eq!(loaded.events.len(), EVENTS);
     assert!(loaded.warnings.is_empty());
-    let replay = replay(&loaded);
+    let replay = replay(&loaded, &[]);
     let mut start = start();
     start.replay = replay.blocks;
     start.history = replay.history;

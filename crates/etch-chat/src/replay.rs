@@ -12,6 +12,7 @@ use etch_session::event::{AssistantData, ReasoningData, ToolData, UserData};
 use etch_session::{LoadedSession, session_stats, types};
 
 use crate::app::Counters;
+use crate::app::footer::{Price, price_of};
 use crate::render::blocks::{Block, Level};
 use crate::render::tools::ToolView;
 
@@ -29,8 +30,9 @@ pub struct Replay {
     pub counters: Counters,
 }
 
-/// The replay of `session`.
-pub fn replay(session: &LoadedSession) -> Replay {
+/// The replay of `session`, its cost priced with `prices` (model name,
+/// price; the last entry for a name wins).
+pub fn replay(session: &LoadedSession, prices: &[(String, Price)]) -> Replay {
     let blocks = blocks(session, Some(RECENT_EVENTS));
     let events: Vec<_> = session.active_events().collect();
     let mut history = Vec::new();
@@ -50,11 +52,45 @@ pub fn replay(session: &LoadedSession) -> Replay {
         up: stats.transport.request_bytes,
         down: stats.transport.response_bytes,
         last_input: 0,
+        ..cost(session, prices)
     };
     Replay {
         blocks,
         history,
         counters,
+    }
+}
+
+/// What the session's requests cost, each priced with the model in use
+/// when it was made (the last model named before its usage record);
+/// requests of models without a price are left out.
+fn cost(session: &LoadedSession, prices: &[(String, Price)]) -> Counters {
+    let mut counters = Counters::default();
+    if prices.is_empty() {
+        return counters;
+    }
+    let mut model = String::new();
+    for event in &session.events {
+        match event.kind.as_str() {
+            types::SESSION_STARTED | types::MODEL_CHANGE | types::MESSAGE_ASSISTANT => {
+                if let Ok(data) = event.parse_data::<serde_json::Value>()
+                    && let Some(name) = data.get("model").and_then(serde_json::Value::as_str)
+                {
+                    name.clone_into(&mut model);
+                }
+            }
+            types::MODEL_USAGE => {
+                if let Ok(usage) = event.parse_data::<serde_json::Value>() {
+                    counters.usage(&usage, price_of(prices, &model));
+                }
+            }
+            _ => {}
+        }
+    }
+    Counters {
+        cost: counters.cost,
+        priced: counters.priced,
+        ..Counters::default()
     }
 }
 
@@ -162,4 +198,65 @@ fn text(content: &[ContentPart]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use etch_session::{SessionWriter, load_session, types};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A resumed session's cost prices each request with the model in use
+    /// when it was made; a model without a price adds nothing.
+    #[test]
+    fn the_cost_follows_the_model_of_each_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "").unwrap();
+        let mut writer = SessionWriter::open(&path, "s1", None).unwrap();
+        let mut add = |kind: &str, data: serde_json::Value| {
+            writer.append(kind, &data).unwrap();
+        };
+        add(
+            types::SESSION_STARTED,
+            json!({"sessionId": "s1", "formatVersion": 1, "cwd": "/", "etchVersion": "0", "provider": "openai", "model": "cheap"}),
+        );
+        add(
+            types::MODEL_USAGE,
+            json!({"inputTokens": 1_000_000, "outputTokens": 0}),
+        );
+        add(
+            types::MODEL_CHANGE,
+            json!({"provider": "openai", "model": "dear"}),
+        );
+        add(
+            types::MODEL_USAGE,
+            json!({"inputTokens": 1_000_000, "outputTokens": 0}),
+        );
+        add(
+            types::MODEL_CHANGE,
+            json!({"provider": "openai", "model": "unpriced"}),
+        );
+        add(
+            types::MODEL_USAGE,
+            json!({"inputTokens": 1_000_000, "outputTokens": 0}),
+        );
+        let session = load_session(&path).unwrap();
+        let price = |input| Price {
+            input,
+            output: 0.0,
+            cached_input: None,
+        };
+        let prices = vec![
+            ("cheap".to_owned(), price(1.0)),
+            ("dear".to_owned(), price(10.0)),
+        ];
+        let counters = replay(&session, &prices).counters;
+        assert!(counters.priced);
+        assert!((counters.cost - 11.0).abs() < 1e-9, "{}", counters.cost);
+        assert_eq!(counters.input, 3_000_000);
+        let unpriced = replay(&session, &[]).counters;
+        assert!(!unpriced.priced);
+    }
 }

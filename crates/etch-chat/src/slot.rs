@@ -173,6 +173,7 @@ impl Slot {
                         .reasoning_effort
                         .clone_from(&name);
                     self.launch.selection = None;
+                    app.footer.thinking.clone_from(&name);
                     app.output_refused(&command);
                     app.notice(
                         Level::Info,
@@ -624,7 +625,7 @@ impl Slot {
         .await;
         match opened {
             Ok((session, loaded)) => {
-                let replay = Some(crate::replay::replay(&loaded));
+                let replay = Some(crate::replay::replay(&loaded, &app.footer.prices));
                 app.resumed(session.id(), session.path(), replay);
                 let client = &session.selection().client;
                 app.set_model(client.provider(), client.model());

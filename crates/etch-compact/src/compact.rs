@@ -15,7 +15,8 @@ use crate::error::CompactError;
 use crate::plan::{Plan, plan};
 use crate::settings::{Settings, Trigger};
 use crate::skip::Skip;
-use crate::summarize::summarize;
+use crate::spent::{PURPOSE_COMPACTION, Spent};
+use crate::summarize::summarize_counted;
 use crate::tokens::message_tokens;
 
 /// What a compaction did.
@@ -29,6 +30,9 @@ pub enum Outcome {
         event_id: String,
         /// The JSON line as written, for observers that mirror the log.
         line: String,
+        /// The lines of the summary request's usage and metrics, written
+        /// just before it (see [`Spent`]).
+        counted: Vec<String>,
     },
     /// Nothing was worth compacting; the session is unchanged.
     Skipped(Skip),
@@ -55,21 +59,32 @@ pub async fn compact(
         Err(skip) => return Ok(Outcome::Skipped(skip)),
     };
     let focus = focus.map(str::trim).filter(|f| !f.is_empty());
-    let summary = summarize(client, &plan, focus, session.session_id(), cancel).await?;
+    let mut spent = Spent::default();
+    let summary = summarize_counted(
+        client,
+        &plan,
+        focus,
+        session.session_id(),
+        cancel,
+        &mut spent,
+    )
+    .await?;
     if cancel.is_cancelled() {
         return Err(CompactError::Cancelled);
     }
-    finish(writer, plan, summary, trigger, focus, settings)
+    finish(writer, plan, summary, &spent, trigger, focus, settings)
 }
 
 /// The last step of [`compact`], for callers that make or change the
 /// summary themselves between [`plan`] and here (compaction hooks):
-/// appends `summary` as the `context.summary` of `plan`, unless it would
-/// not shrink the context.
+/// appends `summary` as the `context.summary` of `plan`, after what its
+/// request cost (`spent`, empty when no request was made), unless it
+/// would not shrink the context.
 pub fn finish(
     writer: &mut SessionWriter,
     plan: Plan,
     summary: String,
+    spent: &Spent,
     trigger: Trigger,
     focus: Option<&str>,
     settings: &Settings,
@@ -94,11 +109,13 @@ pub fn finish(
         modified_files: plan.modified_files,
         instructions: focus.map(str::to_string),
     };
+    let counted = spent.record(writer, PURPOSE_COMPACTION)?;
     let appended = writer.append(types::CONTEXT_SUMMARY, &data)?;
     Ok(Outcome::Compacted {
         data,
         event_id: appended.id,
         line: appended.line,
+        counted,
     })
 }
 

@@ -29,6 +29,7 @@ mod prompt;
 mod serialize;
 mod settings;
 mod skip;
+mod spent;
 mod summarize;
 mod tokens;
 mod window;
@@ -44,5 +45,6 @@ pub use settings::{
     DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_RECENT_TOKENS, Estimator, Settings, Trigger,
 };
 pub use skip::{Budget, Skip};
-pub use summarize::summarize;
+pub use spent::{PURPOSE_BRANCH_SUMMARY, PURPOSE_COMPACTION, Spent, is_marked};
+pub use summarize::{summarize, summarize_counted};
 pub use tokens::{estimate_context, estimate_request, message_tokens};

@@ -13,6 +13,7 @@ use crate::error::CompactError;
 use crate::files::{FileLists, with_file_blocks};
 use crate::plan::Plan;
 use crate::prompt::request;
+use crate::spent::Spent;
 
 /// Asks `client` to summarize `plan` and returns the summary text: the
 /// model's answer, trimmed, followed by the `<read-files>` and
@@ -29,9 +30,31 @@ pub async fn summarize(
     session_id: &str,
     cancel: &CancellationToken,
 ) -> Result<String, CompactError> {
+    summarize_counted(
+        client,
+        plan,
+        focus,
+        session_id,
+        cancel,
+        &mut Spent::default(),
+    )
+    .await
+}
+
+/// [`summarize`], keeping in `spent` the usage and metrics the request
+/// reported (also when it fails), for the caller to record with the
+/// summary.
+pub async fn summarize_counted(
+    client: &dyn ModelClient,
+    plan: &Plan,
+    focus: Option<&str>,
+    session_id: &str,
+    cancel: &CancellationToken,
+    spent: &mut Spent,
+) -> Result<String, CompactError> {
     let focus = focus.map(str::trim).filter(|f| !f.is_empty());
     let stream = client.stream(request(plan, focus, session_id), cancel.child_token());
-    let text = collect(stream, cancel).await?;
+    let text = collect(stream, cancel, spent).await?;
     let text = text.trim();
     if text.is_empty() {
         return Err(CompactError::Empty);
@@ -43,11 +66,13 @@ pub async fn summarize(
     Ok(with_file_blocks(text, &files))
 }
 
-/// Reads the stream to its end and joins its text deltas; reasoning and any
-/// tool calls (none were offered) are ignored.
+/// Reads the stream to its end and joins its text deltas, keeping usage
+/// and metrics in `spent`; reasoning and any tool calls (none were
+/// offered) are ignored.
 async fn collect(
     mut stream: ModelStream,
     cancel: &CancellationToken,
+    spent: &mut Spent,
 ) -> Result<String, CompactError> {
     let mut text = String::new();
     loop {
@@ -58,6 +83,8 @@ async fn collect(
         };
         match event {
             Some(StreamEvent::TextDelta(delta)) => text.push_str(&delta),
+            Some(StreamEvent::Usage(usage)) => spent.usage = Some(usage),
+            Some(StreamEvent::Metrics(metrics)) => spent.metrics = Some(metrics),
             Some(StreamEvent::Error(err)) => return Err(CompactError::Model(err)),
             Some(StreamEvent::Done { stop_reason }) => {
                 return match stop_reason {

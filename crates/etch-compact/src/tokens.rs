@@ -45,6 +45,13 @@ pub(crate) struct Anchor {
 /// Finds the last `model.usage` after the active summary that belongs to a
 /// pass which did not fail: the nearest message event before it must be an
 /// assistant message whose stop reason is not `error` or `aborted`. Usage
+/// The `purpose` a summary request's records carry (see `crate::spent`).
+#[derive(serde::Deserialize)]
+struct Marked {
+    /// `compaction`, `branch_summary`; none on a conversation's pass.
+    purpose: Option<String>,
+}
+
 /// from before the summary measured a context that no longer exists.
 pub(crate) fn usage_anchor(branch: &Branch<'_>) -> Option<Anchor> {
     let floor = branch.summary_pos().map_or(0, |pos| pos + 1);
@@ -54,6 +61,14 @@ pub(crate) fn usage_anchor(branch: &Branch<'_>) -> Option<Anchor> {
             return None;
         }
         let usage = path[pos].parse_data::<Usage>().ok()?;
+        // A summary request's usage measured the summary's request, not
+        // the conversation.
+        if path[pos]
+            .parse_data::<Marked>()
+            .is_ok_and(|m| m.purpose.is_some())
+        {
+            return None;
+        }
         let pass = path[floor..pos].iter().rev().find(|e| {
             matches!(
                 e.kind.as_str(),
@@ -203,6 +218,21 @@ mod tests {
         log.tool("c1", "ls", &"r".repeat(40));
         let session = log.load();
         assert_eq!(estimate_context(&session, est), 320 + 10);
+    }
+
+    /// A summary request's usage (marked with its purpose) measured that
+    /// request, not the conversation: the pass's usage before it counts.
+    #[test]
+    fn a_summary_requests_usage_is_not_the_context() {
+        let mut log = Log::new();
+        log.user(&"u".repeat(40));
+        log.append(types::MESSAGE_ASSISTANT, &assistant_text("done"));
+        log.append(types::MODEL_USAGE, &usage(1000, 0, 0));
+        let mut marked = serde_json::to_value(usage(7000, 0, 0)).unwrap();
+        marked["purpose"] = json!("branch_summary");
+        log.append(types::MODEL_USAGE, &marked);
+        let session = log.load();
+        assert_eq!(estimate_context(&session, est), 1000);
     }
 
     /// Usage from before the active summary measured a context that is gone.

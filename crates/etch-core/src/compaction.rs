@@ -214,28 +214,16 @@ pub async fn compact_session(
     cancel: &CancellationToken,
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Outcome, CompactError> {
-    let Some(intercept) = compaction
+    let intercept = compaction
         .intercept
-        .filter(|i| i.wants(Point::PreCompact) || i.wants(Point::PostCompact))
-    else {
-        return etch_compact::compact(
-            session,
-            writer,
-            compaction.client,
-            compaction.trigger,
-            compaction.focus,
-            compaction.settings,
-            cancel,
-        )
-        .await;
-    };
+        .filter(|i| i.wants(Point::PreCompact) || i.wants(Point::PostCompact));
     let plan = match etch_compact::plan(session, compaction.settings) {
         Ok(plan) => plan,
         Err(skip) => return Ok(Outcome::Skipped(skip)),
     };
     let focus = compaction.focus.map(str::trim).filter(|f| !f.is_empty());
     let mut summary = None;
-    if intercept.wants(Point::PreCompact) {
+    if let Some(intercept) = intercept.filter(|i| i.wants(Point::PreCompact)) {
         let before = intercept.pre_compact(compaction.trigger, focus, plan.tokens_before);
         let before = until_cancelled(before, cancel)
             .await
@@ -249,15 +237,18 @@ pub async fn compact_session(
             Verdict::Failed(why) => return Err(CompactError::Hook(why)),
         }
     }
+    // What the summary request cost, recorded with the summary.
+    let mut spent = etch_compact::Spent::default();
     let mut summary = match summary {
         Some(text) => text,
         None => {
-            etch_compact::summarize(
+            etch_compact::summarize_counted(
                 compaction.client,
                 &plan,
                 focus,
                 session.session_id(),
                 cancel,
+                &mut spent,
             )
             .await?
         }
@@ -265,7 +256,7 @@ pub async fn compact_session(
     if cancel.is_cancelled() {
         return Err(CompactError::Cancelled);
     }
-    if intercept.wants(Point::PostCompact) {
+    if let Some(intercept) = intercept.filter(|i| i.wants(Point::PostCompact)) {
         let after = intercept.post_compact(compaction.trigger, summary);
         let after = until_cancelled(after, cancel)
             .await
@@ -280,14 +271,21 @@ pub async fn compact_session(
             Verdict::Failed(why) => return Err(CompactError::Hook(why)),
         };
     }
-    etch_compact::finish(
+    let outcome = etch_compact::finish(
         writer,
         plan,
         summary,
+        &spent,
         compaction.trigger,
         focus,
         compaction.settings,
-    )
+    )?;
+    if let Outcome::Compacted { counted, .. } = &outcome {
+        for line in counted {
+            on_line(line);
+        }
+    }
+    Ok(outcome)
 }
 
 /// Appends the `hook.run` records of an answer and returns its verdict.

@@ -47,15 +47,22 @@ impl Observer for EventBridge {
     /// Usage and metrics exist only as log lines; they become events so a
     /// front end's counters move as requests finish (E-CHAT-16).
     fn durable_line(&mut self, line: &str) {
-        if let Some(body) = counters(line).or_else(|| {
-            line_notice(line).map(|message| EventBody::Notice {
-                level: etch_protocol::NoticeLevel::Warning,
-                message,
-            })
-        }) {
+        if let Some(body) = line_event(line) {
             self.emit_body(body);
         }
     }
+}
+
+/// The event a front end sees for a log line: usage and metrics (its
+/// counters move), a blocked or failed hook, a plugin's diagnostic;
+/// `None` for the lines other events already cover.
+pub fn line_event(line: &str) -> Option<EventBody> {
+    counters(line).or_else(|| {
+        line_notice(line).map(|message| EventBody::Notice {
+            level: etch_protocol::NoticeLevel::Warning,
+            message,
+        })
+    })
 }
 
 /// The warning a log line carries for the user, the same record the log

@@ -16,6 +16,7 @@ pub mod context;
 pub mod endpoints;
 pub mod error;
 pub mod events;
+pub mod git;
 pub mod hooks;
 pub mod host;
 pub mod mcp;

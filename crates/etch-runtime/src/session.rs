@@ -464,13 +464,18 @@ impl Session {
                 }));
             }
         };
+        let mut spent = etch_compact::Spent::default();
         let summary = if left.is_empty() {
             None
         } else {
-            Some(self.summarize_branch(left, target, cancel).await?)
+            Some(
+                self.summarize_branch(left, target, cancel, &mut spent)
+                    .await?,
+            )
         };
         let from = self.writer.leaf().map(str::to_owned);
         let appended = etch_session::navigate(&loaded, &mut self.writer, target)?;
+        let mut counted = Vec::new();
         if let (Some(summary), Some(from_id)) = (&summary, from) {
             self.writer.append(
                 types::CONTEXT_BRANCH_SUMMARY,
@@ -479,11 +484,13 @@ impl Session {
                     from_id,
                 },
             )?;
+            counted = spent.record(&mut self.writer, etch_compact::PURPOSE_BRANCH_SUMMARY)?;
         }
         self.reproject()?;
         Ok(Navigated {
             event_id: appended.id,
             summary,
+            counted,
         })
     }
 
@@ -494,6 +501,7 @@ impl Session {
         messages: Vec<Message>,
         target: &str,
         cancel: &CancellationToken,
+        spent: &mut etch_compact::Spent,
     ) -> Result<String, etch_compact::CompactError> {
         /// What the summarizer is told about the branch.
         const FOCUS: &str = "This branch is being left: the conversation goes back to an earlier point and continues from there. \
@@ -508,12 +516,13 @@ impl Session {
             read_files: Vec::new(),
             modified_files: Vec::new(),
         };
-        etch_compact::summarize(
+        etch_compact::summarize_counted(
             self.selection.client.as_ref(),
             &plan,
             Some(FOCUS),
             self.id(),
             cancel,
+            spent,
         )
         .await
     }
@@ -579,11 +588,14 @@ impl Session {
     /// compaction, E-CTX-15), then projects the history again. `force`
     /// (asked for explicitly) keeps only the last turn and compacts even
     /// a short session.
+    /// Each line appended besides the summary (hook runs, what the
+    /// summary request cost) goes to `on_line`.
     pub async fn compact(
         &mut self,
         focus: Option<&str>,
         force: bool,
         cancel: &CancellationToken,
+        on_line: &mut (dyn FnMut(&str) + Send),
     ) -> Result<etch_compact::Outcome, CompactFailure> {
         let loaded = self.load().map_err(CompactFailure::Session)?;
         let hooks = (!self.context.hooks.is_empty()).then(|| self.session_hooks());
@@ -602,7 +614,7 @@ impl Session {
                 intercept: hooks.as_ref().map(|h| h as &dyn etch_core::Intercept),
             },
             cancel,
-            &mut |_| {},
+            on_line,
         )
         .await
         .map_err(CompactFailure::Compact)?;
@@ -732,6 +744,10 @@ pub struct Navigated {
     pub event_id: String,
     /// The summary of the branch left behind, when one was written.
     pub summary: Option<String>,
+    /// The lines of what the summary request cost (`model.usage`,
+    /// `model.metrics`), written after the summary, for front ends'
+    /// counters.
+    pub counted: Vec<String>,
 }
 
 /// Why a navigation did not happen; the log is unchanged.

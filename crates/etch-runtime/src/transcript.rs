@@ -131,9 +131,20 @@ fn render_event(event: &Event, out: &mut String) {
         }
         types::MODEL_USAGE => {
             if let Ok(u) = event.parse_data::<etch_model::Usage>() {
+                // A summary request's usage says what it was for.
+                let of = match event
+                    .parse_data::<serde_json::Value>()
+                    .ok()
+                    .and_then(|d| d.get("purpose")?.as_str().map(str::to_owned))
+                    .as_deref()
+                {
+                    Some(etch_compact::PURPOSE_COMPACTION) => " of the compaction summary",
+                    Some(etch_compact::PURPOSE_BRANCH_SUMMARY) => " of the branch summary",
+                    _ => "",
+                };
                 let _ = writeln!(
                     out,
-                    "\n(usage: {} in, {} cached, {} out, {} reasoning, {} total)",
+                    "\n(usage{of}: {} in, {} cached, {} out, {} reasoning, {} total)",
                     u.input_tokens,
                     u.cached_input_tokens,
                     u.output_tokens,

@@ -65,6 +65,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         .collect();
     let mut log = None;
     let mut chosen = None;
+    let api;
     let (session, provider, model, header) = if let Some(prefix) = prefix {
         let mut header = None;
         let (session, loaded) = loop {
@@ -100,6 +101,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         };
         let client = &session.selection().client;
         let (provider, model) = (client.provider().to_owned(), client.model().to_owned());
+        api = client.api().map(str::to_owned);
         log = Some(loaded);
         (Some(session), provider, model, header)
     } else {
@@ -108,6 +110,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             .map_err(|e| open_failure(e.into()))?;
         notices.extend(selection.notes.iter().cloned().map(Notice::info));
         let client = &selection.client;
+        api = client.api().map(str::to_owned);
         let picked = (
             None,
             client.provider().to_owned(),
@@ -136,6 +139,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         .unwrap_or("")
         .to_owned();
     let cwd = home_relative(&place.cwd);
+    let thinking = thinking(&settings, &place.config, &provider, api.as_deref());
     let mut start = Start {
         header: vec![
             format!("etch {} · {header}", env!("CARGO_PKG_VERSION")),
@@ -147,7 +151,11 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             cwd,
             auth,
             budget: place.config.context.auto_compact_threshold_tokens,
-            counters: etch_chat::app::Counters::default(),
+            branch: etch_runtime::git::branch(&place.cwd),
+            thinking,
+            openai_api: api,
+            prices: prices(&place.config),
+            ..Footer::default()
         },
         skills: context
             .assembled
@@ -173,7 +181,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         start.session = Some(session.id().to_owned());
         start.session_file = Some(session.path().to_path_buf());
         if let Some(loaded) = &log {
-            let replay = etch_chat::replay::replay(loaded);
+            let replay = etch_chat::replay::replay(loaded, &start.footer.prices);
             start.replay.extend(replay.blocks);
             start.history.extend(replay.history);
             start.footer.counters = replay.counters;
@@ -217,6 +225,37 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         Ended::Signal(_) | Ended::TerminalClosed => Err(Failure::silent(exit::INTERRUPTED)),
         Ended::Failed(why) => Err(Failure::new(exit::FAILED, anyhow::anyhow!(why))),
     }
+}
+
+/// The reasoning effort the footer names: one asked for (a flag, a
+/// resumed session's), else the effort the Responses API is sent by
+/// default; other APIs send none unless asked.
+fn thinking(
+    settings: &etch_runtime::RunSettings,
+    config: &etch_config::Config,
+    provider: &str,
+    api: Option<&str>,
+) -> Option<String> {
+    settings.provider.reasoning_effort.clone().or_else(|| {
+        (provider == "openai" && api == Some("responses"))
+            .then(|| config.openai.reasoning_effort.clone())
+    })
+}
+
+/// The configured `[[prices]]`, as the footer prices requests.
+fn prices(config: &etch_config::Config) -> Vec<(String, etch_chat::app::Price)> {
+    config
+        .prices
+        .iter()
+        .map(|p| {
+            let price = etch_chat::app::Price {
+                input: p.input,
+                output: p.output,
+                cached_input: p.cached_input,
+            };
+            (p.model.clone(), price)
+        })
+        .collect()
 }
 
 /// `path` with the home directory written `~`.

@@ -1439,6 +1439,73 @@ fn compact_force_compacts_a_short_session() {
     assert_eq!(tmux.exit_code(), 0);
 }
 
+/// The footer counts every request: the summary of a branch left with
+/// `/tree` (Tab) and a compaction's summary as well as the prompts;
+/// their usage is in the log, marked with what it was for, and `etch
+/// show` says so. With a price for the model, the footer adds the cost;
+/// it names the git branch and the thinking level (which the Chat
+/// Completions API does not send).
+#[test]
+fn the_footer_counts_summary_requests_and_the_cost() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join(".etch")).unwrap();
+    std::fs::write(
+        ws.path().join(".etch/config.toml"),
+        "[[prices]]\nmodel = \"m1\"\ninput = 1000\noutput = 1000\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.path().join(".git")).unwrap();
+    std::fs::write(ws.path().join(".git/HEAD"), "ref: refs/heads/feature-x\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("one")),
+        Reply::sse(chat_text("two")),
+        Reply::sse(chat_text("the branch tried two")),
+        Reply::sse(chat_text("## Goal\nsummarized")),
+    ])
+    .unwrap();
+    let tmux = chat(&ws, &server, &["--reasoning-effort", "high"]);
+    tmux.wait_screen("$0.000");
+    tmux.wait_screen("m1 · think high (ignored: the chat API sends none) · ");
+    tmux.resize(200, SIZE.1);
+    tmux.wait_screen("(feature-x)");
+    tmux.line("alpha");
+    tmux.wait_for("• one");
+    tmux.line("beta");
+    tmux.wait_for("• two");
+    tmux.wait_screen("2 req");
+    tmux.line("/tree");
+    tmux.wait_screen("move to which point?");
+    tmux.keys(&["Up"]);
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("moved in the session tree");
+    tmux.wait_screen("3 req");
+    tmux.keys(&["C-u"]);
+    tmux.line("/compact force");
+    tmux.wait("the summary", |_| {
+        types(&jsonl(&ws.only_session())).contains(&"context.summary".to_owned())
+    });
+    tmux.wait_screen("4 req");
+    let screen = tmux.screen();
+    let footer = screen.lines().find(|l| l.starts_with("m1 · ")).unwrap();
+    assert!(footer.contains(" tok · $"), "{footer}");
+    assert_eq!(server.requests().len(), 4);
+    let events = jsonl(&ws.only_session());
+    let purposes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "model.usage")
+        .filter_map(|e| e["data"]["purpose"].as_str())
+        .collect();
+    assert_eq!(purposes, ["branch_summary", "compaction"]);
+    let shown = ws.run(&["show"]);
+    assert!(
+        shown.ok().contains("(usage of the branch summary:"),
+        "{}",
+        shown.stdout()
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
 /// Up brings back a prompt of an earlier chat (kept in
 /// `~/.etch/history.jsonl`, mode 0600).
 #[test]

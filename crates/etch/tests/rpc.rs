@@ -559,6 +559,14 @@ fn navigate_with_a_branch_summary() {
     assert_eq!(nav["success"], true, "{nav}");
     let summary = nav["data"]["summary"].as_str().unwrap().to_owned();
     assert!(!summary.is_empty());
+    // The summary request counts: its metrics reach the client, marked
+    // with what it was for, before the response.
+    let metrics = events(&rpc.seen, "model_metrics");
+    let counted = metrics
+        .iter()
+        .find(|e| e["id"] == "n")
+        .expect("the summary's metrics");
+    assert_eq!(counted["metrics"]["purpose"], "branch_summary", "{counted}");
     let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
     let list = messages["data"]["messages"].as_array().unwrap();
     assert_eq!(list.len(), 3, "{list:#?}");
@@ -574,6 +582,8 @@ fn navigate_with_a_branch_summary() {
     let nav_at = kinds.iter().position(|k| k == "session.navigate").unwrap();
     assert_eq!(kinds[nav_at + 1], "context.branch_summary");
     assert_eq!(log[nav_at + 1]["parentId"], log[nav_at]["id"]);
+    assert_eq!(kinds[nav_at + 2], "model.metrics");
+    assert_eq!(log[nav_at + 2]["data"]["purpose"], "branch_summary");
 }
 
 /// new_session starts a fresh file; switch_session opens another one, and

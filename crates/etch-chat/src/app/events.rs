@@ -69,6 +69,7 @@ impl App {
                 }
             }
             Some(Purpose::Bash(command)) => {
+                self.footer.branch = etch_runtime::git::branch(&self.cwd);
                 self.waiting.remove(&id);
                 self.end_command();
                 if failed {
@@ -392,6 +393,7 @@ impl App {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default();
                 self.notice(Level::Info, format!("thinking: {level}"));
+                self.footer.thinking = Some(level);
             }
             EventBody::SessionInfo {
                 session_id,
@@ -414,7 +416,7 @@ impl App {
                     .map_or_else(|| message.clone(), str::to_owned);
                 self.notice(level, message);
             }
-            EventBody::ModelUsage { usage } => self.footer.counters.usage(&usage),
+            EventBody::ModelUsage { usage } => self.footer.usage(&usage),
             EventBody::ModelMetrics { metrics } => self.footer.counters.metrics(&metrics),
         }
     }
@@ -561,6 +563,8 @@ impl App {
     /// chat takes the next prompt (E-CHAT-13: a round limit is a notice).
     fn agent_end(&mut self, error: Option<String>, now: Instant) {
         self.flush_batch();
+        // The run's commands may have switched branches.
+        self.footer.branch = etch_runtime::git::branch(&self.cwd);
         let Some(run) = self.run.take() else {
             return;
         };

@@ -30,7 +30,7 @@ use crate::render::blocks::{self, Block, Level};
 use crate::render::tools::ToolView;
 use crate::slash::Slash;
 
-pub use footer::{Counters, Footer};
+pub use footer::{Counters, Footer, Price};
 pub use keys::Key;
 
 /// What the app asks its runner to do.

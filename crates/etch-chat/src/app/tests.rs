@@ -340,7 +340,7 @@ fn live_area_snapshots_at_several_widths() {
             cwd: "~/src/etch".into(),
             auth: "OpenAI: Platform API key".into(),
             budget: 100_000,
-            counters: Counters::default(),
+            ..Footer::default()
         },
         ..Start::default()
     });

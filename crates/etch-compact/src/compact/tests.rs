@@ -270,3 +270,57 @@ async fn a_summary_that_does_not_shrink_is_not_appended() {
     assert!(skip.to_string().contains("the session was not changed"));
     assert_eq!(std::fs::read(&session.path).unwrap(), before);
 }
+
+/// What the summary request cost is recorded just before the summary,
+/// marked with its purpose, and handed back for observers; the context
+/// estimate after the compaction does not take it for the conversation.
+#[tokio::test]
+async fn the_summary_requests_usage_and_metrics_are_recorded() {
+    let (mut log, _) = session();
+    let before = log.load();
+    let client = Scripted::new(vec![
+        StreamEvent::TextDelta("## Goal\nShip it.".into()),
+        StreamEvent::Usage(crate::test_support::usage(900, 880, 20)),
+        StreamEvent::Metrics(etch_model::Metrics {
+            requests: 1,
+            request_bytes: 4000,
+            ..etch_model::Metrics::default()
+        }),
+        StreamEvent::Done {
+            stop_reason: etch_model::StopReason::Stop,
+        },
+    ]);
+    let outcome = compact(
+        &before,
+        &mut log.writer,
+        &client,
+        Trigger::Manual,
+        None,
+        &settings(),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let Outcome::Compacted { counted, .. } = outcome else {
+        panic!("not compacted: {outcome:?}");
+    };
+    assert_eq!(counted.len(), 2);
+    assert!(
+        counted[0].contains("\"type\":\"model.usage\""),
+        "{}",
+        counted[0]
+    );
+    assert!(
+        counted[0].contains("\"purpose\":\"compaction\""),
+        "{}",
+        counted[0]
+    );
+    assert!(counted[1].contains("\"requests\":1"), "{}", counted[1]);
+    let after = log.load();
+    let kinds: Vec<&str> = after.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds[kinds.len() - 3..],
+        ["model.usage", "model.metrics", "context.summary"]
+    );
+    assert!(estimate_context(&after, est) < 880);
+}

@@ -66,11 +66,13 @@ impl Host {
                 entry_id,
                 summarize,
             } => {
-                self.launch(id, Job::Command(name), move |token| async move {
+                let sink = Arc::clone(&self.sink);
+                self.launch(id.clone(), Job::Command(name), move |token| async move {
                     let answer = session
                         .navigate(&entry_id, summarize, &token)
                         .await
                         .map(|done| {
+                            mirror(&sink, id.as_ref(), &done.counted);
                             Some(json!({
                                 "entryId": entry_id,
                                 "navigateEventId": done.event_id,
@@ -89,6 +91,19 @@ impl Host {
                 );
                 self.respond(id, other.name(), Err(bug));
             }
+        }
+    }
+}
+
+/// The events a front end sees for log lines a long command appended
+/// (see [`crate::events::line_event`]).
+fn mirror(sink: &Sink, id: Option<&String>, lines: &[String]) {
+    for line in lines {
+        if let Some(body) = crate::events::line_event(line) {
+            sink(Output::Event(Event {
+                id: id.cloned(),
+                body,
+            }));
         }
     }
 }
@@ -112,7 +127,11 @@ async fn compact(
     emit(EventBody::CompactionStart {
         reason: reason.clone(),
     });
-    let result = session.compact(focus.as_deref(), force, cancel).await;
+    let result = session
+        .compact(focus.as_deref(), force, cancel, &mut |line| {
+            mirror(sink, id.as_ref(), &[line.to_owned()]);
+        })
+        .await;
     let (outcome, answer) = match result {
         Ok(etch_compact::Outcome::Compacted { data, event_id, .. }) => (
             CompactionOutcome::Compacted {
