@@ -16,6 +16,7 @@ STREAM = 512 * 1024            # bytes of answer text streamed
 PIECE = 1024                   # bytes per text delta
 READY = b"/help for commands"
 SYNC_END = b"\x1b[?2026l"      # the end of every frame
+DSR = b"\x1b[6n"               # "where is the cursor?", answered like a terminal
 TURN_END = re.compile("\u2500 \\d".encode())   # "─ 1.2s · 1 request …"
 WINSIZE = struct.pack("HHHH", ROWS, COLS, 0, 0)
 ENV = {k: v for k, v in os.environ.items()
@@ -61,7 +62,14 @@ class Chat:
                     data = b""
                 if not data:
                     raise SystemExit(f"etch ended early; last output: {bytes(self.out[-400:])!r}")
+                self.answer(data)
                 self.out += data
+
+    def answer(self, data):
+        """Answers cursor position requests (ESC[6n) as a terminal does:
+        the chat asks where it starts, and after resizes."""
+        for _ in range(data.count(DSR)):
+            os.write(self.fd, b"\x1b[1;1R")
 
     def drain(self, quiet=0.05):
         """Reads whatever comes until the terminal is quiet for `quiet` s."""
@@ -72,6 +80,7 @@ class Chat:
                 return
             if not data:
                 return
+            self.answer(data)
             self.out += data
 
     def write(self, data):

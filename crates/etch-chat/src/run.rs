@@ -117,12 +117,19 @@ fn restore() {
 /// position reports (`locates`), a resize and Ctrl+L are followed by
 /// where the cursor now is: asked here, on the thread that reads the
 /// terminal, as the answer arrives on the same input (see
-/// [`Screen::locate`]).
-fn spawn_input(locates: bool) -> mpsc::UnboundedReceiver<Input> {
+/// [`Screen::locate`]). The first question is asked at start, here too,
+/// so the chat never waits on a terminal that does not answer (crossterm
+/// gives up after two seconds): the first report says whether later
+/// ones are worth asking for.
+fn spawn_input() -> mpsc::UnboundedReceiver<Input> {
     let (tx, rx) = mpsc::unbounded_channel();
     let _ = std::thread::Builder::new()
         .name("etch-input".into())
         .spawn(move || {
+            let locates = match crossterm::cursor::position() {
+                Ok((_, row)) => tx.send(Input::Located(row, false)).is_ok(),
+                Err(_) => false,
+            };
             loop {
                 let input = match crossterm::event::read() {
                     Ok(event) => Input::Event(event),
@@ -171,19 +178,16 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     let mut screen = Screen::new(terminal_out(), width, height, color);
     screen.set_reflows(crate::term::reflows(|key| std::env::var(key).ok()));
-    // Where the chat starts on the screen; a terminal that does not
-    // answer leaves the screen drawing inline, as it always could.
-    let start_row = crossterm::cursor::position().ok().map(|(_, row)| row);
-    if let Some(row) = start_row {
-        screen.locate(row, false);
-    }
-    let locates = start_row.is_some();
-    let mut input = spawn_input(locates);
-    // While the terminal is asked where the cursor is (after a resize or
-    // Ctrl+L), no frame is drawn: one drawn before the answer would move
-    // the cursor and make the answer stale. A terminal that stops
-    // answering costs at most this wait.
-    let mut locating: Option<Instant> = None;
+    // Where the chat starts on the screen, asked by the input thread; a
+    // terminal that does not answer leaves the screen drawing inline, as
+    // it always could. Whether it answers is known from its first report.
+    let mut locates = false;
+    let mut input = spawn_input();
+    // While the terminal is asked where the cursor is (at start, after a
+    // resize or Ctrl+L), no frame is drawn: one drawn before the answer
+    // would move the cursor and make the answer stale. A terminal that
+    // stops answering costs at most this wait.
+    let mut locating: Option<Instant> = Some(Instant::now() + LOCATE_WAIT);
     let mut last_frame: Option<Instant> = None;
     let mut dirty = true;
     // A key is drawn at once; output (a stream) at most every FRAME.
@@ -254,6 +258,7 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                 // An answer that comes after the wait gave up may be from
                 // before frames drawn since: not trusted.
                 Some(Input::Located(row, resized)) => {
+                    locates = true;
                     if locating.take().is_some() {
                         urgent = true;
                         screen.locate(row, resized);

@@ -1191,7 +1191,8 @@ fn a_subagent_shows_its_task_and_counts_in_the_footer() {
 fn narrow_in_steps(tmux: &Tmux, widths: &[u16], height: u16) {
     for &w in widths {
         tmux.resize(w, height);
-        let rule = "─".repeat(usize::from(w) - 1);
+        // Live rows leave the last column and a margin of 4 free.
+        let rule = "─".repeat(usize::from(w) - 5);
         tmux.wait(&format!("the live area redrawn at {w} columns"), |_| {
             tmux.screen().lines().any(|l| l.trim_end() == rule)
         });

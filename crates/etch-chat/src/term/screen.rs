@@ -53,6 +53,20 @@ const SYNC_END: &str = "\u{1b}[?2026l";
 /// its row, erase from the row below, restore.
 const ERASE_BELOW: &str = "\u{1b}7\u{1b}[2K\u{1b}[1B\u{1b}[J\u{1b}8";
 
+/// Columns a live row leaves free at the right besides the last one.
+/// tmux rewraps its lines the moment a window narrows but tells the
+/// program (the new size, SIGWINCH) up to 250 ms later, while a drag
+/// goes on: frames drawn meanwhile are laid out for the old width. A row
+/// wider than the terminal then wraps, the live area is a row taller than
+/// the screen counts, and each such frame leaves its first row (the
+/// working line) behind in the scrollback. Rows this much narrower
+/// survive a narrowing of up to this many columns unseen (bench
+/// `chat_resize.sh`: 28 stale working lines with none, 0 with 4).
+const MARGIN: u16 = 4;
+
+/// The narrowest screen that keeps [`MARGIN`].
+const MARGIN_FROM: u16 = 40;
+
 /// Hide and show the cursor.
 const HIDE: &str = "\u{1b}[?25l";
 /// See [`HIDE`].
@@ -135,13 +149,17 @@ impl Screen {
         self.width
     }
 
-    /// Columns a live row may use: all but the last. A character the
-    /// terminal draws wider than Unicode says (an emoji with a variation
-    /// selector, an ambiguous-width symbol in a CJK terminal) then still
-    /// fits, and the row never wraps, which would put the rows the screen
-    /// counts out of step with the terminal's.
+    /// Columns a live row may use: all but the last [`MARGIN`] + 1. The
+    /// last column stays free so that a character the terminal draws
+    /// wider than Unicode says (an emoji with a variation selector, an
+    /// ambiguous-width symbol in a CJK terminal) still fits and the row
+    /// never wraps, which would put the rows the screen counts out of step
+    /// with the terminal's. The margin covers terminals that reflow before
+    /// they say the width changed (see [`MARGIN`]); a screen narrower than
+    /// [`MARGIN_FROM`] columns keeps every column.
     pub fn live_width(&self) -> u16 {
-        self.width.saturating_sub(1).max(1)
+        let margin = if self.width >= MARGIN_FROM { MARGIN } else { 0 };
+        self.width.saturating_sub(1 + margin).max(1)
     }
 
     /// Rows from the live area's first row down to the cursor's, as the
