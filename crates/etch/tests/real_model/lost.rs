@@ -145,10 +145,9 @@ fn ask(
 /// The tasks, with their figures; fails only when a run broke its bounds
 /// (the pass rates of a 1.5B model on these are the finding, reported).
 #[test]
+#[ignore = "needs the real model: scripts/test.sh sets it up and runs it"]
 fn tasks_where_a_small_model_got_lost() {
-    let Some(_slot) = enabled("tasks_where_a_small_model_got_lost") else {
-        return;
-    };
+    let _slot = enabled("tasks_where_a_small_model_got_lost");
     let server = Server::start(None, &[]);
     let ws = workspace();
     let root = ws.path().to_path_buf();
