@@ -39,8 +39,8 @@ mod store;
 pub use error::AuthError;
 pub use jwt::account_id as account_id_from_id_token;
 pub use modes::{
-    ApiKeySource, AuthInputs, AuthMode, CREDENTIAL_ENV_VARS, ENV_CODEX_ACCESS_TOKEN,
-    ENV_OPENAI_API_KEY, ENV_OPENROUTER_API_KEY, resolve_mode,
+    ApiKeySource, AuthInputs, AuthMode, CREDENTIAL_ENV_VARS, ENV_ANTHROPIC_API_KEY,
+    ENV_CODEX_ACCESS_TOKEN, ENV_OPENAI_API_KEY, ENV_OPENROUTER_API_KEY, resolve_mode,
 };
 pub use oauth::{DeviceCode, LoginOptions};
 pub use secret::Secret;

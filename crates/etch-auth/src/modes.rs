@@ -10,21 +10,12 @@ use std::fmt;
 
 use crate::Secret;
 
-/// The environment variable holding a Codex-compatible bearer token.
-pub const ENV_CODEX_ACCESS_TOKEN: &str = "CODEX_ACCESS_TOKEN";
-/// The environment variable holding an OpenAI Platform API key.
-pub const ENV_OPENAI_API_KEY: &str = "OPENAI_API_KEY";
-/// The environment variable holding an OpenRouter (OpenAI-compatible) key.
-pub const ENV_OPENROUTER_API_KEY: &str = "OPENROUTER_API_KEY";
-
-/// The credential variables G18 removes from child environments (bash tool,
-/// hooks, plugins), listed here so every crate scrubs the same set.
-pub const CREDENTIAL_ENV_VARS: [&str; 4] = [
-    ENV_OPENAI_API_KEY,
+// The variable names live in `etch-secrets`, shared with every crate that
+// spawns children and scrubs them.
+pub use etch_secrets::{
+    CREDENTIAL_ENV_VARS, ENV_ANTHROPIC_API_KEY, ENV_CODEX_ACCESS_TOKEN, ENV_OPENAI_API_KEY,
     ENV_OPENROUTER_API_KEY,
-    ENV_CODEX_ACCESS_TOKEN,
-    "ANTHROPIC_API_KEY",
-];
+};
 
 /// Where an API key came from; all of them are "Platform API key" mode (G17),
 /// but status output and errors can say which one was used.

@@ -49,11 +49,11 @@ pub struct Finished {
 }
 
 /// The environment for hooks: `vars` minus the credential variables
-/// (`etch_auth::CREDENTIAL_ENV_VARS`, the set every child is scrubbed of:
+/// (`etch_secrets::CREDENTIAL_ENV_VARS`, the set every child is scrubbed of:
 /// hooks never get them, G18).
 pub fn hook_env(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
     vars.into_iter()
-        .filter(|(key, _)| !etch_auth::CREDENTIAL_ENV_VARS.iter().any(|c| key == *c))
+        .filter(|(key, _)| !etch_secrets::CREDENTIAL_ENV_VARS.iter().any(|c| key == *c))
         .collect()
 }
 

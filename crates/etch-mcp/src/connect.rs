@@ -253,7 +253,7 @@ fn header_map(headers: &[String]) -> Result<HashMap<HeaderName, HeaderValue>, St
 /// The value of variable `name`; `Err` when it is not set or is a model
 /// credential, which no MCP server gets, even should the bridge have it.
 fn lookup(name: &str) -> Result<String, ()> {
-    if etch_auth::CREDENTIAL_ENV_VARS.contains(&name) {
+    if etch_secrets::CREDENTIAL_ENV_VARS.contains(&name) {
         return Err(());
     }
     std::env::var(name).map_err(|_| ())
@@ -262,7 +262,7 @@ fn lookup(name: &str) -> Result<String, ()> {
 /// Why [`lookup`] found no value for `name`, as the end of a sentence
 /// naming it.
 fn unset(name: &str) -> &'static str {
-    if etch_auth::CREDENTIAL_ENV_VARS.contains(&name) {
+    if etch_secrets::CREDENTIAL_ENV_VARS.contains(&name) {
         "a model credential, which etch never gives to an MCP server; give the server a token \
          of its own in another variable"
     } else {
@@ -362,7 +362,7 @@ mod tests {
     /// message says it was refused rather than missing.
     #[test]
     fn model_credentials_are_refused_not_missing() {
-        for name in etch_auth::CREDENTIAL_ENV_VARS {
+        for name in etch_secrets::CREDENTIAL_ENV_VARS {
             let err = header_map(&[format!("Authorization: Bearer ${{{name}}}")]).unwrap_err();
             assert!(
                 err.contains("a model credential, which etch never gives to an MCP server")

@@ -17,7 +17,7 @@ pub fn plugin_env(
 ) -> (Vec<(OsString, OsString)>, Vec<String>) {
     let refused: Vec<String> = allow
         .iter()
-        .filter(|name| etch_auth::CREDENTIAL_ENV_VARS.contains(&name.as_str()))
+        .filter(|name| etch_secrets::CREDENTIAL_ENV_VARS.contains(&name.as_str()))
         .cloned()
         .collect();
     let env = vars
@@ -26,7 +26,7 @@ pub fn plugin_env(
             let Some(name) = name.to_str() else {
                 return false;
             };
-            if etch_auth::CREDENTIAL_ENV_VARS.contains(&name) {
+            if etch_secrets::CREDENTIAL_ENV_VARS.contains(&name) {
                 return false;
             }
             FORWARDED.contains(&name) || name.starts_with("LC_") || allow.iter().any(|a| a == name)

@@ -373,7 +373,7 @@ pub async fn select(
             PROVIDERS.join(", ")
         ))),
         None if openai_auth(args).0.is_some() => openai(&openai_args, model, &knobs).await,
-        None if env("ANTHROPIC_API_KEY").is_some() => {
+        None if env(etch_auth::ENV_ANTHROPIC_API_KEY).is_some() => {
             anthropic_client(&anthropic_args, model, &knobs)
         }
         None => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
@@ -548,7 +548,7 @@ fn anthropic_key(
     }
     let host = etch_provider::http::host_of(base_url).unwrap_or_default();
     let own = host == ANTHROPIC_HOST || host.ends_with(".anthropic.com");
-    match env("ANTHROPIC_API_KEY") {
+    match env(etch_auth::ENV_ANTHROPIC_API_KEY) {
         Some(key) if own || knobs.anthropic_auth == "api-key" => {
             Ok((key, "Anthropic: API key (ANTHROPIC_API_KEY)".to_owned()))
         }

@@ -103,7 +103,9 @@ fn status(store: &CredentialStore, api_key: Option<String>) -> Result<(), Failur
     });
     match resolve_mode(&inputs) {
         Some(mode) => print_line(&format!("active: {}", mode.label())),
-        None if std::env::var_os("ANTHROPIC_API_KEY").is_some_and(|v| !v.is_empty()) => {
+        None if std::env::var_os(etch_auth::ENV_ANTHROPIC_API_KEY)
+            .is_some_and(|v| !v.is_empty()) =>
+        {
             print_line("active: Anthropic: API key (ANTHROPIC_API_KEY)");
         }
         None => print_line("active: none; runs use the offline echo model"),

@@ -15,13 +15,9 @@ use std::borrow::Cow;
 use std::ffi::OsString;
 
 /// Environment variables holding provider credentials, removed from the
-/// command's environment unless credentials are inherited (G18).
-const CREDENTIAL_VARS: [&str; 4] = [
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "CODEX_ACCESS_TOKEN",
-    "ANTHROPIC_API_KEY",
-];
+/// command's environment unless credentials are inherited (G18); the one
+/// list every spawner shares.
+use etch_secrets::CREDENTIAL_ENV_VARS as CREDENTIAL_VARS;
 
 /// The environment for the command: `vars` minus the provider credential
 /// variables, unless `inherit_credentials` (G18).
