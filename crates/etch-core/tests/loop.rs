@@ -2,6 +2,10 @@
 //! order (P-CHK-1..3), bad tool calls (E-LOOP-13), the round bound
 //! (E-LOOP-04/05), streams without `done`, cancellation (G20), conflict
 //! scheduling (C19) and steering (E-LOOP-01 step 7).
+//!
+//! Every test runs on paused tokio time: a 150 ms call ends after a 1 ms
+//! one, and a cancellation at 100 ms finds the calls started, by the
+//! clock rather than by racing real sleeps.
 
 // Test doubles outside #[test] functions may panic on broken fixtures.
 #![allow(clippy::unwrap_used, clippy::unnecessary_literal_bound)]
@@ -365,7 +369,7 @@ fn tool_results(writer: &SessionWriter) -> Vec<Value> {
 
 /// P-CHK-1: a simple prompt emits Pi's events in Pi's order, and the log
 /// holds user, assistant and usage chained in order.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn simple_prompt_event_order() {
     let mut f = fixture(Scripted::new(vec![text_pass("hello")]), vec![], 32);
     let mut rec = Recorder::default();
@@ -407,7 +411,7 @@ async fn simple_prompt_event_order() {
 /// P-CHK-2/3 and C19: two read calls overlap and finish out of order, yet
 /// results are appended in the model's order; then a second request is made
 /// carrying the tool results.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn parallel_calls_keep_source_order() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![
@@ -466,7 +470,7 @@ async fn parallel_calls_keep_source_order() {
 
 /// C19: writes to one path run in source order even when the first is slow;
 /// a write to another path overlaps them.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn conflicting_writes_run_in_order() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![
@@ -498,7 +502,7 @@ async fn conflicting_writes_run_in_order() {
 /// E-LOOP-13, P-TEXEC-02/04: unknown tools, malformed JSON arguments and
 /// schema violations become `tool error:` results; the raw arguments are
 /// kept in the log; the run goes on to a final answer.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn bad_calls_become_tool_errors() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![
@@ -551,7 +555,7 @@ async fn bad_calls_become_tool_errors() {
 
 /// E-LOOP-04/05: the bound stops the run with a typed error naming the
 /// session, after the last round's tool results were appended.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn round_limit_is_typed_and_keeps_the_log() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let pass = || call_pass(&[("c", "reader", r#"{"ms": 0, "text": "again"}"#)]);
@@ -587,7 +591,7 @@ async fn round_limit_is_typed_and_keeps_the_log() {
 
 /// A stream that stops without `done` is an error, not an answer: the failed
 /// pass is logged with stop reason `error` and never replayed.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stream_without_done_is_an_error() {
     let client = Scripted::new(vec![vec![
         StreamEvent::TextStart,
@@ -611,7 +615,7 @@ async fn stream_without_done_is_an_error() {
 }
 
 /// Provider error events surface as typed model errors (E-MOD-23).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn provider_errors_are_typed() {
     let client = Scripted::new(vec![vec![StreamEvent::Error(ModelError::new(
         ErrorKind::InvalidRequest,
@@ -628,7 +632,7 @@ async fn provider_errors_are_typed() {
 /// G20: cancelling during a tool batch kills running calls, answers every
 /// call `tool error: Operation aborted` (or the tool's own error), keeps the
 /// log valid and returns `Cancelled`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancel_during_tools_answers_every_call() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![call_pass(&[
@@ -662,7 +666,7 @@ async fn cancel_during_tools_answers_every_call() {
 
 /// G20 as issue 28 changed it: cancelling during a model pass before
 /// any text arrived logs an empty interrupted answer, never replayed.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancel_before_any_text_logs_an_empty_interrupted_answer() {
     let client = Arc::new(Scripted {
         passes: Mutex::new(vec![text_pass("late")].into()),
@@ -706,7 +710,7 @@ impl Observer for CancelOnText {
 /// interrupted `message.assistant` (its unfinished tool call left out),
 /// announced as such, and replayed, so the next request does not carry
 /// two user messages in a row.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_answer_keeps_what_was_shown() {
     let mut partial = vec![
         StreamEvent::TextStart,
@@ -770,7 +774,7 @@ async fn a_cancelled_answer_keeps_what_was_shown() {
 
 /// Steering drained after a tool batch is admitted as user messages before
 /// the next request (E-LOOP-01 step 7).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn steering_is_admitted_after_a_tool_batch() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![
@@ -804,7 +808,7 @@ async fn steering_is_admitted_after_a_tool_batch() {
 /// Steering drained in the last allowed round is not dropped: the round
 /// limit still ends the run, but the text is in the log as a user message,
 /// where a resumed run answers it.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn steering_in_the_last_round_is_kept() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![call_pass(&[(
@@ -908,7 +912,7 @@ fn user_texts(request: &ModelRequest) -> Vec<String> {
 
 /// P-OVF-02: an overflow compacts once (trigger overflow) and retries the
 /// request with the summary in place of the old prefix.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn overflow_compacts_and_retries_once() {
     let model = Scripted::new(vec![
         first_answer(),
@@ -969,7 +973,7 @@ async fn overflow_compacts_and_retries_once() {
 
 /// P-OVF-02: an overflow on the retry too is surfaced, not looped; one
 /// compaction only.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn second_overflow_is_surfaced() {
     let model = Scripted::new(vec![
         first_answer(),
@@ -1001,7 +1005,7 @@ async fn second_overflow_is_surfaced() {
 
 /// An overflow with nothing to summarize (or a failing summarizer) surfaces
 /// the provider's error, and a failed summary leaves no summary event.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn overflow_without_a_useful_compaction_is_surfaced() {
     let model = Scripted::new(vec![overflow_pass()]);
     let mut f = fixture_with(model.clone(), vec![], 8, Some(policy(false)));
@@ -1057,7 +1061,7 @@ async fn overflow_without_a_useful_compaction_is_surfaced() {
 
 /// E-CTX-16: with auto compaction on and the estimate over the threshold,
 /// the summary is appended before the request, which then carries it.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn auto_compaction_runs_before_the_request() {
     let model = Scripted::new(vec![
         first_answer(),
@@ -1093,7 +1097,7 @@ async fn auto_compaction_runs_before_the_request() {
 
 /// Threshold compaction that fails is not retried every round: one failed
 /// summary request, then the run goes on uncompacted.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn failed_auto_compaction_is_not_repeated_each_round() {
     let model = Scripted::new(vec![
         first_answer(),
@@ -1176,7 +1180,7 @@ impl Tool for Witness {
 /// their details are logged beside the text (and never sent to the
 /// model); a tool that is not available is not offered, and a call to it
 /// gets an error result without running.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tools_get_their_origin_and_return_details() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let client = Scripted::new(vec![
@@ -1229,7 +1233,7 @@ async fn tools_get_their_origin_and_return_details() {
 /// A provider retry is visible: each announced retry is an event, and the
 /// first real event after them ends the retrying with success; a pass
 /// whose retries ran out ends it with the final error.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn retries_start_and_end() {
     let retry = |attempt| StreamEvent::Retrying {
         attempt,
@@ -1273,7 +1277,7 @@ async fn retries_start_and_end() {
 /// Steering left when the model had already finished becomes one combined
 /// follow-up, the texts joined by a blank line (G8), answered in a further
 /// round of the same run.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn leftover_steering_is_one_combined_follow_up() {
     let client = Scripted::new(vec![text_pass("first"), text_pass("second")]);
     let mut f = fixture(client.clone(), vec![], 32);
@@ -1297,7 +1301,7 @@ async fn leftover_steering_is_one_combined_follow_up() {
 /// Explicit follow-ups are taken only when the run would stop, each as its
 /// own user message answered in a further round of the same run, in the
 /// order the queue hands them over.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn follow_ups_run_after_the_answer() {
     let client = Scripted::new(vec![
         text_pass("first"),
@@ -1331,7 +1335,7 @@ async fn follow_ups_run_after_the_answer() {
 /// identical call in a row stops the run with a typed error naming the
 /// call; the log keeps every call, the notes and a `loop.guard` record
 /// per finding, and a later run on the session goes on.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn repeated_calls_are_noted_then_stopped() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let pass = |ws: &str| {
@@ -1393,7 +1397,7 @@ async fn repeated_calls_are_noted_then_stopped() {
 
 /// Failed results in a row: a note with the fifth, a stop at the tenth
 /// (different calls each time, so this is not repetition).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn failures_in_a_row_are_noted_then_stopped() {
     let passes: Vec<Vec<StreamEvent>> = (0..10)
         .map(|i| call_pass(&[("c", &format!("missing_{i}"), "{}")]))
@@ -1456,7 +1460,7 @@ impl etch_core::Intercept for RefuseForbidden {
 
 /// A refused follow-up is dropped with its record and makes no request:
 /// the run ends with the answer it had; an admitted one after it runs.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn refused_follow_ups_make_no_request() {
     let client = Scripted::new(vec![text_pass("first"), text_pass("second")]);
     let Fixture {
