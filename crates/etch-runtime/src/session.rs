@@ -27,7 +27,7 @@ use etch_session::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{Context, compact_settings};
+use crate::context::Context;
 use crate::endpoints::KnownEndpoints;
 use crate::error::{Notice, OpenError};
 use crate::hooks::SessionHooks;
@@ -599,19 +599,15 @@ impl Session {
     ) -> Result<etch_compact::Outcome, CompactFailure> {
         let loaded = self.load().map_err(CompactFailure::Session)?;
         let hooks = (!self.context.hooks.is_empty()).then(|| self.session_hooks());
-        let settings = etch_compact::Settings {
-            force,
-            ..compact_settings(&self.place.config)
-        };
-        let outcome = etch_core::compact_session(
+        let outcome = crate::compaction::manual(
             &loaded,
             &mut self.writer,
-            &etch_core::Compaction {
+            &crate::compaction::Manual {
                 client: self.selection.client.as_ref(),
-                trigger: etch_compact::Trigger::Manual,
+                config: &self.place.config,
+                hooks: hooks.as_ref(),
                 focus,
-                settings: &settings,
-                intercept: hooks.as_ref().map(|h| h as &dyn etch_core::Intercept),
+                force,
             },
             cancel,
             on_line,

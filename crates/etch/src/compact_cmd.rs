@@ -8,7 +8,7 @@
 //! picks the client, and reports what happened: a skip is not an error, a
 //! failed summary is (and leaves the log untouched).
 
-use etch_compact::{Outcome, Trigger};
+use etch_compact::Outcome;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
@@ -16,8 +16,6 @@ use crate::output::print_line;
 use crate::provider;
 use crate::run::{Place, watch_sigint};
 use crate::session_arg;
-use etch_core::Compaction;
-use etch_runtime::context::compact_settings;
 use etch_runtime::hooks::SessionHooks;
 
 /// Compacts the session `prefix` names.
@@ -51,20 +49,17 @@ pub async fn run(
     // session's own compactions.
     let hooks = (!hooks.is_empty())
         .then(|| SessionHooks::new(hooks, &place.cwd, loaded.session_id(), &loaded.path));
-    // Asked for explicitly (a focus, or --force): even a short session.
-    let settings = etch_compact::Settings {
-        force: force || focus.is_some(),
-        ..compact_settings(&place.config)
-    };
-    let outcome = etch_core::compact_session(
+    let outcome = etch_runtime::compaction::manual(
         &loaded,
         &mut writer,
-        &Compaction {
+        &etch_runtime::compaction::Manual {
             client: selection.client.as_ref(),
-            trigger: Trigger::Manual,
+            config: &place.config,
+            hooks: hooks.as_ref(),
             focus,
-            settings: &settings,
-            intercept: hooks.as_ref().map(|h| h as &dyn etch_core::Intercept),
+            // Asked for explicitly (a focus, or --force): even a short
+            // session.
+            force: force || focus.is_some(),
         },
         &cancel,
         &mut |_| {},
