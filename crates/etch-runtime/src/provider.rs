@@ -128,6 +128,10 @@ pub struct Selection {
     /// The base URL requests go to (recorded in `session.started`); `None`
     /// for the offline echo model.
     pub endpoint: Option<String>,
+    /// The auth label (`OpenAI: Platform API key (--api-key)`, …) the
+    /// header names, for front ends that show it on its own; `None` for
+    /// the offline echo model.
+    pub auth: Option<String>,
 }
 
 /// What a session's `session.started` says about how it was run.
@@ -436,6 +440,7 @@ fn echo(model: Option<&str>, notice: Option<String>) -> Selection {
         notice,
         notes: Vec::new(),
         endpoint: None,
+        auth: None,
     }
 }
 
@@ -525,6 +530,7 @@ fn anthropic_client(
             limits: knobs.limits,
         })),
         notice: Some(notice),
+        auth: Some(label.clone()),
     })
 }
 
@@ -793,6 +799,7 @@ async fn codex_client(
             websocket_headers: vec![("OpenAI-Beta".to_string(), CODEX_WEBSOCKET_BETA.to_string())],
         })),
         notice: Some(notice),
+        auth: Some(label.to_string()),
     })
 }
 
@@ -915,6 +922,7 @@ fn api_key_client(
         notice: Some(notice),
         notes,
         endpoint,
+        auth: Some(label.clone()),
     })
 }
 

@@ -577,6 +577,7 @@ impl Session {
                 notice: None,
                 notes: Vec::new(),
                 endpoint: self.selection.endpoint.clone(),
+                auth: self.selection.auth.clone(),
             },
             writer,
             history: Vec::new(),

@@ -66,24 +66,15 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     let mut log = None;
     let mut chosen = None;
     let api;
+    let auth;
     let (session, provider, model, header) = if let Some(prefix) = prefix {
-        let mut header = None;
         let (session, loaded) = loop {
             let opened = Session::open_loaded(
                 place.clone(),
                 settings.clone(),
                 context.clone(),
                 Target::Prefix(prefix),
-                &mut |n: Notice| {
-                    if n.level == NoticeLevel::Info
-                        && header.is_none()
-                        && n.message.starts_with("etch: ")
-                    {
-                        header = Some(n.message);
-                    } else {
-                        notices.push(n);
-                    }
-                },
+                &mut |n: Notice| notices.push(n),
                 &mut etch_core::NoopObserver,
             )
             .await;
@@ -99,9 +90,20 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
                 },
             }
         };
-        let client = &session.selection().client;
+        let selection = session.selection();
+        let client = &selection.client;
         let (provider, model) = (client.provider().to_owned(), client.model().to_owned());
         api = client.api().map(str::to_owned);
+        auth = selection.auth.clone();
+        // The header line is shown as the chat's header, not again as a
+        // notice.
+        let header = selection.notice.clone();
+        if let Some(at) = notices
+            .iter()
+            .position(|n| Some(&n.message) == header.as_ref())
+        {
+            notices.remove(at);
+        }
         log = Some(loaded);
         (Some(session), provider, model, header)
     } else {
@@ -111,6 +113,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         notices.extend(selection.notes.iter().cloned().map(Notice::info));
         let client = &selection.client;
         api = client.api().map(str::to_owned);
+        auth = selection.auth.clone();
         let picked = (
             None,
             client.provider().to_owned(),
@@ -132,12 +135,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         },
         |h| h.trim_start_matches("etch: ").to_owned(),
     );
-    let auth = header
-        .rsplit(" · ")
-        .next()
-        .filter(|s| s.contains(':'))
-        .unwrap_or("")
-        .to_owned();
+    let auth = auth.unwrap_or_default();
     let cwd = home_relative(&place.cwd);
     let thinking = thinking(&settings, &place.config, &provider, api.as_deref());
     let mut start = Start {
