@@ -12,10 +12,8 @@
 //! (`ETCH_ACP_OUTBOX_BYTES`, 64 MiB): past it the prompts are aborted
 //! and etch exits 1 saying so.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use etch_acp::{Input, Options, Served};
 use tokio::sync::mpsc;
@@ -23,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
+use crate::outbox::Outbox;
 use crate::rpc_cmd::{Incoming, read_record};
 use crate::run::{Place, settings};
 
@@ -76,19 +75,30 @@ pub async fn run(place: &Place, session_dir: Option<&Path>, args: &RunArgs) -> R
     // logs whole.
     let watcher = crate::run::watch_sigint(stop.clone())?;
     // An editor that stops reading stops the serving too.
-    let overflowed = Arc::new(AtomicBool::new(false));
-    let (out, written) = writer(stop.clone(), Arc::clone(&overflowed));
+    let (outbox, written) = Outbox::start("ETCH_ACP_OUTBOX_BYTES");
+    let overflow = outbox.overflow.clone();
+    let stopper = {
+        let (overflow, stop) = (overflow.clone(), stop.clone());
+        tokio::spawn(async move {
+            overflow.cancelled().await;
+            stop.cancel();
+        })
+    };
+    let out: etch_acp::Out = outbox.sink();
+    drop(outbox);
     let input = read_stdin();
     let served = etch_acp::serve(options, input, out).await;
     watcher.abort();
+    stopper.abort();
+    let overflowed = overflow.is_cancelled();
     // Everything written reaches the editor before etch exits, unless
     // the editor stopped reading.
-    if !overflowed.load(Ordering::SeqCst) {
+    if !overflowed {
         let _ = written.recv_timeout(std::time::Duration::from_secs(10));
     }
     match served {
         Served::Closed => Ok(()),
-        Served::Stopped if overflowed.load(Ordering::SeqCst) => Err(Failure::new(
+        Served::Stopped if overflowed => Err(Failure::new(
             exit::FAILED,
             anyhow::anyhow!(
                 "the editor stopped reading etch acp's output (more was waiting than ETCH_ACP_OUTBOX_BYTES allows), so every running prompt was aborted; every session log is intact"
@@ -130,55 +140,4 @@ fn read_stdin() -> mpsc::Receiver<Input> {
         }
     });
     rx
-}
-
-/// Default cap on output waiting for the editor.
-const DEFAULT_OUTBOX_BYTES: usize = 64 << 20;
-
-/// The line writer: a thread writing to stdout, and a receiver told when
-/// it has written everything (all senders gone). Output waiting for an
-/// editor that does not read is capped (`ETCH_ACP_OUTBOX_BYTES`, default
-/// 64 MiB, as for `etch rpc`): past it, `overflowed` is set, `stop`
-/// fires and later lines are dropped, so memory stays bounded.
-fn writer(
-    stop: CancellationToken,
-    overflowed: Arc<AtomicBool>,
-) -> (etch_acp::Out, std::sync::mpsc::Receiver<()>) {
-    let limit = std::env::var("ETCH_ACP_OUTBOX_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_OUTBOX_BYTES);
-    let pending = Arc::new(AtomicUsize::new(0));
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let written = Arc::clone(&pending);
-    std::thread::spawn(move || {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        let mut open = true;
-        for mut line in rx {
-            let size = line.len();
-            line.push('\n');
-            open = open && out.write_all(line.as_bytes()).is_ok() && out.flush().is_ok();
-            written.fetch_sub(size, Ordering::SeqCst);
-        }
-        let _ = done_tx.send(());
-    });
-    let tx = std::sync::Mutex::new(tx);
-    let out: etch_acp::Out = Arc::new(move |line: String| {
-        if overflowed.load(Ordering::SeqCst) {
-            return;
-        }
-        let waiting = pending.fetch_add(line.len(), Ordering::SeqCst);
-        if waiting > 0 && waiting + line.len() > limit {
-            pending.fetch_sub(line.len(), Ordering::SeqCst);
-            overflowed.store(true, Ordering::SeqCst);
-            stop.cancel();
-            return;
-        }
-        if let Ok(tx) = tx.lock() {
-            let _ = tx.send(line);
-        }
-    });
-    (out, done_rx)
 }

@@ -29,6 +29,7 @@ mod hooks_cmd;
 mod hooks_import;
 mod markdown;
 mod mcp_cmd;
+mod outbox;
 mod output;
 mod plugins_cmd;
 mod prompt_input;

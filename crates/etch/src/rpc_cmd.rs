@@ -17,27 +17,23 @@
 //! Ctrl-C does the same with exit code 130. Queued texts that will not
 //! run are named on stderr.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use etch_protocol::{Command, Response};
-use etch_runtime::host::{Host, Output, Sink};
+use etch_runtime::host::{Host, Output};
 use etch_runtime::{Context, Session, Target};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
+use crate::outbox::Outbox;
 use crate::run::{Place, open_failure, print_notice, settings};
 
 /// The longest command line read; longer ones are answered with an error
 /// and skipped up to their end.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
-
-/// Default cap on output waiting for the client.
-const DEFAULT_OUTBOX_BYTES: usize = 64 << 20;
 
 /// How long, at exit, pending output may take to reach a client that is
 /// still reading.
@@ -66,8 +62,12 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     let path = session.path().to_path_buf();
     let plugins = std::sync::Arc::clone(&session.context().plugins);
     let mut interrupts = crate::run::interrupts()?;
-    let (outbox, writer) = Outbox::start();
-    let mut host = Host::new(session, outbox.sink());
+    let (outbox, writer) = Outbox::start("ETCH_RPC_OUTBOX_BYTES");
+    let lines = outbox.sink();
+    let mut host = Host::new(
+        session,
+        Arc::new(move |output: Output| lines(output.to_line())),
+    );
     // `export` to HTML writes the chat's page (everything escaped).
     host.set_html_renderer(std::sync::Arc::new(etch_chat::export::html));
     let ended = host.task_ended();
@@ -86,11 +86,11 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             }
             incoming = commands.recv() => match incoming {
                 Some(Incoming::Line(line)) => handle(&mut host, &outbox, &line).await,
-                Some(Incoming::TooLong) => outbox.send(&Output::Response(Response::err(
+                Some(Incoming::TooLong) => outbox.send(Output::Response(Response::err(
                     None,
                     "parse",
                     format!("the command line is longer than {MAX_LINE_BYTES} bytes and was skipped; send one command per line"),
-                ))),
+                )).to_line()),
                 Some(Incoming::Failed(error)) => break Stop::StdinFailed(error),
                 None => break Stop::StdinClosed,
             },
@@ -205,11 +205,14 @@ async fn open(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<Ses
 /// a command is answered with the reason (and its id when it had one).
 async fn handle(host: &mut Host, outbox: &Outbox, line: &[u8]) {
     let Ok(text) = std::str::from_utf8(line) else {
-        outbox.send(&Output::Response(Response::err(
-            None,
-            "parse",
-            "the command line is not UTF-8",
-        )));
+        outbox.send(
+            Output::Response(Response::err(
+                None,
+                "parse",
+                "the command line is not UTF-8",
+            ))
+            .to_line(),
+        );
         return;
     };
     if text.trim().is_empty() {
@@ -217,7 +220,7 @@ async fn handle(host: &mut Host, outbox: &Outbox, line: &[u8]) {
     }
     match serde_json::from_str::<Command>(text) {
         Ok(command) => host.handle(command).await,
-        Err(err) => outbox.send(&Output::Response(Response::unreadable(text, &err))),
+        Err(err) => outbox.send(Output::Response(Response::unreadable(text, &err)).to_line()),
     }
 }
 
@@ -282,101 +285,4 @@ pub(crate) fn read_record<R: BufRead>(reader: &mut R) -> std::io::Result<Option<
 /// The index of the first LF in `buf`.
 fn memchr_lf(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n')
-}
-
-/// Output on its way to stdout, written by a thread of its own, with the
-/// bytes waiting counted against a cap.
-struct Outbox {
-    /// Lines to write.
-    tx: std::sync::mpsc::Sender<String>,
-    /// Bytes handed over and not yet written.
-    pending: Arc<AtomicUsize>,
-    /// The cap on `pending`.
-    limit: usize,
-    /// Fired when the cap was exceeded (the client is not reading).
-    overflow: CancellationToken,
-    /// Fired when stdout is closed (the client went away).
-    closed: CancellationToken,
-}
-
-impl Outbox {
-    /// Starts the writer thread; the receiver gets a message when it has
-    /// written everything (all senders dropped).
-    fn start() -> (Self, std::sync::mpsc::Receiver<()>) {
-        let limit = std::env::var("ETCH_RPC_OUTBOX_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_OUTBOX_BYTES);
-        let (tx, rx) = std::sync::mpsc::channel::<String>();
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let closed = CancellationToken::new();
-        let (counter, gone) = (Arc::clone(&pending), closed.clone());
-        std::thread::spawn(move || {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            for mut line in rx {
-                let size = line.len();
-                line.push('\n');
-                if !gone.is_cancelled()
-                    && (out.write_all(line.as_bytes()).is_err() || out.flush().is_err())
-                {
-                    gone.cancel();
-                }
-                counter.fetch_sub(size, Ordering::SeqCst);
-            }
-            let _ = done_tx.send(());
-        });
-        (
-            Self {
-                tx,
-                pending,
-                limit,
-                overflow: CancellationToken::new(),
-                closed,
-            },
-            done_rx,
-        )
-    }
-
-    /// Queues one output line; past the cap, the line is dropped and the
-    /// overflow fires (one line larger than the cap still goes out when
-    /// nothing else is waiting).
-    fn send(&self, output: &Output) {
-        send(&self.tx, &self.pending, self.limit, &self.overflow, output);
-    }
-
-    /// The host's sink onto this outbox.
-    fn sink(&self) -> Sink {
-        let (tx, pending, limit, overflow) = (
-            self.tx.clone(),
-            Arc::clone(&self.pending),
-            self.limit,
-            self.overflow.clone(),
-        );
-        Arc::new(move |output: Output| send(&tx, &pending, limit, &overflow, &output))
-    }
-}
-
-/// Queues `output` on `tx` within the cap (see [`Outbox::send`]).
-fn send(
-    tx: &std::sync::mpsc::Sender<String>,
-    pending: &AtomicUsize,
-    limit: usize,
-    overflow: &CancellationToken,
-    output: &Output,
-) {
-    if overflow.is_cancelled() {
-        return;
-    }
-    let line = output.to_line();
-    let waiting = pending.fetch_add(line.len(), Ordering::SeqCst);
-    if waiting > 0 && waiting + line.len() > limit {
-        pending.fetch_sub(line.len(), Ordering::SeqCst);
-        overflow.cancel();
-        return;
-    }
-    if tx.send(line).is_err() {
-        overflow.cancel();
-    }
 }
