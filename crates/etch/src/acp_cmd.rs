@@ -37,29 +37,13 @@ pub async fn run(place: &Place, session_dir: Option<&Path>, args: &RunArgs) -> R
     let home = place.home.clone();
     let flag_dir: Option<PathBuf> = session_dir.map(Path::to_path_buf);
     let place_for = Box::new(move |cwd: &Path| {
-        let mut loaded = etch_config::load(cwd, home.as_deref());
-        if loaded.has_errors() {
-            let errors: Vec<String> = loaded.diagnostics.iter().map(ToString::to_string).collect();
-            return Err(format!(
+        Place::load(cwd, home.as_deref(), flag_dir.as_deref()).map_err(|errors| {
+            format!(
                 "the configuration for {} has errors: {} (see etch config check)",
                 cwd.display(),
                 errors.join("; ")
-            ));
-        }
-        let mut warnings: Vec<String> =
-            loaded.diagnostics.iter().map(ToString::to_string).collect();
-        warnings.extend(loaded.gate_project(home.as_deref()));
-        let session_dir =
-            etch_runtime::paths::session_dir(cwd, flag_dir.as_deref(), &loaded.config.session.dir);
-        Ok((
-            Place {
-                cwd: cwd.to_path_buf(),
-                session_dir,
-                home: home.clone(),
-                config: loaded.config,
-            },
-            warnings,
-        ))
+            )
+        })
     });
     let stop = CancellationToken::new();
     let options = Options {

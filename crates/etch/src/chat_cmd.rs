@@ -187,16 +187,11 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     }
     let base = place.clone();
     let reload = Box::new(move || {
-        let mut loaded = etch_config::load(&base.cwd, base.home.as_deref());
-        if loaded.has_errors() {
-            let errors: Vec<String> = loaded.diagnostics.iter().map(ToString::to_string).collect();
-            return Err(format!("{} (see etch config check)", errors.join("; ")));
-        }
-        let mut warnings: Vec<String> =
-            loaded.diagnostics.iter().map(ToString::to_string).collect();
-        warnings.extend(loaded.gate_project(base.home.as_deref()));
+        let (reloaded, warnings) = Place::load(&base.cwd, base.home.as_deref(), None)
+            .map_err(|errors| format!("{} (see etch config check)", errors.join("; ")))?;
+        // The session directory stays the one the chat started with.
         let place = Place {
-            config: loaded.config,
+            config: reloaded.config,
             ..base.clone()
         };
         Ok((place, warnings))

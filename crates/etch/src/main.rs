@@ -52,7 +52,6 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::exit::Failure;
 use crate::run::Place;
-use etch_runtime::paths;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -160,17 +159,12 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             diag!("etch: warning: {warning}");
         }
     }
-    let session_dir = paths::session_dir(
+    let place = Place::new(
         &cwd,
+        home.as_deref(),
         global.session_dir.as_deref(),
-        &config.config.session.dir,
+        config.config,
     );
-    let place = Place {
-        cwd,
-        session_dir,
-        home,
-        config: config.config,
-    };
     match command {
         Some(Command::Sessions { json }) => sessions::list(&place.session_dir, json),
         Some(Command::Show { json, tree, prefix }) => {
