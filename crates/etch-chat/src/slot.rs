@@ -308,11 +308,19 @@ impl Slot {
                 self.list_server_models(app);
             }
             Slash::Thinking(Some(level)) => {
-                match serde_json::from_value::<ThinkingLevel>(serde_json::Value::String(level.clone())) {
-                    Ok(level) => self.send(app, CommandBody::SetThinkingLevel { level }, "").await,
+                match serde_json::from_value::<ThinkingLevel>(serde_json::Value::String(
+                    level.clone(),
+                )) {
+                    Ok(level) => {
+                        self.send(app, CommandBody::SetThinkingLevel { level }, "")
+                            .await;
+                    }
                     Err(_) => app.notice(
                         Level::Warning,
-                        format!("unknown thinking level \"{level}\": use off, none, minimal, low, medium, high or xhigh"),
+                        format!(
+                            "unknown thinking level \"{level}\": use one of {}",
+                            etch_config::REASONING_EFFORTS.join(", ")
+                        ),
                     ),
                 }
             }
@@ -327,8 +335,16 @@ impl Slot {
                     .reasoning_effort
                     .clone()
                     .unwrap_or_else(|| "the provider's default".into());
+                // `off` first: it is the one to reach for.
+                let mut levels = vec!["off"];
+                levels.extend(
+                    etch_config::REASONING_EFFORTS
+                        .iter()
+                        .filter(|l| **l != "off"),
+                );
                 app.push(Block::Output(format!(
-                    "thinking: {level}\nchange with /thinking off|none|minimal|low|medium|high|xhigh"
+                    "thinking: {level}\nchange with /thinking {}",
+                    levels.join("|")
                 )));
             }
             Slash::Export { format, path } => self.export(app, &format, path.as_deref()).await,

@@ -59,4 +59,5 @@ pub use discover::{ConfigFiles, discover};
 pub use gated::GatedSetting;
 pub use load::{Loaded, load, load_files};
 pub use provenance::Source;
+pub use schema::{DEFAULT_MODEL, HOOK_EVENTS, PROVIDERS, REASONING_EFFORTS};
 pub use schema_json::{schema_json, schema_keys};

@@ -314,7 +314,7 @@ impl TableSpec {
 pub(crate) const HOOKS_TABLE: &str = "hooks.*";
 
 /// Hook event names, exactly (E-HOOK-03, and the subagent events).
-pub(crate) const HOOK_EVENTS: &[&str] = &[
+pub const HOOK_EVENTS: &[&str] = &[
     "SessionStart",
     "UserPromptSubmit",
     "TurnStart",
@@ -328,12 +328,18 @@ pub(crate) const HOOK_EVENTS: &[&str] = &[
     "SubagentStop",
 ];
 
-/// Provider names (E-CFG-09).
-pub(crate) const PROVIDERS: &[&str] = &["echo", "openai", "anthropic"];
+/// Provider names (E-CFG-09): the one list the provider factory, the
+/// command line and the chat take.
+pub const PROVIDERS: &[&str] = &["echo", "openai", "anthropic"];
+/// The model the openai provider asks for when none is configured
+/// (E-CFG-09).
+pub const DEFAULT_MODEL: &str = "gpt-5.5";
 /// OpenAI API modes (E-CFG-10).
 pub(crate) const OPENAI_APIS: &[&str] = &["chat", "responses"];
-/// Reasoning efforts (C35); `off` omits reasoning entirely.
-pub(crate) const REASONING_EFFORTS: &[&str] =
+/// Reasoning efforts (C35); `off` omits reasoning entirely. The one list
+/// the command line, the chat's `/thinking` and the protocol's thinking
+/// levels agree with (tests in etch-runtime and etch-hooks tie them).
+pub const REASONING_EFFORTS: &[&str] =
     &["none", "minimal", "low", "medium", "high", "xhigh", "off"];
 /// Reasoning summary levels (C35).
 pub(crate) const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed", "none"];
@@ -417,7 +423,7 @@ const PROVIDER: &[KeySpec] = &[
         "Model provider; when no file or flag sets it, etch picks one from the available credentials.",
     )
     .allowed(PROVIDERS),
-    KeySpec::string("model", "Model name sent to the provider.").default(Literal::Str("gpt-5.5")),
+    KeySpec::string("model", "Model name sent to the provider.").default(Literal::Str(DEFAULT_MODEL)),
     KeySpec::integer(
         "max_retries",
         0,

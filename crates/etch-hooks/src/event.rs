@@ -132,4 +132,12 @@ mod tests {
         assert!(!HookEvent::TurnStart.uses_matcher());
         assert!(HookEvent::PostToolUse.output_fields().contains(&"output"));
     }
+
+    /// The events are exactly the configuration's `[[hooks.<Event>]]`
+    /// tables, in the same order.
+    #[test]
+    fn events_agree_with_the_configuration() {
+        let names: Vec<&str> = HookEvent::ALL.into_iter().map(HookEvent::name).collect();
+        assert_eq!(names, etch_config::HOOK_EVENTS);
+    }
 }

@@ -45,8 +45,9 @@ use etch_config::Config;
 
 use crate::endpoints::KnownEndpoints;
 
-/// Every provider name the `--provider` flag accepts.
-pub const PROVIDERS: [&str; 3] = ["echo", "openai", "anthropic"];
+/// Every provider name the `--provider` flag accepts (the configuration
+/// schema owns the list).
+pub const PROVIDERS: &[&str] = etch_config::PROVIDERS;
 
 /// The exact stderr line when no credentials are found (C42).
 pub const NO_CREDENTIALS: &str = "etch: no model credentials found; using the offline echo model (see 'etch auth login' or set OPENAI_API_KEY)";
@@ -55,7 +56,7 @@ pub const NO_CREDENTIALS: &str = "etch: no model credentials found; using the of
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// Default model of the openai provider (E-CFG-09).
-const OPENAI_MODEL: &str = "gpt-5.5";
+const OPENAI_MODEL: &str = etch_config::DEFAULT_MODEL;
 
 /// UI label of API-key auth (E-AUTH-07, G17).
 pub const LABEL_API_KEY: &str = "OpenAI: Platform API key";

@@ -103,7 +103,7 @@ pub struct RunArgs {
     /// Reasoning effort: for OpenAI Responses (default minimal) and as an
     /// Anthropic thinking budget (only when given). off sends no reasoning
     /// settings; Chat Completions never sends any.
-    #[arg(long, value_name = "LEVEL", value_parser = ["none", "minimal", "low", "medium", "high", "xhigh", "off"])]
+    #[arg(long, value_name = "LEVEL", value_parser = clap::builder::PossibleValuesParser::new(etch_config::REASONING_EFFORTS))]
     pub reasoning_effort: Option<String>,
     /// Reasoning summaries for OpenAI Responses (default auto).
     #[arg(long, value_name = "MODE", value_parser = ["auto", "concise", "detailed", "none"])]

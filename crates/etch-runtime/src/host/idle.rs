@@ -324,3 +324,40 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The protocol's thinking levels are exactly the configuration's
+    /// reasoning efforts (its one list), both ways, and every effort but
+    /// `none` and `off` gives Anthropic a thinking budget.
+    #[test]
+    fn thinking_levels_agree_with_the_efforts() {
+        let levels = [
+            ThinkingLevel::Off,
+            ThinkingLevel::None,
+            ThinkingLevel::Minimal,
+            ThinkingLevel::Low,
+            ThinkingLevel::Medium,
+            ThinkingLevel::High,
+            ThinkingLevel::Xhigh,
+        ];
+        let mut names: Vec<&str> = levels.into_iter().map(level_name).collect();
+        for name in &names {
+            assert_eq!(level_from_name(name).map(level_name), Some(*name));
+        }
+        let mut efforts = etch_config::REASONING_EFFORTS.to_vec();
+        names.sort_unstable();
+        efforts.sort_unstable();
+        assert_eq!(names, efforts);
+        for effort in etch_config::REASONING_EFFORTS {
+            let budget = etch_provider::anthropic::thinking_budget(effort);
+            assert_eq!(
+                budget.is_some(),
+                !["none", "off"].contains(effort),
+                "{effort}"
+            );
+        }
+    }
+}
