@@ -12,10 +12,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 
 /// The most stdout read from a hook; more is a failure.
 pub const MAX_STDOUT: usize = 4 << 20;
@@ -68,30 +66,17 @@ pub async fn run(
     timeout: Duration,
 ) -> std::io::Result<Finished> {
     let started = Instant::now();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
-    let kill = move || {
-        if let Some(pgid) = pgid {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    };
+    let mut child =
+        etch_spawn::command("sh", &["-c", command], cwd, env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+    let pgid = etch_spawn::group_of(&child);
+    let kill = move || etch_spawn::signal_group(pgid, Signal::SIGKILL);
     // If the caller stops waiting (the run was cancelled), the group goes
     // too: dropping this future must not leave the hook's children behind.
-    let _group = GroupGuard(pgid);
+    let _group = etch_spawn::KillOnDrop(pgid);
     let mut stdin = child.stdin.take();
     let input = input.to_vec();
     let writer = tokio::spawn(async move {
@@ -162,17 +147,6 @@ async fn read_bounded(
                 }
                 out.extend_from_slice(&chunk[..n]);
             }
-        }
-    }
-}
-
-/// Kills a process group when dropped.
-struct GroupGuard(Option<Pid>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            let _ = killpg(pgid, Signal::SIGKILL);
         }
     }
 }

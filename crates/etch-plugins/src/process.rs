@@ -13,12 +13,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use crate::registry;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
 use crate::MAX_FRAME;
@@ -58,9 +58,7 @@ pub(crate) struct Group(Option<Pid>);
 impl Group {
     /// Sends `signal` to the whole group.
     pub(crate) fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.0 {
-            let _ = killpg(pgid, signal);
-        }
+        etch_spawn::signal_group(self.0, signal);
     }
 }
 
@@ -79,24 +77,13 @@ pub(crate) fn spawn(
     cwd: &Path,
     env: &[(OsString, OsString)],
 ) -> std::io::Result<Process> {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
-    let group = Group(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
+    let mut child =
+        etch_spawn::command("sh", &["-c", command], cwd, env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+    let group = Group(etch_spawn::group_of(&child));
     if let Some(pgid) = group.0 {
         registry::add(pgid);
     }

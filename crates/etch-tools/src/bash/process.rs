@@ -24,10 +24,10 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use etch_tool::{ToolContext, ToolError, ToolOutput};
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdout};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -162,32 +162,23 @@ impl Run {
         max_spill: u64,
         ctx: &ToolContext,
     ) -> Result<Self, ToolError> {
-        let mut cmd = Command::new("bash");
-        cmd.arg("-lc")
-            .arg(command)
-            .current_dir(&ctx.cwd)
-            .env_clear()
-            .envs(env)
-            .stdin(Stdio::null())
+        let mut cmd = etch_spawn::command("bash", &["-lc", command], &ctx.cwd, env);
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| {
             ToolError::new(format!(
                 "failed to start bash in {}: {e}",
                 ctx.cwd.display()
             ))
         })?;
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
+        let pgid = etch_spawn::group_of(&child)
             .ok_or_else(|| ToolError::new("failed to start bash: no process id"))?;
         Ok(Self {
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
             child,
-            pgid: Pid::from_raw(pid),
+            pgid,
             out_buf: vec![0; READ_CHUNK],
             err_buf: vec![0; READ_CHUNK],
             out: StreamCapture::new(
@@ -279,7 +270,7 @@ impl Run {
     /// the shell to exit, then `SIGKILL` to the group, reaping the shell and
     /// collecting the remaining buffered output.
     async fn terminate(&mut self) {
-        let _ = killpg(self.pgid, Signal::SIGTERM);
+        etch_spawn::signal_group(Some(self.pgid), Signal::SIGTERM);
         self.pump(Instant::now() + TERM_GRACE, None, Goal::Exit)
             .await;
         self.kill_group();
@@ -295,7 +286,7 @@ impl Run {
     /// group.
     fn kill_group(&mut self) {
         if self.group_live {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            etch_spawn::signal_group(Some(self.pgid), Signal::SIGKILL);
             self.group_live = false;
         }
     }
