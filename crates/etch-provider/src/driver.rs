@@ -313,7 +313,7 @@ impl Run<'_> {
 
     /// One HTTP request and its stream.
     async fn attempt<D: StreamDecoder>(&mut self, mut decoder: D) -> Attempt {
-        let http = match http::client() {
+        let http = match http::client_for(&self.pass.url) {
             Ok(h) => h,
             Err(e) => {
                 self.outlet.error(e).await;

@@ -124,19 +124,40 @@ pub fn frame_too_large(url: &str, limit: usize, reached: usize) -> ModelError {
 pub fn client() -> Result<reqwest::Client, ModelError> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
-        .get_or_init(|| {
-            // A provider may already be installed by another part of the
-            // process; either way one is in place afterwards.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(30))
-                .tcp_nodelay(true)
-                .user_agent(concat!("etch/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| format!("cannot set up the HTTP client: {e}"))
-        })
+        .get_or_init(|| build(reqwest::Client::builder()))
         .clone()
         .map_err(|message| ModelError::new(ErrorKind::Other, message))
+}
+
+/// The client for requests to `url`: for a plain `http://` server (a
+/// local llama.cpp, vLLM or Ollama) one without the system's certificate
+/// roots, whose loading is most of setting a client up and which such a
+/// server never needs; [`client`] for everything else.
+pub fn client_for(url: &str) -> Result<reqwest::Client, ModelError> {
+    static PLAIN: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let plain = url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    if !plain {
+        return client();
+    }
+    PLAIN
+        .get_or_init(|| build(reqwest::Client::builder().tls_certs_only(std::iter::empty())))
+        .clone()
+        .map_err(|message| ModelError::new(ErrorKind::Other, message))
+}
+
+/// `builder` with etch's settings.
+fn build(builder: reqwest::ClientBuilder) -> Result<reqwest::Client, String> {
+    // A provider may already be installed by another part of the
+    // process; either way one is in place afterwards.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    builder
+        .connect_timeout(Duration::from_secs(30))
+        .tcp_nodelay(true)
+        .user_agent(concat!("etch/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
 }
 
 /// Parses a `Retry-After` header given in seconds.

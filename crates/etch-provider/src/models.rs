@@ -70,7 +70,7 @@ pub async fn list_within(
 
 /// The request and the bounded read of its answer.
 async fn fetch(url: &str, headers: &[(String, String)]) -> Result<Vec<String>, ModelError> {
-    let mut request = http::client()?.get(url);
+    let mut request = http::client_for(url)?.get(url);
     for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
