@@ -1,0 +1,243 @@
+//! The chat's hold on a session: none until the first prompt (so a chat
+//! opened and closed leaves no empty session behind, and the index titles
+//! the session after what the user asked), then a [`Host`] serving it.
+//! Host commands from the app go through here, and so do the slash
+//! commands that need the session: status, context, a new or another
+//! session, model and thinking changes, export, copy, skills (`slash`),
+//! and what a picker chose, resuming and exporting (`sessions`).
+
+use etch_protocol::{Command, CommandBody};
+use etch_runtime::host::{Host, Sink};
+use etch_runtime::{Context, Notice, Place, RunSettings, Session};
+
+use crate::app::App;
+use crate::render::blocks::Level;
+
+mod sessions;
+mod slash;
+
+/// Reads the configuration again (`/reload`): the place with the new
+/// configuration and the warnings to show, or why it cannot be used.
+pub type Reload = Box<dyn Fn() -> Result<(Place, Vec<String>), String> + Send>;
+
+/// Everything the chat needs to open sessions.
+pub struct Launch {
+    /// Where it runs.
+    pub place: Place,
+    /// The run flags.
+    pub settings: RunSettings,
+    /// Tools and pinned prompt.
+    pub context: Context,
+    /// A session opened already (`etch resume`), if any.
+    pub session: Option<Session>,
+    /// Reads the configuration again.
+    pub reload: Reload,
+    /// The client chosen for `settings` at start, used by the first
+    /// session (dropped when the settings change before it).
+    pub selection: Option<etch_runtime::Selection>,
+}
+
+/// What a slash command's background work brings back later.
+#[derive(Debug)]
+pub enum Late {
+    /// The models a provider's server offers, or why it could not say.
+    Models {
+        /// The provider asked.
+        provider: String,
+        /// The names, or the error's message.
+        offered: Result<Vec<String>, String>,
+    },
+}
+
+impl Late {
+    /// Hands the result to the app.
+    pub fn apply(self, app: &mut App) {
+        match self {
+            Self::Models { provider, offered } => app.offer_models(&provider, offered),
+        }
+    }
+}
+
+/// The session the chat drives, once there is one.
+pub struct Slot {
+    /// How to open sessions.
+    launch: Launch,
+    /// The host, once a session is open.
+    host: Option<Host>,
+    /// Where the host's output goes.
+    sink: Sink,
+    /// Where background work reports ([`Late`]); without it, none is
+    /// started.
+    late: Option<tokio::sync::mpsc::UnboundedSender<Late>>,
+}
+
+impl Slot {
+    /// A slot for `launch`, reporting to `sink`; an opened session gets
+    /// its host at once.
+    pub fn new(mut launch: Launch, sink: Sink) -> Self {
+        let host = launch.session.take().map(|s| Host::new(s, sink.clone()));
+        Self {
+            launch,
+            host,
+            sink,
+            late: None,
+        }
+    }
+
+    /// Lets slash commands finish work in the background, reporting to
+    /// `late` (the terminal chat listens; line mode does not).
+    pub fn report_late(&mut self, late: tokio::sync::mpsc::UnboundedSender<Late>) {
+        self.late = Some(late);
+    }
+
+    /// The host, when a session is open.
+    pub fn host(&mut self) -> Option<&mut Host> {
+        self.host.as_mut()
+    }
+
+    /// The place the chat runs in.
+    pub fn place(&self) -> &Place {
+        &self.launch.place
+    }
+
+    /// Sends `command` to the host, opening a session first when there is
+    /// none (titled after the prompt).
+    pub async fn command(&mut self, app: &mut App, command: Command) {
+        // Sent prompts are remembered for Up in later chats; a failure to
+        // write that file costs nothing now.
+        if let (
+            CommandBody::Prompt { message, .. }
+            | CommandBody::Steer { message }
+            | CommandBody::FollowUp { message },
+            Some(home),
+        ) = (&command.body, self.launch.place.home.as_deref())
+        {
+            let project = etch_runtime::paths::project_root(&self.launch.place.cwd);
+            let _ = crate::history::append(home, &project, message);
+        }
+        if self.host.is_none() {
+            let title = match &command.body {
+                CommandBody::Prompt { message, .. } => message.clone(),
+                CommandBody::Bash { command, .. } => format!("!{command}"),
+                // Before the first prompt, a model or effort change is a
+                // setting for the session to come.
+                CommandBody::SetModel { provider, model_id } => {
+                    let current = app.footer.provider.clone();
+                    self.launch
+                        .settings
+                        .provider
+                        .switch_model(provider, model_id, &current);
+                    self.launch.selection = None;
+                    app.set_model(provider, model_id);
+                    app.output_refused(&command);
+                    app.notice(Level::Info, format!("model: {model_id} ({provider}; the session starts with your next prompt)"));
+                    return;
+                }
+                CommandBody::SetThinkingLevel { level } => {
+                    let name = serde_json::to_value(level)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned));
+                    self.launch
+                        .settings
+                        .provider
+                        .reasoning_effort
+                        .clone_from(&name);
+                    self.launch.selection = None;
+                    app.footer.thinking.clone_from(&name);
+                    app.output_refused(&command);
+                    app.notice(
+                        Level::Info,
+                        format!(
+                            "thinking: {} (the session starts with your next prompt)",
+                            name.unwrap_or_default()
+                        ),
+                    );
+                    return;
+                }
+                _ => {
+                    app.output_refused(&command);
+                    if !matches!(command.body, CommandBody::Abort) {
+                        app.notice(
+                            Level::Info,
+                            "there is no session yet: it starts with your first prompt",
+                        );
+                    }
+                    return;
+                }
+            };
+            let mut notices = Vec::new();
+            let (place, settings, context) = (
+                self.launch.place.clone(),
+                self.launch.settings.clone(),
+                self.launch.context.clone(),
+            );
+            let created = match self.launch.selection.take() {
+                Some(selection) => {
+                    Session::create_selected(place, settings, context, selection, title).await
+                }
+                None => {
+                    Session::create(place, settings, context, title, &mut |n: Notice| {
+                        notices.push(n);
+                    })
+                    .await
+                }
+            };
+            for notice in notices {
+                // The provider header was shown at start.
+                if notice.level == etch_protocol::NoticeLevel::Warning {
+                    app.notice(Level::Warning, notice.message);
+                }
+            }
+            match created {
+                Ok((session, _)) => self.host = Some(Host::new(session, self.sink.clone())),
+                Err(err) => {
+                    app.notice(Level::Error, format!("could not start a session: {err}"));
+                    app.output_refused(&command);
+                    return;
+                }
+            }
+        }
+        if let Some(host) = &mut self.host {
+            host.handle(command).await;
+        }
+    }
+
+    /// Leaves the current session (`/new`, `/resume`): what is still
+    /// queued goes back to the editor, and the next session is created
+    /// with the model and effort this one had reached.
+    async fn leave(&mut self, app: &mut App) {
+        if let Some(mut host) = self.host.take() {
+            let unsent = host.abort_and_settle().await;
+            if let Some(session) = host.session() {
+                self.launch.settings = session.settings().clone();
+                self.launch.selection = None;
+            }
+            app.restore_unsent(unsent);
+        }
+    }
+
+    /// The context tools and prompt: the open session's, else the one
+    /// built at start.
+    fn context(&self) -> &Context {
+        self.host
+            .as_ref()
+            .and_then(Host::session)
+            .map_or(&self.launch.context, Session::context)
+    }
+
+    /// Sends a host command on the app's behalf.
+    async fn send(&mut self, app: &mut App, body: CommandBody, what: &str) {
+        if let crate::app::Effect::Host(command) = app.host_command(body, what) {
+            self.command(app, command).await;
+        }
+    }
+
+    /// Stops the active run or command, if any; returns the queued texts
+    /// that will not run.
+    pub async fn close(&mut self) -> Vec<String> {
+        match &mut self.host {
+            Some(host) => host.abort_and_settle().await,
+            None => Vec::new(),
+        }
+    }
+}
