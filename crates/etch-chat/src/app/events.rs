@@ -1,13 +1,13 @@
-//! The host's responses and events, turned into blocks, live state and
-//! counters. Every event the chat shows something for is handled here;
-//! the rest (turn starts, tool-call argument deltas) only move the
-//! working line.
+//! The host's events, turned into blocks, live state and counters (its
+//! answers to commands are `responses`'). Every event the chat shows
+//! something for is handled here; the rest (turn starts, tool-call
+//! argument deltas) only move the working line.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use etch_protocol::{
-    CompactionOutcome, Delta, EventBody, NoticeLevel, Response, StopReason, WireMessage, WirePart,
+    CompactionOutcome, Delta, EventBody, NoticeLevel, StopReason, WireMessage, WirePart,
 };
 use etch_runtime::host::Output;
 use serde_json::Value;
@@ -22,178 +22,6 @@ impl App {
         match output {
             Output::Response(response) => self.response(&response),
             Output::Event(event) => self.event(event.id, event.body, now),
-        }
-    }
-
-    /// A command's answer.
-    fn response(&mut self, response: &Response) {
-        let Some(id) = response.id.clone() else {
-            return;
-        };
-        let purpose = self.waiting.get(&id).cloned();
-        let data = response.data.clone().unwrap_or(Value::Null);
-        let failed = !response.success;
-        let error = response.error.clone().unwrap_or_default();
-        match purpose {
-            // A prompt is answered at once; a failed run answers it again,
-            // and `agent_end` has said why already.
-            Some(Purpose::Prompt(text)) => {
-                self.waiting.remove(&id);
-                if !failed {
-                    return;
-                }
-                if self.ended.contains(&id) {
-                    // agent_end said why.
-                    return;
-                }
-                // Refused before it ran: the run the chat expected is not
-                // coming.
-                if self
-                    .run
-                    .as_ref()
-                    .is_some_and(|run| run.id.as_deref() == Some(&id) && !run.began)
-                {
-                    self.run = None;
-                }
-                // Refused (another run had the session): the text comes
-                // back rather than being lost.
-                self.restore_unsent(vec![text]);
-                if !error.is_empty() {
-                    self.notice(Level::Error, error);
-                }
-            }
-            Some(Purpose::Steer) => {
-                self.waiting.remove(&id);
-                if failed {
-                    self.notice(Level::Error, error);
-                }
-            }
-            Some(Purpose::Bash(command)) => {
-                self.footer.branch = etch_runtime::git::branch(&self.cwd);
-                self.waiting.remove(&id);
-                self.end_command();
-                if failed {
-                    self.notice(Level::Error, error);
-                    return;
-                }
-                let output = data
-                    .get("output")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let is_error = data
-                    .get("isError")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let cancelled = data
-                    .get("cancelled")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                self.push(Block::Tools(vec![ToolView {
-                    id,
-                    name: "bash".into(),
-                    args: serde_json::json!({ "command": command }),
-                    result: Some(if output.trim().is_empty() {
-                        "(no output)".into()
-                    } else {
-                        output
-                    }),
-                    is_error,
-                    duration_ms: 0,
-                    details: None,
-                }]));
-                if cancelled {
-                    self.notice(Level::Info, "cancelled");
-                }
-            }
-            Some(Purpose::Compact) => {
-                self.waiting.remove(&id);
-                self.end_command();
-                if failed && !self.compaction_reported {
-                    self.notice(Level::Error, format!("compaction failed: {error}"));
-                }
-            }
-            Some(Purpose::Fork) => {
-                self.waiting.remove(&id);
-                if failed {
-                    self.notice(Level::Error, format!("fork failed: {error}"));
-                    return;
-                }
-                if let Some(session) = data.get("sessionId").and_then(Value::as_str) {
-                    self.session = Some(session.to_owned());
-                }
-                if let Some(file) = data.get("sessionFile").and_then(Value::as_str) {
-                    self.session_file = Some(file.into());
-                }
-                self.notice(
-                    Level::Info,
-                    format!(
-                        "forked into a new session {}; edit the prompt and send it",
-                        self.session.as_deref().unwrap_or("")
-                    ),
-                );
-                if let Some(text) = data.get("text").and_then(Value::as_str) {
-                    self.editor.clear();
-                    self.editor.set(text);
-                }
-            }
-            Some(Purpose::Navigate) => {
-                self.waiting.remove(&id);
-                self.end_command();
-                if failed {
-                    self.notice(Level::Error, format!("could not move there: {error}"));
-                    return;
-                }
-                let summary = data.get("summary").and_then(Value::as_str);
-                let text = match summary {
-                    Some(_) => {
-                        "moved in the session tree; the branch left behind was summarized into the context"
-                    }
-                    None => "moved in the session tree; the next prompt starts a new branch here",
-                };
-                self.notice(Level::Info, text);
-            }
-            Some(Purpose::Other(what)) => {
-                self.waiting.remove(&id);
-                if failed {
-                    self.notice(Level::Error, error);
-                } else if !what.is_empty() {
-                    let path = data.get("path").and_then(Value::as_str);
-                    let text = match path {
-                        Some(path) => format!("{what} {path}"),
-                        None => what,
-                    };
-                    self.notice(Level::Info, text);
-                }
-            }
-            None => {
-                if failed && !self.ended.contains(&id) {
-                    if self
-                        .run
-                        .as_ref()
-                        .is_some_and(|run| run.id.as_deref() == Some(id.as_str()))
-                    {
-                        self.run = None;
-                    }
-                    self.notice(Level::Error, error);
-                }
-            }
-        }
-        if response.command == "abort" {
-            self.aborting = false;
-            // Steering that will not run now comes back to the editor.
-            let unsent: Vec<String> = data
-                .get("unsent")
-                .and_then(Value::as_array)
-                .map(|texts| {
-                    texts
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
-            self.restore_unsent(unsent);
         }
     }
 
@@ -422,7 +250,7 @@ impl App {
     }
 
     /// A long command answered: its working line goes.
-    fn end_command(&mut self) {
+    pub(super) fn end_command(&mut self) {
         if self.run.as_ref().is_some_and(|run| run.command) {
             self.run = None;
         }

@@ -17,6 +17,7 @@ pub mod footer;
 mod keys;
 mod live;
 pub mod picker;
+mod responses;
 mod session;
 
 use std::collections::HashMap;
