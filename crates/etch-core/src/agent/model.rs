@@ -1,0 +1,151 @@
+//! One model pass of the loop: the request built, the stream read into
+//! text, reasoning and tool calls, and the answer, usage and metrics
+//! appended. Part of the loop ([`super::Agent`]).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Agent {
+    /// Streams one model pass and appends what it produced in canonical
+    /// order: reasoning, assistant message, usage, response, provider items,
+    /// metrics (E-SES-15). A failed pass is logged with stop reason `error`
+    /// (text only, never replayed) and returned as the run's error; a
+    /// cancelled pass appends nothing (G20).
+    pub(super) async fn model_pass(
+        &self,
+        state: &mut RunState<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Pass, RunError> {
+        let mut options = self.config.options.clone();
+        let messages = match self.at(Point::Context) {
+            None => state.history.clone(),
+            Some(intercept) => {
+                // E-HOOK-11: a rewritten list is not the history a
+                // transport's continuation check compares against.
+                options.no_continuation = true;
+                let answer = until_cancelled(intercept.context(state.history.clone()), cancel)
+                    .await
+                    .ok_or(RunError::Cancelled)?;
+                hook_result(state.records(answer)?, "ContextBuild")?
+            }
+        };
+        let request = ModelRequest {
+            system: self.config.system.clone(),
+            messages,
+            tools: self.tools.specs(),
+            options,
+        };
+        state
+            .observer
+            .agent_event(&AgentEvent::MessageStart { message: None });
+        let stream = self.client.stream(request, cancel.child_token());
+        let Some(mut pass) = collect(stream, cancel, &mut *state.observer).await else {
+            return Err(RunError::Cancelled);
+        };
+        if pass.aborted {
+            // What the user saw stays: the text that had streamed, logged
+            // as an interrupted answer (never its half-made tool calls),
+            // so the screen, `etch show` and the next request agree.
+            let content: Vec<ContentPart> = pass
+                .content
+                .into_iter()
+                .filter(|p| matches!(p, ContentPart::Text { text } if !text.trim().is_empty()))
+                .collect();
+            state.append(
+                types::MESSAGE_ASSISTANT,
+                &AssistantData {
+                    content: content.clone(),
+                    provider: self.client.provider().to_string(),
+                    model: self.client.model().to_string(),
+                    stop_reason: StopReason::Aborted,
+                    error_message: None,
+                },
+            )?;
+            let message = Message::Assistant { content };
+            state.observer.agent_event(&AgentEvent::MessageEnd {
+                message: &message,
+                stop_reason: Some(StopReason::Aborted),
+            });
+            // Replayed as the log's projection replays it: only with text.
+            if matches!(&message, Message::Assistant { content } if !content.is_empty()) {
+                state.history.push(message);
+            }
+            return Err(RunError::Cancelled);
+        }
+        let outcome = pass.outcome.take().unwrap_or(Ok(StopReason::Stop));
+        for text in &pass.reasoning {
+            state.append(
+                types::MODEL_REASONING,
+                &ReasoningData { text: text.clone() },
+            )?;
+        }
+        let has_calls = pass
+            .content
+            .iter()
+            .any(|p| matches!(p, ContentPart::ToolCall(_)));
+        let (stop_reason, error_message, content) = match &outcome {
+            Ok(_) if has_calls => (StopReason::ToolUse, None, pass.content.clone()),
+            Ok(reason) => (*reason, None, pass.content.clone()),
+            Err(err) => (
+                StopReason::Error,
+                Some(err.message.clone()),
+                pass.content
+                    .iter()
+                    .filter(|p| matches!(p, ContentPart::Text { .. }))
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        pass.assistant_event_id = state.append(
+            types::MESSAGE_ASSISTANT,
+            &AssistantData {
+                content: content.clone(),
+                provider: self.client.provider().to_string(),
+                model: self.client.model().to_string(),
+                stop_reason,
+                error_message,
+            },
+        )?;
+        let message = Message::Assistant { content };
+        state.observer.agent_event(&AgentEvent::MessageEnd {
+            message: &message,
+            stop_reason: None,
+        });
+        if let Some(usage) = &pass.usage {
+            state.append(types::MODEL_USAGE, usage)?;
+        }
+        if let Some((response_id, model)) = &pass.response {
+            state.append(
+                types::MODEL_RESPONSE,
+                &ResponseData {
+                    provider: self.client.provider().to_string(),
+                    api: self.client.api().unwrap_or_default().to_string(),
+                    response_id: response_id.clone(),
+                    model: model.clone(),
+                },
+            )?;
+        }
+        for item in &pass.provider_items {
+            state.append(types::MODEL_PROVIDER_ITEM, item)?;
+        }
+        if let Some(metrics) = &pass.metrics {
+            state.append(types::MODEL_METRICS, metrics)?;
+        }
+        match outcome {
+            Ok(_) => {
+                state.history.push(message);
+                for item in &pass.provider_items {
+                    state.history.push(Message::ProviderItem(item.clone()));
+                }
+                if let Some(usage) = &pass.usage {
+                    state.estimate.usage(usage, state.history.len());
+                }
+                Ok(pass)
+            }
+            Err(source) => Err(RunError::Model {
+                provider: self.client.provider().to_string(),
+                source,
+            }),
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! What a run appends to the session log as it goes: the user's prompt,
+//! hook runs, tool results, guard records and source diagnostics, each
+//! also handed to the observer. Part of the loop ([`super::Agent`]).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl RunState<'_> {
+    /// Appends one event, hands its line to the observer and returns its id.
+    pub(super) fn append<T: Serialize>(
+        &mut self,
+        kind: &str,
+        data: &T,
+    ) -> Result<String, RunError> {
+        let appended = self.writer.append(kind, data)?;
+        self.observer.durable_line(&appended.line);
+        Ok(appended.id)
+    }
+
+    /// Appends the `hook.run` records of an interceptor's answer and
+    /// returns its verdict.
+    pub(crate) fn records<T>(&mut self, answer: Intercepted<T>) -> Result<Verdict<T>, RunError> {
+        self.hook_runs(&answer.records)?;
+        Ok(answer.verdict)
+    }
+
+    /// Appends what the tool sources (plugins) reported since the last
+    /// look, as `plugin.diagnostic` events.
+    pub(super) fn source_diagnostics(&mut self, registry: &ToolRegistry) -> Result<(), RunError> {
+        for source in registry.sources() {
+            for (plugin, message) in source.diagnostics() {
+                self.append(
+                    types::PLUGIN_DIAGNOSTIC,
+                    &etch_session::PluginDiagnosticData { plugin, message },
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends `hook.run` records.
+    pub(super) fn hook_runs(&mut self, records: &[HookRunData]) -> Result<(), RunError> {
+        for data in records {
+            self.append(types::HOOK_RUN, data)?;
+        }
+        Ok(())
+    }
+
+    /// Appends a user message and emits its start/end events.
+    pub(super) fn user(&mut self, text: String) -> Result<(), RunError> {
+        let content = vec![ContentPart::text(text)];
+        self.append(
+            types::MESSAGE_USER,
+            &UserData {
+                content: content.clone(),
+            },
+        )?;
+        let message = Message::User { content };
+        self.observer.agent_event(&AgentEvent::MessageStart {
+            message: Some(&message),
+        });
+        self.observer.agent_event(&AgentEvent::MessageEnd {
+            message: &message,
+            stop_reason: None,
+        });
+        self.history.push(message);
+        Ok(())
+    }
+
+    /// Appends the `loop.guard` record of what the guard found in the
+    /// result of `call`.
+    pub(super) fn guard_record(
+        &mut self,
+        call: &ToolCall,
+        finding: &Finding,
+    ) -> Result<(), RunError> {
+        let repeat = finding.kind == FindingKind::Repeat;
+        self.append(
+            types::LOOP_GUARD,
+            &GuardData {
+                kind: finding.kind.as_str().to_owned(),
+                action: if finding.stop { "stop" } else { "note" }.to_owned(),
+                count: finding.count,
+                tool: repeat.then(|| call.name.clone()),
+                arguments: repeat.then(|| call.arguments.to_string()),
+                tool_call_id: call.id.clone(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Appends one tool result and emits its start/end events.
+    pub(super) fn tool_result(
+        &mut self,
+        call: &ToolCall,
+        result: CallResult,
+    ) -> Result<(), RunError> {
+        self.hook_runs(&result.hooks)?;
+        let content = vec![ContentPart::text(result.text)];
+        self.append(
+            types::MESSAGE_TOOL,
+            &ToolData {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                content: content.clone(),
+                is_error: result.is_error,
+                details: result.details,
+            },
+        )?;
+        let message = Message::Tool {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content,
+            is_error: result.is_error,
+        };
+        self.observer.agent_event(&AgentEvent::MessageStart {
+            message: Some(&message),
+        });
+        self.observer.agent_event(&AgentEvent::MessageEnd {
+            message: &message,
+            stop_reason: None,
+        });
+        self.history.push(message);
+        Ok(())
+    }
+}
