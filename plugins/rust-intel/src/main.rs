@@ -72,7 +72,7 @@ fn schema() -> Value {
             },
             "file": {
                 "type": "string",
-                "description": "Regex (case-insensitive) on the file path: relative to the working directory (e.g. crates/etch-core/src/agent.rs), relative to the given path, or as given."
+                "description": "Regex (case-insensitive) on the file path: relative to the working directory (e.g. crates/etch-core/src/guard.rs), relative to the given path, or as given."
             },
             "name": {
                 "type": "string",
@@ -402,7 +402,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            out.contains("method etch_core::agent::Agent::run  crates/etch-core/src/agent.rs:"),
+            out.contains("method etch_core::agent::Agent::run  crates/etch-core/src/agent/mod.rs:"),
             "{out}"
         );
         assert!(out.contains("\n  pub async fn run(\n"), "{out}");
@@ -419,6 +419,6 @@ mod tests {
             out.contains("\n  etch_core::agent  ") || out.contains("\n  etch_core::agent "),
             "{out}"
         );
-        assert!(out.contains("crates/etch-core/src/agent.rs"), "{out}");
+        assert!(out.contains("crates/etch-core/src/agent/mod.rs"), "{out}");
     }
 }
