@@ -102,6 +102,8 @@ pub struct Screen {
     rest: (u16, u16),
     /// Whether the terminal rewraps lines when its width changes.
     reflows: bool,
+    /// The height the last frame was drawn at.
+    drawn_height: u16,
 }
 
 impl Screen {
@@ -120,6 +122,7 @@ impl Screen {
             live_widths: Vec::new(),
             rest: (0, 0),
             reflows: true,
+            drawn_height: height.max(1),
         }
     }
 
@@ -229,8 +232,18 @@ impl Screen {
         let mut buf = String::with_capacity(64 + (history.len() + live.len()) * (width + 16));
         buf.push_str(SYNC_BEGIN);
         buf.push_str(HIDE);
-        // From the top of the padding: new history fills it first.
-        let up = self.rest_rows().saturating_add(self.pad);
+        // From the top of the padding: new history fills it first. After
+        // a height change the terminal may also have dropped or pulled
+        // rows around the cursor, and the reflow estimate is not to be
+        // trusted: the way up then counts one row per live row, the fewest
+        // there can be, so the erase never starts in a history row (a row
+        // a reflow split may stay behind instead).
+        let above = if self.height == self.drawn_height {
+            self.rest_rows()
+        } else {
+            self.rest.0
+        };
+        let up = above.saturating_add(self.pad);
         if up > 0 {
             let _ = write!(buf, "\u{1b}[{up}A");
         }
@@ -281,6 +294,7 @@ impl Screen {
         }
         buf.push_str(SYNC_END);
         self.rest = (caret_row, caret_col);
+        self.drawn_height = self.height;
         // Live rows that ran past the last row scrolled the screen: the
         // live area then ends on the last row.
         self.top = row.map(|r| {
