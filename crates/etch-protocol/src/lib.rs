@@ -8,7 +8,8 @@
 //! providers exist or how anything is drawn. The shapes follow Pi's RPC
 //! mode (commands tagged by `type`, camelCase fields, responses echoing the
 //! command `id`), with one deliberate difference: every event caused by a
-//! command carries that command's `id`. `plugin` holds the other wire
+//! command carries that command's `id`. `session` holds what a front end learns about stored
+//! sessions (lists, replays, trees) without reading their files. `plugin` holds the other wire
 //! protocol etch speaks: JSONL-RPC with out-of-process plugins.
 
 pub mod command;
@@ -17,9 +18,13 @@ pub mod framing;
 pub mod message;
 pub mod plugin;
 pub mod response;
+pub mod session;
 
 pub use command::{Command, CommandBody, QueueMode, StreamingBehavior, ThinkingLevel};
 pub use event::{CompactionOutcome, Delta, Event, EventBody, NoticeLevel};
 pub use framing::{Records, split_records};
 pub use message::{StopReason, WireMessage, WirePart};
 pub use response::Response;
+pub use session::{
+    ForkPoint, Replay, ReplayCall, ReplayEntry, SessionSummary, Totals, TreeRow, UsageRecord,
+};

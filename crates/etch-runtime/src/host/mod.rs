@@ -227,6 +227,17 @@ impl Host {
         (&self.snapshot.provider, &self.snapshot.model)
     }
 
+    /// The session's id and file now (known while a task holds the
+    /// session too).
+    pub fn current(&self) -> (&str, &std::path::Path) {
+        (&self.snapshot.id, &self.snapshot.path)
+    }
+
+    /// The reasoning effort asked for now, if any.
+    pub fn thinking(&self) -> Option<&str> {
+        self.snapshot.thinking.as_deref()
+    }
+
     /// The model client the session uses now (known while a task holds
     /// the session too): a front end asks it for the server's models.
     pub fn client(&self) -> Arc<dyn etch_model::ModelClient> {

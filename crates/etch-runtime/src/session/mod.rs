@@ -92,7 +92,7 @@ impl Session {
         settings: RunSettings,
         context: Context,
         title: String,
-        notify: &mut dyn FnMut(Notice),
+        notify: &mut (dyn FnMut(Notice) + Send),
     ) -> Result<(Self, Appended), OpenError> {
         let selection = provider::select(&settings.provider, &place.config, None).await?;
         announce(&selection, notify);
@@ -167,11 +167,11 @@ impl Session {
     async fn started(
         &mut self,
         reason: &str,
-        on_line: Option<&mut dyn FnMut(&str)>,
+        on_line: Option<&mut (dyn FnMut(&str) + Send)>,
     ) -> Result<(), OpenError> {
         let mut unsent = Vec::new();
         let mut keep = |line: &str| unsent.push(line.to_owned());
-        let on_line: &mut dyn FnMut(&str) = match on_line {
+        let on_line: &mut (dyn FnMut(&str) + Send) = match on_line {
             Some(on_line) => on_line,
             None => &mut keep,
         };
@@ -184,7 +184,7 @@ impl Session {
     async fn run_session_start(
         &mut self,
         reason: &str,
-        on_line: &mut dyn FnMut(&str),
+        on_line: &mut (dyn FnMut(&str) + Send),
     ) -> Result<(), OpenError> {
         if !self.context.hooks.has(etch_hooks::HookEvent::SessionStart) {
             return Ok(());
@@ -268,7 +268,7 @@ impl Session {
         settings: RunSettings,
         context: Context,
         target: Target<'_>,
-        notify: &mut dyn FnMut(Notice),
+        notify: &mut (dyn FnMut(Notice) + Send),
         observer: &mut dyn Observer,
     ) -> Result<Self, OpenError> {
         Self::open_loaded(place, settings, context, target, notify, observer)
@@ -284,7 +284,7 @@ impl Session {
         settings: RunSettings,
         context: Context,
         target: Target<'_>,
-        notify: &mut dyn FnMut(Notice),
+        notify: &mut (dyn FnMut(Notice) + Send),
         observer: &mut dyn Observer,
     ) -> Result<(Self, LoadedSession), OpenError> {
         let path = match target {
@@ -425,7 +425,7 @@ impl Session {
     pub async fn reconfigure(
         &mut self,
         flags: provider::ProviderFlags,
-        notify: &mut dyn FnMut(Notice),
+        notify: &mut (dyn FnMut(Notice) + Send),
         observer: &mut dyn Observer,
     ) -> Result<(), OpenError> {
         let loaded = self.load()?;
