@@ -1,5 +1,6 @@
 //! `etch acp`: the Agent Client Protocol (v1) over the editor's pipes,
-//! one more front end on the runtime's session [`Host`](etch_runtime::host::Host).
+//! one more front end on the runtime's session service
+//! ([`SessionService`](etch_runtime::service::SessionService)).
 //! Editors (Zed, JetBrains, Neovim, Emacs) start `etch acp` and speak
 //! JSON-RPC 2.0 to it, one message per line: `initialize`, `session/new`
 //! and `session/load`, `session/prompt` streamed as `session/update`
