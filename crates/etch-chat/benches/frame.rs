@@ -10,8 +10,9 @@
 //!
 //! `frame` and `key_to_frame` run twice: on an empty chat, and on one
 //! resumed from a 10,000-event session (a JSONL file written here,
-//! loaded with `etch_session::load_session` and replayed with
-//! `etch_chat::replay::replay`, its history drawn once before measuring).
+//! loaded with `etch_session::load_session`, projected by the runtime and
+//! replayed with `etch_chat::replay::replay`, its history drawn once
+//! before measuring).
 //! The reference is the empty chat: a closing summary, measured
 //! interleaved so machine noise hits both alike, prints loaded/empty for
 //! both, which must be 1.0 within noise (the cost of a frame is the live
@@ -135,7 +136,7 @@ fn resumed() -> Start {
     let loaded = etch_session::load_session(&path).unwrap();
     assert_eq!(loaded.events.len(), EVENTS);
     assert!(loaded.warnings.is_empty());
-    let replay = replay(&loaded, &[]);
+    let replay = replay(&etch_runtime::projection::replay(&loaded), &[]);
     let mut start = start();
     start.replay = replay.blocks;
     start.history = replay.history;

@@ -2,25 +2,23 @@
 //! (`/model`: the current and configured ones and those recent sessions
 //! used), the prompts of the active branch (`/fork`) and the conversation
 //! tree (`/tree`, indented at branch points, the active branch marked).
-//! Read from the session store and log; this module must not know about
-//! the terminal.
+//! Made from what the runtime's session service answers; this module
+//! must not know about the terminal or how sessions are stored.
 
 use std::collections::HashSet;
 
-use etch_model::ContentPart;
-use etch_session::event::{AssistantData, UserData};
-use etch_session::{LoadedSession, SessionStore, types};
+use etch_protocol::{ForkPoint, SessionSummary, TreeRow};
 
 use crate::app::picker::Choice;
 use crate::render::wrap::truncate;
 
 /// Sessions listed by `/resume` and read for `/model`.
-const RECENT: usize = 40;
+pub const RECENT: usize = 40;
 
-/// Recent sessions, newest first; the current one is marked.
-pub fn sessions(store: &SessionStore, current: Option<&str>) -> Vec<Choice> {
-    let rows = store.list().map(|(rows, _)| rows).unwrap_or_default();
-    rows.into_iter()
+/// Recent sessions (newest first, as the runtime lists them); the
+/// current one is marked.
+pub fn sessions(rows: &[SessionSummary], current: Option<&str>) -> Vec<Choice> {
+    rows.iter()
         .take(RECENT)
         .map(|row| {
             let mark = if current == Some(row.id.as_str()) {
@@ -35,16 +33,16 @@ pub fn sessions(store: &SessionStore, current: Option<&str>) -> Vec<Choice> {
                 .replace('T', " ");
             Choice {
                 label: format!("{mark} {}  {when}  {}", tail(&row.id, 10), row.title),
-                value: row.path,
+                value: row.path.clone(),
             }
         })
         .collect()
 }
 
 /// Models to switch to: the current one first, then the configured one,
-/// then those recent sessions ran with (`provider/model`).
+/// then those recent sessions ran with (`used`: provider, model).
 pub fn models(
-    store: &SessionStore,
+    used: &[(String, String)],
     current: (&str, &str),
     configured: Option<(&str, &str)>,
 ) -> Vec<Choice> {
@@ -63,96 +61,49 @@ pub fn models(
     if let Some((provider, model)) = configured {
         add(provider, model, "  (configured)");
     }
-    let rows = store.list().map(|(rows, _)| rows).unwrap_or_default();
-    for row in rows.iter().take(RECENT) {
-        if let Some((provider, model)) = started_with(std::path::Path::new(&row.path)) {
-            add(&provider, &model, "");
-        }
+    for (provider, model) in used {
+        add(provider, model, "");
     }
     out
-}
-
-/// The provider and model a session file started with, from its first
-/// line only (a long log is not read for a picker).
-fn started_with(path: &std::path::Path) -> Option<(String, String)> {
-    use std::io::{BufRead, Read};
-    let file = std::fs::File::open(path).ok()?;
-    let mut first = String::new();
-    std::io::BufReader::new(file)
-        .take(1 << 20)
-        .read_line(&mut first)
-        .ok()?;
-    let event: serde_json::Value = serde_json::from_str(&first).ok()?;
-    let data = event.get("data")?;
-    let text = |key: &str| {
-        data.get(key)
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-    };
-    Some((text("provider")?, text("model")?))
 }
 
 /// The prompts of the active branch, newest first (values: event ids).
-pub fn prompts(session: &LoadedSession) -> Vec<Choice> {
-    let mut out: Vec<Choice> = session
-        .active_events()
-        .filter(|e| e.kind == types::MESSAGE_USER)
-        .filter_map(|e| {
-            let data = e.parse_data::<UserData>().ok()?;
-            Some(Choice {
-                label: first_line(&data.content),
-                value: e.id.clone(),
-            })
+pub fn prompts(points: &[ForkPoint]) -> Vec<Choice> {
+    points
+        .iter()
+        .rev()
+        .map(|p| Choice {
+            label: first_line(&p.text),
+            value: p.entry_id.clone(),
         })
-        .collect();
-    out.reverse();
-    out
+        .collect()
 }
 
-/// The conversation tree: prompts and answers in file order, indented
-/// one step at each branch point, `●` on the active branch, the leaf
-/// marked (values: event ids). Returns the choices and the leaf's row.
-pub fn tree(session: &LoadedSession) -> (Vec<Choice>, usize) {
-    let children = etch_session::tree::children(session);
-    let active: HashSet<usize> = session.active.iter().copied().collect();
-    let mut out = Vec::new();
+/// The conversation tree: prompts and answers, indented one step at each
+/// branch point, `●` on the active branch (values: event ids). Returns
+/// the choices and the row of the active branch's deepest message.
+pub fn tree(rows: &[TreeRow]) -> (Vec<Choice>, usize) {
     let mut selected = 0;
-    // Depth-first from the root; depth grows where a node has several
-    // children.
-    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
-    while let Some((i, depth)) = stack.pop() {
-        let event = &session.events[i];
-        let label = match event.kind.as_str() {
-            types::MESSAGE_USER => event
-                .parse_data::<UserData>()
-                .ok()
-                .map(|d| format!("you: {}", first_line(&d.content))),
-            types::MESSAGE_ASSISTANT => event
-                .parse_data::<AssistantData>()
-                .ok()
-                .map(|d| first_line(&d.content))
-                .filter(|t| !t.is_empty())
-                .map(|t| format!("etch: {t}")),
-            _ => None,
-        };
-        if let Some(label) = label {
-            let mark = if active.contains(&i) { "●" } else { "○" };
-            if active.contains(&i) {
-                // The deepest message of the active branch.
-                selected = out.len();
+    let choices = rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            if row.active {
+                selected = i;
             }
-            out.push(Choice {
-                label: format!("{}{mark} {label}", "  ".repeat(depth)),
-                value: event.id.clone(),
-            });
-        }
-        let kids = &children[i];
-        let step = usize::from(kids.len() > 1);
-        for &kid in kids.iter().rev() {
-            stack.push((kid, depth + step));
-        }
-    }
-    (out, selected)
+            let mark = if row.active { "●" } else { "○" };
+            let who = if row.is_user { "you" } else { "etch" };
+            Choice {
+                label: format!(
+                    "{}{mark} {who}: {}",
+                    "  ".repeat(row.depth),
+                    truncate(&row.text, 100)
+                ),
+                value: row.id.clone(),
+            }
+        })
+        .collect();
+    (choices, selected)
 }
 
 /// The last `n` characters of `text`.
@@ -163,16 +114,8 @@ fn tail(text: &str, n: usize) -> &str {
         .map_or(text, |(i, _)| &text[i..])
 }
 
-/// The first non-empty line of a message's text, shortened.
-fn first_line(content: &[ContentPart]) -> String {
-    let text: String = content
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            ContentPart::ToolCall(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+/// The first non-empty line of `text`, shortened.
+fn first_line(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     truncate(line.trim(), 100)
 }

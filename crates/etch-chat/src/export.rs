@@ -7,7 +7,6 @@
 
 use std::fmt::Write as _;
 
-use etch_session::LoadedSession;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 
@@ -24,26 +23,25 @@ table.diff{border-collapse:collapse;font:13px/1.4 ui-monospace,monospace;width:1
 td.n{color:#6e7781;text-align:right;user-select:none}tr.add{background:#dafbe1}tr.del{background:#ffebe9}\
 .notice{color:#6e7781}.notice.warning{color:#9a6700}header{color:#6e7781;border-bottom:1px solid #d0d7de;padding-bottom:.5rem}";
 
-/// The whole active branch of `session` as an HTML page.
-pub fn html(session: &LoadedSession) -> String {
-    let h = &session.header;
+/// The whole active branch of `session` (the runtime's projection) as an
+/// HTML page.
+pub fn html(session: &etch_protocol::Replay) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>etch session {}</title><style>{STYLE}</style></head><body>\n",
-        escape(&h.session_id)
+        escape(&session.session_id)
     );
-    let started = session.events.first().map_or("", |e| e.time.as_str());
     let _ = writeln!(
         out,
         "<header>etch session <b>{}</b> · started {} in {} · {}/{}</header>",
-        escape(&h.session_id),
-        escape(started),
-        escape(&h.cwd),
-        escape(&h.provider),
-        escape(&h.model)
+        escape(&session.session_id),
+        escape(&session.started_at),
+        escape(&session.cwd),
+        escape(&session.provider),
+        escape(&session.model)
     );
-    for block in crate::replay::blocks(session, None) {
+    for block in crate::replay::blocks(&session.entries, None) {
         block_html(&block, &mut out);
     }
     out.push_str("</body></html>\n");

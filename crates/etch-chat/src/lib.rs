@@ -1,7 +1,10 @@
 //! etch's interactive terminal chat: one more front end on the runtime's
-//! session host (`etch_runtime::host`), holding no agent logic of its
-//! own. Prompts, steering, aborts and session commands go to the host as
-//! protocol commands; its responses and events come back and are drawn.
+//! session service (`etch_runtime::service`), holding no agent logic of
+//! its own. Prompts, steering, aborts and session commands go through a
+//! session handle as protocol commands; its responses and events come
+//! back and are drawn. Replays, trees and lists are the runtime's
+//! projections (`etch_protocol::session`): this crate never reads a
+//! session file.
 //!
 //! The conversation is written once into the terminal's own scrollback,
 //! so scrolling, search and copy work as in any terminal; only a live area

@@ -111,13 +111,8 @@ pub async fn run(launch: Launch, start: Start) -> Result<Outcome, ChatError> {
                     app.output(output, Instant::now());
                 }
                 effects = app.take_released(Instant::now());
-            }
-            () = crate::run::wait(slot.host().map(|h| h.task_ended())) => {
-                if let Some(host) = slot.host() {
-                    host.settle().await;
-                    if let Some(why) = host.broken() {
-                        break Ended::Failed(why.to_owned());
-                    }
+                if let Some(why) = slot.broken() {
+                    break Ended::Failed(why);
                 }
             }
         }

@@ -7,16 +7,15 @@
 
 use std::collections::HashMap;
 
-use etch_model::ContentPart;
-use etch_session::event::{AssistantData, ReasoningData, ToolData, UserData};
-use etch_session::{LoadedSession, session_stats, types};
+use etch_protocol::{ReplayEntry, UsageRecord};
 
 use crate::app::Counters;
 use crate::app::footer::{Price, price_of};
 use crate::render::blocks::{Block, Level};
 use crate::render::tools::ToolView;
 
-/// How many message events of the branch's end are drawn again.
+/// How many entries (messages and reasoning) of the branch's end are
+/// drawn again.
 pub const RECENT_EVENTS: usize = 60;
 
 /// The replay of a session.
@@ -30,61 +29,47 @@ pub struct Replay {
     pub counters: Counters,
 }
 
-/// The replay of `session`, its cost priced with `prices` (model name,
-/// price; the last entry for a name wins).
-pub fn replay(session: &LoadedSession, prices: &[(String, Price)]) -> Replay {
-    let blocks = blocks(session, Some(RECENT_EVENTS));
-    let events: Vec<_> = session.active_events().collect();
-    let mut history = Vec::new();
-    for event in &events {
-        if event.kind == types::MESSAGE_USER
-            && let Ok(data) = event.parse_data::<UserData>()
-        {
-            history.push(text(&data.content));
-        }
-    }
-    let stats = session_stats(session);
+/// The replay of `session` (the runtime's projection), its cost priced
+/// with `prices` (model name, price; the last entry for a name wins).
+pub fn replay(session: &etch_protocol::Replay, prices: &[(String, Price)]) -> Replay {
+    let history = session
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            ReplayEntry::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let t = &session.totals;
     let counters = Counters {
-        input: stats.usage.input_tokens,
-        output: stats.usage.output_tokens,
-        cached: stats.usage.cached_input_tokens,
-        requests: stats.model_requests,
-        up: stats.transport.request_bytes,
-        down: stats.transport.response_bytes,
+        input: t.input_tokens,
+        output: t.output_tokens,
+        cached: t.cached_input_tokens,
+        requests: t.model_requests,
+        up: t.request_bytes,
+        down: t.response_bytes,
         last_input: 0,
-        ..cost(session, prices)
+        ..cost(&session.usage, prices)
     };
     Replay {
-        blocks,
+        blocks: blocks(&session.entries, Some(RECENT_EVENTS)),
         history,
         counters,
     }
 }
 
 /// What the session's requests cost, each priced with the model in use
-/// when it was made (the last model named before its usage record);
-/// requests of models without a price are left out.
-fn cost(session: &LoadedSession, prices: &[(String, Price)]) -> Counters {
+/// when it was made; requests of models without a price are left out.
+fn cost(usage: &[UsageRecord], prices: &[(String, Price)]) -> Counters {
     let mut counters = Counters::default();
-    if prices.is_empty() {
-        return counters;
-    }
-    let mut model = String::new();
-    for event in &session.events {
-        match event.kind.as_str() {
-            types::SESSION_STARTED | types::MODEL_CHANGE | types::MESSAGE_ASSISTANT => {
-                if let Ok(data) = event.parse_data::<serde_json::Value>()
-                    && let Some(name) = data.get("model").and_then(serde_json::Value::as_str)
-                {
-                    name.clone_into(&mut model);
-                }
-            }
-            types::MODEL_USAGE => {
-                if let Ok(usage) = event.parse_data::<serde_json::Value>() {
-                    counters.usage(&usage, price_of(prices, &model));
-                }
-            }
-            _ => {}
+    for record in usage {
+        if let Some(price) = price_of(prices, &record.model) {
+            counters.cost += price.cost(
+                record.input_tokens,
+                record.cached_input_tokens,
+                record.output_tokens,
+            );
+            counters.priced = true;
         }
     }
     Counters {
@@ -94,23 +79,10 @@ fn cost(session: &LoadedSession, prices: &[(String, Price)]) -> Counters {
     }
 }
 
-/// The active branch of `session` as blocks, the last `recent` message
-/// events only when given (with a line saying how many were left out).
-pub fn blocks(session: &LoadedSession, recent: Option<usize>) -> Vec<Block> {
-    let events: Vec<_> = session.active_events().collect();
-    let messages: Vec<_> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind.as_str(),
-                types::MESSAGE_USER
-                    | types::MESSAGE_ASSISTANT
-                    | types::MESSAGE_TOOL
-                    | types::MODEL_REASONING
-            )
-        })
-        .collect();
-    let skip = recent.map_or(0, |recent| messages.len().saturating_sub(recent));
+/// The entries as blocks, the last `recent` only when given (with a line
+/// saying how many were left out).
+pub fn blocks(entries: &[ReplayEntry], recent: Option<usize>) -> Vec<Block> {
+    let skip = recent.map_or(0, |recent| entries.len().saturating_sub(recent));
     let mut blocks = Vec::new();
     if skip > 0 {
         blocks.push(Block::Notice(
@@ -118,92 +90,75 @@ pub fn blocks(session: &LoadedSession, recent: Option<usize>) -> Vec<Block> {
             format!("… {skip} earlier events (etch show has them all)"),
         ));
     }
+    let entries = &entries[skip..];
     // Results by call id, so each batch is drawn whole where its calls are.
-    let mut results: HashMap<String, ToolData> = HashMap::new();
-    for event in &messages[skip..] {
-        if event.kind == types::MESSAGE_TOOL
-            && let Ok(data) = event.parse_data::<ToolData>()
-        {
-            results.insert(data.tool_call_id.clone(), data);
-        }
-    }
-    for event in &messages[skip..] {
-        match event.kind.as_str() {
-            types::MESSAGE_USER => {
-                if let Ok(data) = event.parse_data::<UserData>() {
-                    blocks.push(Block::User(text(&data.content)));
-                }
-            }
-            types::MODEL_REASONING => {
-                if let Ok(data) = event.parse_data::<ReasoningData>() {
-                    blocks.push(Block::Reasoning(data.text));
-                }
-            }
-            types::MESSAGE_ASSISTANT => {
-                let Ok(data) = event.parse_data::<AssistantData>() else {
-                    continue;
-                };
-                let answer = text(&data.content);
-                if !answer.trim().is_empty() {
-                    blocks.push(Block::Assistant(answer));
-                    if data.stop_reason == etch_model::StopReason::Aborted {
+    let results: HashMap<&str, (&str, bool, Option<&serde_json::Value>)> = entries
+        .iter()
+        .filter_map(|e| match e {
+            ReplayEntry::ToolResult {
+                tool_call_id,
+                text,
+                is_error,
+                details,
+            } => Some((
+                tool_call_id.as_str(),
+                (text.as_str(), *is_error, details.as_ref()),
+            )),
+            _ => None,
+        })
+        .collect();
+    for entry in entries {
+        match entry {
+            ReplayEntry::User { text } => blocks.push(Block::User(text.clone())),
+            ReplayEntry::Reasoning { text } => blocks.push(Block::Reasoning(text.clone())),
+            ReplayEntry::Assistant {
+                text,
+                aborted,
+                error,
+                tool_calls,
+            } => {
+                if !text.trim().is_empty() {
+                    blocks.push(Block::Assistant(text.clone()));
+                    if *aborted {
                         blocks.push(Block::Notice(
                             Level::Info,
                             "interrupted: the answer above is partial".to_owned(),
                         ));
                     }
                 }
-                if let Some(error) = data.error_message {
-                    blocks.push(Block::Notice(Level::Error, error));
+                if let Some(error) = error {
+                    blocks.push(Block::Notice(Level::Error, error.clone()));
                 }
-                let calls: Vec<ToolView> = data
-                    .content
+                let calls: Vec<ToolView> = tool_calls
                     .iter()
-                    .filter_map(|part| match part {
-                        ContentPart::ToolCall(call) => {
-                            let result = results.get(&call.id);
-                            Some(ToolView {
-                                id: call.id.clone(),
-                                name: call.name.clone(),
-                                args: call.arguments.clone(),
-                                result: Some(result.map_or_else(
-                                    || "(no result)".to_owned(),
-                                    |r| text(&r.content),
-                                )),
-                                is_error: result.is_some_and(|r| r.is_error),
-                                duration_ms: 0,
-                                details: result.and_then(|r| r.details.clone()),
-                            })
+                    .map(|call| {
+                        let result = results.get(call.id.as_str());
+                        ToolView {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                            args: call.arguments.clone(),
+                            result: Some(
+                                result.map_or_else(|| "(no result)".to_owned(), |r| r.0.to_owned()),
+                            ),
+                            is_error: result.is_some_and(|r| r.1),
+                            duration_ms: 0,
+                            details: result.and_then(|r| r.2.cloned()),
                         }
-                        ContentPart::Text { .. } => None,
                     })
                     .collect();
                 if !calls.is_empty() {
                     blocks.push(Block::Tools(calls));
                 }
             }
-            _ => {}
+            ReplayEntry::ToolResult { .. } => {}
         }
     }
     blocks
 }
 
-/// The text parts of a message.
-fn text(content: &[ContentPart]) -> String {
-    content
-        .iter()
-        .filter_map(|part| match part {
-            ContentPart::Text { text } => Some(text.as_str()),
-            ContentPart::ToolCall(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[cfg(test)]
 mod tests {
-    use etch_session::{SessionWriter, load_session, types};
-    use serde_json::json;
+    use etch_protocol::UsageRecord;
 
     use super::*;
 
@@ -211,38 +166,20 @@ mod tests {
     /// when it was made; a model without a price adds nothing.
     #[test]
     fn the_cost_follows_the_model_of_each_request() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        std::fs::write(&path, "").unwrap();
-        let mut writer = SessionWriter::open(&path, "s1", None).unwrap();
-        let mut add = |kind: &str, data: serde_json::Value| {
-            writer.append(kind, &data).unwrap();
+        let record = |model: &str| UsageRecord {
+            model: model.to_owned(),
+            input_tokens: 1_000_000,
+            cached_input_tokens: 0,
+            output_tokens: 0,
         };
-        add(
-            types::SESSION_STARTED,
-            json!({"sessionId": "s1", "formatVersion": 1, "cwd": "/", "etchVersion": "0", "provider": "openai", "model": "cheap"}),
-        );
-        add(
-            types::MODEL_USAGE,
-            json!({"inputTokens": 1_000_000, "outputTokens": 0}),
-        );
-        add(
-            types::MODEL_CHANGE,
-            json!({"provider": "openai", "model": "dear"}),
-        );
-        add(
-            types::MODEL_USAGE,
-            json!({"inputTokens": 1_000_000, "outputTokens": 0}),
-        );
-        add(
-            types::MODEL_CHANGE,
-            json!({"provider": "openai", "model": "unpriced"}),
-        );
-        add(
-            types::MODEL_USAGE,
-            json!({"inputTokens": 1_000_000, "outputTokens": 0}),
-        );
-        let session = load_session(&path).unwrap();
+        let session = etch_protocol::Replay {
+            usage: vec![record("cheap"), record("dear"), record("unpriced")],
+            totals: etch_protocol::Totals {
+                input_tokens: 3_000_000,
+                ..etch_protocol::Totals::default()
+            },
+            ..etch_protocol::Replay::default()
+        };
         let price = |input| Price {
             input,
             output: 0.0,
@@ -258,5 +195,42 @@ mod tests {
         assert_eq!(counters.input, 3_000_000);
         let unpriced = replay(&session, &[]).counters;
         assert!(!unpriced.priced);
+    }
+
+    /// Only the last entries are drawn, with a line saying how many were
+    /// left out; a call is drawn with its result.
+    #[test]
+    fn the_recent_entries_are_drawn_with_their_results() {
+        let mut entries: Vec<ReplayEntry> = (0..5)
+            .map(|i| ReplayEntry::User {
+                text: format!("p{i}"),
+            })
+            .collect();
+        entries.push(ReplayEntry::Assistant {
+            text: String::new(),
+            aborted: false,
+            error: None,
+            tool_calls: vec![etch_protocol::ReplayCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: serde_json::json!({}),
+            }],
+        });
+        entries.push(ReplayEntry::ToolResult {
+            tool_call_id: "c1".into(),
+            text: "A".into(),
+            is_error: true,
+            details: None,
+        });
+        let drawn = blocks(&entries, Some(3));
+        assert!(matches!(&drawn[0], Block::Notice(_, t) if t.starts_with("… 4 earlier")));
+        assert!(matches!(&drawn[1], Block::User(t) if t == "p4"));
+        match &drawn[2] {
+            Block::Tools(calls) => {
+                assert_eq!(calls[0].result.as_deref(), Some("A"));
+                assert!(calls[0].is_error);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -219,7 +219,6 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
         } else {
             now + Duration::from_secs(3600)
         };
-        let task_ended = slot.host().map(|host| host.task_ended());
         let mut effects = Vec::new();
         let mut timer = false;
         tokio::select! {
@@ -276,18 +275,14 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
                 // Prompts held behind a command go once the run before
                 // them is over.
                 effects = app.take_released(Instant::now());
+                // A session that failed beyond repair said so last.
+                if let Some(why) = slot.broken() {
+                    break Ended::Failed(why);
+                }
             }
             Some(done) = late.recv() => {
                 urgent = true;
                 done.apply(&mut app);
-            }
-            () = wait(task_ended) => {
-                if let Some(host) = slot.host() {
-                    host.settle().await;
-                    if let Some(why) = host.broken() {
-                        break Ended::Failed(why.to_owned());
-                    }
-                }
             }
             () = tokio::time::sleep_until(wake.into()) => timer = true,
         }
@@ -332,13 +327,6 @@ pub async fn run(launch: Launch, start: Start, color: bool) -> Result<Outcome, C
 
 /// Carries out the app's effects; returns whether to quit.
 pub(crate) async fn apply(slot: &mut Slot, app: &mut App, effects: Vec<Effect>) -> bool {
-    // A run that has just ended gives the session back first, so a prompt
-    // typed right after its answer starts a run instead of being refused.
-    if !effects.is_empty()
-        && let Some(host) = slot.host()
-    {
-        host.settle().await;
-    }
     let mut quit = false;
     for effect in effects {
         match effect {
@@ -419,12 +407,4 @@ fn draw(app: &mut App, screen: &mut Screen, now: Instant, locates: bool) -> bool
     // that and the loop ends.
     let _ = screen.frame(&history, &live, app.caret());
     true
-}
-
-/// Waits for the host's task to end, or forever when there is no host.
-pub(crate) async fn wait(notify: Option<Arc<tokio::sync::Notify>>) {
-    match notify {
-        Some(notify) => notify.notified().await,
-        None => std::future::pending().await,
-    }
 }

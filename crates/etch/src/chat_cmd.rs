@@ -179,7 +179,10 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         start.session = Some(session.id().to_owned());
         start.session_file = Some(session.path().to_path_buf());
         if let Some(loaded) = &log {
-            let replay = etch_chat::replay::replay(loaded, &start.footer.prices);
+            let replay = etch_chat::replay::replay(
+                &etch_runtime::projection::replay(loaded),
+                &start.footer.prices,
+            );
             start.replay.extend(replay.blocks);
             start.history.extend(replay.history);
             start.footer.counters = replay.counters;

@@ -34,7 +34,7 @@ pub fn run(
         if format == "md" {
             etch_runtime::transcript::render(&loaded).into_bytes()
         } else {
-            etch_chat::export::html(&loaded).into_bytes()
+            etch_chat::export::html(&etch_runtime::projection::replay(&loaded)).into_bytes()
         }
     };
     if output == Some(Path::new("-")) {

@@ -1,14 +1,16 @@
 //! The chat's hold on a session: none until the first prompt (so a chat
 //! opened and closed leaves no empty session behind, and the index titles
-//! the session after what the user asked), then a [`Host`] serving it.
-//! Host commands from the app go through here, and so do the slash
+//! the session after what the user asked), then a handle of the runtime's
+//! session service ([`SessionHandle`]) driving it. Commands from the app
+//! go through here, and so do the slash
 //! commands that need the session: status, context, a new or another
 //! session, model and thinking changes, export, copy, skills (`slash`),
 //! and what a picker chose, resuming and exporting (`sessions`).
 
 use etch_protocol::{Command, CommandBody};
-use etch_runtime::host::{Host, Sink};
-use etch_runtime::{Context, Notice, Place, RunSettings, Session};
+use etch_runtime::host::Sink;
+use etch_runtime::service::{SessionHandle, SessionService, Spec};
+use etch_runtime::{Context, Place, RunSettings, Session};
 
 use crate::app::App;
 use crate::render::blocks::Level;
@@ -62,9 +64,11 @@ impl Late {
 pub struct Slot {
     /// How to open sessions.
     launch: Launch,
-    /// The host, once a session is open.
-    host: Option<Host>,
-    /// Where the host's output goes.
+    /// Serves the chat's sessions.
+    service: SessionService,
+    /// The session, once one is open.
+    handle: Option<Box<dyn SessionHandle>>,
+    /// Where the session's output goes.
     sink: Sink,
     /// Where background work reports ([`Late`]); without it, none is
     /// started.
@@ -72,13 +76,18 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// A slot for `launch`, reporting to `sink`; an opened session gets
-    /// its host at once.
+    /// A slot for `launch`, reporting to `sink`; an opened session is
+    /// served at once. Call it within a Tokio runtime.
     pub fn new(mut launch: Launch, sink: Sink) -> Self {
-        let host = launch.session.take().map(|s| Host::new(s, sink.clone()));
+        let mut service = SessionService::new();
+        let handle = launch
+            .session
+            .take()
+            .map(|s| Box::new(service.serve(s, sink.clone())) as Box<dyn SessionHandle>);
         Self {
             launch,
-            host,
+            service,
+            handle,
             sink,
             late: None,
         }
@@ -90,9 +99,9 @@ impl Slot {
         self.late = Some(late);
     }
 
-    /// The host, when a session is open.
-    pub fn host(&mut self) -> Option<&mut Host> {
-        self.host.as_mut()
+    /// Why the session cannot go on, when it failed beyond repair.
+    pub fn broken(&self) -> Option<String> {
+        self.handle.as_ref().and_then(|h| h.broken())
     }
 
     /// The place the chat runs in.
@@ -100,7 +109,7 @@ impl Slot {
         &self.launch.place
     }
 
-    /// Sends `command` to the host, opening a session first when there is
+    /// Sends `command` to the session, opening a session first when there is
     /// none (titled after the prompt).
     pub async fn command(&mut self, app: &mut App, command: Command) {
         // Sent prompts are remembered for Up in later chats; a failure to
@@ -115,7 +124,7 @@ impl Slot {
             let project = etch_runtime::paths::project_root(&self.launch.place.cwd);
             let _ = crate::history::append(home, &project, message);
         }
-        if self.host.is_none() {
+        if self.handle.is_none() {
             let title = match &command.body {
                 CommandBody::Prompt { message, .. } => message.clone(),
                 CommandBody::Bash { command, .. } => format!("!{command}"),
@@ -165,31 +174,25 @@ impl Slot {
                     return;
                 }
             };
-            let mut notices = Vec::new();
-            let (place, settings, context) = (
-                self.launch.place.clone(),
-                self.launch.settings.clone(),
-                self.launch.context.clone(),
-            );
-            let created = match self.launch.selection.take() {
-                Some(selection) => {
-                    Session::create_selected(place, settings, context, selection, title).await
-                }
-                None => {
-                    Session::create(place, settings, context, title, &mut |n: Notice| {
-                        notices.push(n);
-                    })
-                    .await
-                }
+            let spec = Spec {
+                place: self.launch.place.clone(),
+                settings: self.launch.settings.clone(),
+                context: self.launch.context.clone(),
             };
-            for notice in notices {
-                // The provider header was shown at start.
-                if notice.level == etch_protocol::NoticeLevel::Warning {
-                    app.notice(Level::Warning, notice.message);
-                }
-            }
+            let created = self
+                .service
+                .create(spec, self.launch.selection.take(), title, self.sink.clone())
+                .await;
             match created {
-                Ok((session, _)) => self.host = Some(Host::new(session, self.sink.clone())),
+                Ok((handle, notices)) => {
+                    for notice in notices {
+                        // The provider header was shown at start.
+                        if notice.level == etch_protocol::NoticeLevel::Warning {
+                            app.notice(Level::Warning, notice.message);
+                        }
+                    }
+                    self.handle = Some(Box::new(handle));
+                }
                 Err(err) => {
                     app.notice(Level::Error, format!("could not start a session: {err}"));
                     app.output_refused(&command);
@@ -197,8 +200,8 @@ impl Slot {
                 }
             }
         }
-        if let Some(host) = &mut self.host {
-            host.handle(command).await;
+        if let Some(handle) = &self.handle {
+            handle.send(command);
         }
     }
 
@@ -206,23 +209,20 @@ impl Slot {
     /// queued goes back to the editor, and the next session is created
     /// with the model and effort this one had reached.
     async fn leave(&mut self, app: &mut App) {
-        if let Some(mut host) = self.host.take() {
-            let unsent = host.abort_and_settle().await;
-            if let Some(session) = host.session() {
-                self.launch.settings = session.settings().clone();
+        if let Some(handle) = self.handle.take() {
+            let closed = handle.close().await;
+            let _ = self.service.close(&handle.id()).await;
+            if let Some(settings) = closed.settings {
+                self.launch.settings = settings;
                 self.launch.selection = None;
             }
-            app.restore_unsent(unsent);
+            app.restore_unsent(closed.unsent);
         }
     }
 
-    /// The context tools and prompt: the open session's, else the one
-    /// built at start.
+    /// The context tools and prompt (built at start, or by `/reload`).
     fn context(&self) -> &Context {
-        self.host
-            .as_ref()
-            .and_then(Host::session)
-            .map_or(&self.launch.context, Session::context)
+        &self.launch.context
     }
 
     /// Sends a host command on the app's behalf.
@@ -235,8 +235,12 @@ impl Slot {
     /// Stops the active run or command, if any; returns the queued texts
     /// that will not run.
     pub async fn close(&mut self) -> Vec<String> {
-        match &mut self.host {
-            Some(host) => host.abort_and_settle().await,
+        match self.handle.take() {
+            Some(handle) => {
+                let closed = handle.close().await;
+                self.service.close_all().await;
+                closed.unsent
+            }
             None => Vec::new(),
         }
     }

@@ -5,11 +5,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use etch_core::NoopObserver;
 use etch_protocol::CommandBody;
-use etch_runtime::host::Host;
-use etch_runtime::{Notice, Session, Target};
-use etch_session::load_session;
+use etch_runtime::Target;
+use etch_runtime::service::{SessionHandle, Spec, Stored, catalog};
 
 use super::Slot;
 use crate::app::App;
@@ -39,23 +37,25 @@ impl Slot {
                 }
             }
             Pick::Tree => {
-                let Some(loaded) = Self::loaded(app) else {
+                let Some(handle) = &self.handle else {
                     return;
+                };
+                let rows = match handle.tree().await {
+                    Ok(rows) => rows,
+                    Err(err) => return app.notice(Level::Error, err),
                 };
                 // A prompt is gone back to from before it, with its text in
                 // the editor to change and send again (a new branch).
-                let Some(event) = loaded.events.iter().find(|e| e.id == value) else {
+                let Some(row) = rows.iter().find(|r| r.id == value) else {
                     app.notice(Level::Warning, "that point is no longer in the session");
                     return;
                 };
                 let mut target = value.clone();
-                if event.kind == etch_session::types::MESSAGE_USER
-                    && let Some(parent) = &event.parent_id
+                if row.is_user
+                    && let Some(parent) = &row.parent_id
                 {
                     target.clone_from(parent);
-                    if let Ok(data) = event.parse_data::<etch_session::event::UserData>() {
-                        app.set_draft(&etch_model::content::joined_text(&data.content));
-                    }
+                    app.set_draft(&row.full_text);
                 }
                 let effect = app.navigate(target, alternate, now);
                 if let crate::app::Effect::Host(command) = effect {
@@ -65,37 +65,11 @@ impl Slot {
         }
     }
 
-    /// The session's log, loaded, or a notice saying why not.
-    pub(super) fn loaded(app: &mut App) -> Option<etch_session::LoadedSession> {
-        let Some(path) = app.session_file().map(Path::to_path_buf) else {
-            app.notice(
-                Level::Info,
-                "no session yet: it starts with your first prompt",
-            );
-            return None;
-        };
-        match load_session(&path) {
-            Ok(loaded) => Some(loaded),
-            Err(err) => {
-                app.notice(
-                    Level::Error,
-                    format!("cannot read {}: {err}", path.display()),
-                );
-                None
-            }
-        }
-    }
-
     /// `/resume`: the session `target` names replaces the current one.
     pub(super) async fn resume(&mut self, app: &mut App, target: Target<'_>) {
         let wanted = match target {
             Target::Path(path) => Some(path.to_path_buf()),
-            Target::Prefix(prefix) => {
-                etch_session::SessionStore::new(&self.launch.place.session_dir)
-                    .resolve(prefix)
-                    .ok()
-                    .map(|row| std::path::PathBuf::from(row.path))
-            }
+            Target::Prefix(prefix) => catalog::resolve(&self.launch.place.session_dir, prefix).ok(),
         };
         let Some(wanted) = wanted.filter(|w| w.is_file()) else {
             app.notice(Level::Warning, "no such session: see /resume for the list");
@@ -111,23 +85,28 @@ impl Slot {
         // The open session's lock must go before another can be opened
         // (a session is held by one etch at a time).
         self.leave(app).await;
-        let mut notices = Vec::new();
-        let opened = Session::open_loaded(
-            self.launch.place.clone(),
-            self.launch.settings.clone(),
-            self.launch.context.clone(),
-            target,
-            &mut |n: Notice| notices.push(n),
-            &mut NoopObserver,
-        )
-        .await;
+        let spec = Spec {
+            place: self.launch.place.clone(),
+            settings: self.launch.settings.clone(),
+            context: self.launch.context.clone(),
+        };
+        let opened = self
+            .service
+            .open(spec, Stored::Path(&wanted), self.sink.clone())
+            .await;
         match opened {
-            Ok((session, loaded)) => {
-                let replay = Some(crate::replay::replay(&loaded, &app.footer.prices));
-                app.resumed(session.id(), session.path(), replay);
-                let client = &session.selection().client;
-                app.set_model(client.provider(), client.model());
-                self.host = Some(Host::new(session, self.sink.clone()));
+            Ok(opened) => {
+                let replay = Some(crate::replay::replay(&opened.replay, &app.footer.prices));
+                let handle = opened.handle;
+                app.resumed(&handle.id(), &handle.file(), replay);
+                let (provider, model) = handle.model();
+                app.set_model(&provider, &model);
+                self.handle = Some(Box::new(handle));
+                for notice in opened.notices {
+                    if notice.level == etch_protocol::NoticeLevel::Warning {
+                        app.notice(Level::Warning, notice.message);
+                    }
+                }
             }
             Err(err) => {
                 app.notice(Level::Warning, err.to_string());
@@ -138,11 +117,6 @@ impl Slot {
                     }
                     _ => app.new_session(),
                 }
-            }
-        }
-        for notice in notices {
-            if notice.level == etch_protocol::NoticeLevel::Warning {
-                app.notice(Level::Warning, notice.message);
             }
         }
     }
@@ -179,11 +153,13 @@ impl Slot {
                 .await;
                 return;
             }
-            _ => match load_session(&file) {
-                Ok(loaded) => {
-                    std::fs::write(&target, crate::export::html(&loaded)).map_err(|e| e.to_string())
-                }
-                Err(err) => Err(err.to_string()),
+            _ => match &self.handle {
+                Some(handle) => match handle.replay().await {
+                    Ok(replay) => std::fs::write(&target, crate::export::html(&replay))
+                        .map_err(|e| e.to_string()),
+                    Err(err) => Err(err),
+                },
+                None => Err("the session is not open".to_owned()),
             },
         };
         match written {

@@ -7,10 +7,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use etch_protocol::{CommandBody, ThinkingLevel};
-use etch_runtime::host::Host;
-use etch_runtime::report::{self, context as context_report};
-use etch_runtime::{Context, Session, Target};
-use etch_session::load_session;
+use etch_runtime::report::context as context_report;
+use etch_runtime::service::catalog;
+use etch_runtime::{Context, Target};
 
 use super::{Late, Slot};
 use crate::app::App;
@@ -23,43 +22,36 @@ impl Slot {
     /// background: the `/model` picker is open at once and the list joins
     /// it when it comes (bounded in time by the provider).
     fn list_server_models(&self, app: &mut App) {
-        let client = self.host.as_ref().map(Host::client).or_else(|| {
-            self.launch
-                .selection
-                .as_ref()
-                .map(|s| std::sync::Arc::clone(&s.client))
-        });
-        let (Some(client), Some(late)) = (client, self.late.clone()) else {
+        let Some(late) = self.late.clone() else {
             return;
         };
-        if client.provider() == "echo" {
+        let (provider, asked) = match (&self.handle, &self.launch.selection) {
+            (Some(handle), _) => (handle.model().0, handle.server_models()),
+            (None, Some(selection)) => {
+                let client = std::sync::Arc::clone(&selection.client);
+                let asked: etch_runtime::service::Later<Result<Vec<String>, String>> =
+                    Box::pin(async move { client.list_models().await.map_err(|e| e.to_string()) });
+                (selection.client.provider().to_owned(), asked)
+            }
+            (None, None) => return,
+        };
+        if provider == "echo" {
             return;
         }
         app.set_picker_status(Pick::Model, "asking the server which models it offers…");
         tokio::spawn(async move {
-            let offered = client.list_models().await.map_err(|e| e.to_string());
-            let _ = late.send(Late::Models {
-                provider: client.provider().to_owned(),
-                offered,
-            });
+            let offered = asked.await;
+            let _ = late.send(Late::Models { provider, offered });
         });
     }
 
     /// Carries out a slash command that needs the session.
     pub async fn slash(&mut self, app: &mut App, command: Slash, now: Instant) {
         match command {
-            Slash::Status => match app.session_file() {
-                Some(path) => match load_session(path) {
-                    Ok(loaded) => {
-                        let stats = etch_session::session_stats(&loaded);
-                        app.push(Block::Output(
-                            report::status_text(&stats, path).trim_end().to_owned(),
-                        ));
-                    }
-                    Err(err) => app.notice(
-                        Level::Error,
-                        format!("cannot read {}: {err}", path.display()),
-                    ),
+            Slash::Status => match &self.handle {
+                Some(handle) => match handle.status().await {
+                    Ok(text) => app.push(Block::Output(text.trim_end().to_owned())),
+                    Err(err) => app.notice(Level::Error, err),
                 },
                 None => app.notice(
                     Level::Info,
@@ -73,8 +65,8 @@ impl Slot {
             }
             Slash::Resume(Some(prefix)) => self.resume(app, Target::Prefix(&prefix)).await,
             Slash::Resume(None) => {
-                let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
-                let choices = crate::choices::sessions(&store, app.session());
+                let rows = catalog::sessions(&self.launch.place.session_dir);
+                let choices = crate::choices::sessions(&rows, app.session());
                 if choices.is_empty() {
                     app.notice(Level::Info, "no sessions yet");
                 } else {
@@ -104,11 +96,12 @@ impl Slot {
                 .await;
             }
             Slash::Model(None) => {
-                let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
+                let used =
+                    catalog::models_used(&self.launch.place.session_dir, crate::choices::RECENT);
                 let config = &self.launch.place.config.provider;
                 let configured = config.name.as_deref().zip(config.model.as_deref());
                 let choices = crate::choices::models(
-                    &store,
+                    &used,
                     (&app.footer.provider, &app.footer.model),
                     configured,
                 );
@@ -138,16 +131,11 @@ impl Slot {
                 }
             }
             Slash::Thinking(None) => {
-                let settings = self
-                    .host
-                    .as_ref()
-                    .and_then(Host::session)
-                    .map_or(&self.launch.settings, Session::settings);
-                let level = settings
-                    .provider
-                    .reasoning_effort
-                    .clone()
-                    .unwrap_or_else(|| "the provider's default".into());
+                let level = match &self.handle {
+                    Some(handle) => handle.thinking(),
+                    None => self.launch.settings.provider.reasoning_effort.clone(),
+                }
+                .unwrap_or_else(|| "the provider's default".into());
                 // `off` first: it is the one to reach for.
                 let mut levels = vec!["off"];
                 levels.extend(
@@ -175,11 +163,18 @@ impl Slot {
             },
             Slash::Reload => self.reload(app),
             Slash::Fork | Slash::Tree => {
-                let Some(loaded) = Self::loaded(app) else {
+                let Some(handle) = &self.handle else {
+                    app.notice(
+                        Level::Info,
+                        "no session yet: it starts with your first prompt",
+                    );
                     return;
                 };
                 if command == Slash::Fork {
-                    let choices = crate::choices::prompts(&loaded);
+                    let choices = match handle.fork_points().await {
+                        Ok(points) => crate::choices::prompts(&points),
+                        Err(err) => return app.notice(Level::Error, err),
+                    };
                     if choices.is_empty() {
                         app.notice(Level::Info, "there is no prompt to fork from yet");
                     } else {
@@ -191,7 +186,10 @@ impl Slot {
                         );
                     }
                 } else {
-                    let (choices, selected) = crate::choices::tree(&loaded);
+                    let (choices, selected) = match handle.tree().await {
+                        Ok(rows) => crate::choices::tree(&rows),
+                        Err(err) => return app.notice(Level::Error, err),
+                    };
                     if choices.is_empty() {
                         app.notice(Level::Info, "the session has no messages yet");
                     } else {
@@ -204,23 +202,17 @@ impl Slot {
                     }
                 }
             }
-            Slash::Name(title) => match app.session().map(str::to_owned) {
-                Some(id) => {
-                    let store = etch_session::SessionStore::new(&self.launch.place.session_dir);
-                    match store.rename(&id, &title) {
-                        Ok(row) => app.notice(
-                            Level::Info,
-                            format!("session {id} is now named \"{}\"", row.title),
-                        ),
-                        Err(err) => {
-                            app.notice(
-                                Level::Error,
-                                format!("could not rename the session: {err}"),
-                            );
-                        }
+            Slash::Name(title) => match (&self.handle, app.session().map(str::to_owned)) {
+                (Some(handle), Some(id)) => match handle.rename(title).await {
+                    Ok(title) => app.notice(
+                        Level::Info,
+                        format!("session {id} is now named \"{title}\""),
+                    ),
+                    Err(err) => {
+                        app.notice(Level::Error, format!("could not rename the session: {err}"));
                     }
-                }
-                None => app.notice(
+                },
+                _ => app.notice(
                     Level::Info,
                     "no session yet: it starts with your first prompt",
                 ),
@@ -269,8 +261,8 @@ impl Slot {
             skills.len(),
             context.tools.specs().len()
         );
-        if let Some(session) = self.host.as_mut().and_then(Host::session_mut) {
-            session.reload(place.clone(), context.clone());
+        if let Some(handle) = &self.handle {
+            handle.reload(place.clone(), context.clone());
         }
         self.launch.place = place;
         self.launch.context = context;
@@ -281,30 +273,13 @@ impl Slot {
 
     /// `/context` and `/context dump [path]`.
     fn context_report(&self, app: &mut App, command: &Slash) {
-        let loaded = match app.session_file() {
-            Some(path) => match load_session(path) {
-                Ok(loaded) => Some(loaded),
-                Err(err) => {
-                    app.notice(
-                        Level::Error,
-                        format!("cannot read {}: {err}", path.display()),
-                    );
-                    return;
-                }
-            },
-            None => None,
-        };
+        let file = app.session_file().map(Path::to_path_buf);
         let context = self.context();
         let place = &self.launch.place;
         if let Slash::ContextDump(path) = command {
-            let text = context_report::dump(loaded.as_ref(), context);
-            let target =
-                context_report::dump_path(place, app.session(), path.as_deref().map(Path::new));
-            match target.and_then(|t| {
-                std::fs::write(&t, text)
-                    .map(|()| t.clone())
-                    .map_err(|e| format!("cannot write {}: {e}", t.display()))
-            }) {
+            let session = app.session().zip(file.as_deref());
+            match context_report::dump_for(place, session, context, path.as_deref().map(Path::new))
+            {
                 Ok(target) => app.notice(
                     Level::Info,
                     format!("wrote context dump to {}", target.display()),
@@ -312,10 +287,10 @@ impl Slot {
                 Err(err) => app.notice(Level::Error, err),
             }
         } else {
-            let report = context_report::measure(place, loaded.as_ref(), context);
-            app.push(Block::Output(
-                context_report::render(&report).trim_end().to_owned(),
-            ));
+            match context_report::report_for(place, file.as_deref(), context) {
+                Ok(text) => app.push(Block::Output(text.trim_end().to_owned())),
+                Err(err) => app.notice(Level::Error, err),
+            }
         }
     }
 }

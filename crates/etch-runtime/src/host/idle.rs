@@ -106,7 +106,7 @@ impl Host {
         let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
         let text = match format {
             "html" => match &self.html {
-                Some(render) => render(&loaded),
+                Some(render) => render(&crate::projection::replay(&loaded)),
                 None => crate::transcript::html(&loaded),
             },
             "jsonl" => std::fs::read_to_string(&self.snapshot.path)

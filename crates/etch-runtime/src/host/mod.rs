@@ -174,9 +174,9 @@ pub struct Host {
     html: Option<HtmlRenderer>,
 }
 
-/// Renders a session as an HTML page; whatever came from the session
-/// must be escaped in it.
-pub type HtmlRenderer = Arc<dyn Fn(&etch_session::LoadedSession) -> String + Send + Sync>;
+/// Renders a session (the runtime's projection of it) as an HTML page;
+/// whatever came from the session must be escaped in it.
+pub type HtmlRenderer = Arc<dyn Fn(&etch_protocol::Replay) -> String + Send + Sync>;
 
 impl Host {
     /// A host for `session`, reporting to `sink`. It announces the session

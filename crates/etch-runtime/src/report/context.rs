@@ -269,3 +269,33 @@ pub fn dump_path(
     }
     Ok(target)
 }
+
+/// The session file's log, when there is a session.
+fn load_file(file: Option<&Path>) -> Result<Option<LoadedSession>, String> {
+    file.map(|file| {
+        etch_session::load_session(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+    })
+    .transpose()
+}
+
+/// The `/context` report for the session in `file` (none before the
+/// first prompt), rendered.
+pub fn report_for(place: &Place, file: Option<&Path>, context: &Context) -> Result<String, String> {
+    let loaded = load_file(file)?;
+    Ok(render(&measure(place, loaded.as_ref(), context)))
+}
+
+/// Writes the `/context dump` of the session `id` in `file` (none before
+/// the first prompt) to `path` (see [`dump_path`]); returns where.
+pub fn dump_for(
+    place: &Place,
+    session: Option<(&str, &Path)>,
+    context: &Context,
+    path: Option<&Path>,
+) -> Result<PathBuf, String> {
+    let loaded = load_file(session.map(|(_, file)| file))?;
+    let text = dump(loaded.as_ref(), context);
+    let target = dump_path(place, session.map(|(id, _)| id), path)?;
+    std::fs::write(&target, text).map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+    Ok(target)
+}
