@@ -28,129 +28,27 @@ impl App {
     /// One event.
     fn event(&mut self, id: Option<String>, body: EventBody, now: Instant) {
         match body {
-            EventBody::AgentStart => {
-                if let Some(run) = &mut self.run
-                    && run.id == id
-                {
-                    run.began = true;
-                    return;
-                }
-                self.run = Some(Run::new(
-                    now,
-                    Label::Working,
-                    self.footer.counters.clone(),
-                    id,
-                    true,
-                    false,
-                ));
-            }
+            EventBody::AgentStart => self.agent_start(id, now),
             EventBody::TurnStart { .. } => self.label(Label::Working),
-            EventBody::MessageStart { message } => match message {
-                Some(WireMessage::User { content }) => {
-                    let text = texts(&content);
-                    self.editor.remember(&text);
-                    let shown = self.shown(text);
-                    self.push(Block::User(shown));
-                }
-                None | Some(WireMessage::Assistant { .. }) => {
-                    if let Some(run) = &mut self.run {
-                        run.text.clear();
-                        run.reasoning.clear();
-                        run.committed = 0;
-                        run.answered = false;
-                    }
-                }
-                Some(_) => {}
-            },
-            EventBody::MessageUpdate { delta } => {
-                let Some(run) = &mut self.run else {
-                    return;
-                };
-                match delta {
-                    Delta::TextDelta { delta } => {
-                        run.text.push_str(&delta);
-                        run.label = Label::Responding;
-                        self.commit_finished();
-                    }
-                    Delta::ThinkingDelta { delta } => {
-                        run.reasoning.push_str(&delta);
-                        // A summary's title is at its start: looked for
-                        // while the text is short, not on every delta.
-                        if !matches!(run.label, Label::Thinking(Some(_))) {
-                            let head = &run.reasoning[..floor_boundary(&run.reasoning, 200)];
-                            run.label = Label::Thinking(summary_title(head));
-                        }
-                    }
-                    Delta::ToolcallStart { .. } | Delta::ToolcallDelta { .. } => {
-                        run.label = Label::Working;
-                    }
-                }
-            }
+            EventBody::MessageStart { message } => self.message_start(message),
+            EventBody::MessageUpdate { delta } => self.message_update(delta),
             EventBody::MessageEnd { message } => self.message_end(message),
             EventBody::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
                 args,
-            } => {
-                let Some(run) = &mut self.run else {
-                    return;
-                };
-                run.label = Label::RunningTools;
-                let index =
-                    if let Some(index) = run.tools.iter().position(|c| c.view.id == tool_call_id) {
-                        index
-                    } else {
-                        run.tools
-                            .push(LiveCall::waiting(view(tool_call_id, tool_name, args)));
-                        run.tools.len() - 1
-                    };
-                run.tools[index].started = Some(now);
-                // A subagent's start is an activity block of its own with
-                // the whole delegated task (E-SUB-13); its live row then
-                // follows what the child does.
-                if run.tools[index].view.name == "task" {
-                    let started = run.tools[index].view.clone();
-                    self.push(Block::Tools(vec![started]));
-                }
-            }
+            } => self.tool_start(tool_call_id, tool_name, args, now),
             EventBody::ToolExecutionUpdate {
                 tool_call_id,
                 partial_result,
-            } => {
-                if let Some(run) = &mut self.run
-                    && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
-                {
-                    partial_result
-                        .lines()
-                        .last()
-                        .unwrap_or("")
-                        .clone_into(&mut entry.partial);
-                    entry.updated = Some(now);
-                }
-            }
+            } => self.tool_update(&tool_call_id, &partial_result, now),
             EventBody::ToolExecutionEnd {
                 tool_call_id,
                 result,
                 is_error,
                 duration_ms,
                 details,
-            } => {
-                if let Some(run) = &mut self.run
-                    && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
-                {
-                    entry.view.result = Some(result);
-                    entry.view.is_error = is_error;
-                    entry.view.duration_ms = duration_ms;
-                    entry.view.details = details;
-                }
-                if self
-                    .run
-                    .as_ref()
-                    .is_some_and(|run| run.tools.iter().all(|c| c.view.result.is_some()))
-                {
-                    self.flush_batch();
-                }
-            }
+            } => self.tool_end(&tool_call_id, result, is_error, duration_ms, details),
             EventBody::TurnEnd { .. } => self.flush_batch(),
             EventBody::AgentEnd { error } => self.agent_end(error, now),
             EventBody::QueueUpdate {
@@ -164,39 +62,7 @@ impl App {
                     run.label = Label::Command(format!("compacting ({reason})"));
                 }
             }
-            EventBody::CompactionEnd { reason, outcome } => {
-                self.compaction_reported = true;
-                match outcome {
-                    CompactionOutcome::Compacted {
-                        tokens_before,
-                        tokens_after,
-                    } => self.notice(
-                        Level::Info,
-                        format!("compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
-                    ),
-                    CompactionOutcome::Skipped { reason: why } => {
-                        let mut text =
-                            if why.starts_with("nothing") || why.starts_with("compaction") {
-                                why
-                            } else {
-                                format!("compaction skipped: {why}")
-                            };
-                        // Asked for by hand: say how to have it anyway.
-                        if reason == "manual" && !self.compact_forced {
-                            text.push_str("; /compact force compacts it anyway");
-                        }
-                        self.notice(Level::Info, text);
-                    }
-                    CompactionOutcome::Failed { reason: why } => {
-                        self.notice(Level::Warning, format!("compaction failed: {why}"));
-                    }
-                }
-                if let Some(run) = &mut self.run
-                    && !run.command
-                {
-                    run.label = Label::Working;
-                }
-            }
+            EventBody::CompactionEnd { reason, outcome } => self.compaction_end(&reason, outcome),
             EventBody::AutoRetryStart {
                 attempt,
                 max_attempts,
@@ -215,14 +81,7 @@ impl App {
                 self.footer.model.clone_from(&model);
                 self.notice(Level::Info, format!("model: {model} ({provider})"));
             }
-            EventBody::ThinkingLevelChanged { level } => {
-                let level = serde_json::to_value(level)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                self.notice(Level::Info, format!("thinking: {level}"));
-                self.footer.thinking = Some(level);
-            }
+            EventBody::ThinkingLevelChanged { level } => self.thinking_changed(level),
             EventBody::SessionInfo {
                 session_id,
                 session_file,
@@ -231,22 +90,203 @@ impl App {
                 self.session = Some(session_id);
                 self.session_file = Some(session_file.into());
             }
-            EventBody::Notice { level, message } => {
-                let level = match level {
-                    NoticeLevel::Info => Level::Info,
-                    NoticeLevel::Warning => Level::Warning,
-                };
-                // The host words notices for stderr, where `etch:` says
-                // who speaks; in the chat that goes without saying.
-                let message = message
-                    .strip_prefix("etch: note: ")
-                    .or_else(|| message.strip_prefix("etch: "))
-                    .map_or_else(|| message.clone(), str::to_owned);
-                self.notice(level, message);
-            }
+            EventBody::Notice { level, message } => self.host_notice(level, &message),
             EventBody::ModelUsage { usage } => self.footer.usage(&usage),
             EventBody::ModelMetrics { metrics } => self.footer.counters.metrics(&metrics),
         }
+    }
+
+    /// A run starts (or the one a prompt began is acknowledged).
+    fn agent_start(&mut self, id: Option<String>, now: Instant) {
+        if let Some(run) = &mut self.run
+            && run.id == id
+        {
+            run.began = true;
+            return;
+        }
+        self.run = Some(Run::new(
+            now,
+            Label::Working,
+            self.footer.counters.clone(),
+            id,
+            true,
+            false,
+        ));
+    }
+
+    /// A message begins: the user's is drawn, an answer starts afresh.
+    fn message_start(&mut self, message: Option<WireMessage>) {
+        match message {
+            Some(WireMessage::User { content }) => {
+                let text = texts(&content);
+                self.editor.remember(&text);
+                let shown = self.shown(text);
+                self.push(Block::User(shown));
+            }
+            None | Some(WireMessage::Assistant { .. }) => {
+                if let Some(run) = &mut self.run {
+                    run.text.clear();
+                    run.reasoning.clear();
+                    run.committed = 0;
+                    run.answered = false;
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// A piece of the answer streams in.
+    fn message_update(&mut self, delta: Delta) {
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        match delta {
+            Delta::TextDelta { delta } => {
+                run.text.push_str(&delta);
+                run.label = Label::Responding;
+                self.commit_finished();
+            }
+            Delta::ThinkingDelta { delta } => {
+                run.reasoning.push_str(&delta);
+                // A summary's title is at its start: looked for
+                // while the text is short, not on every delta.
+                if !matches!(run.label, Label::Thinking(Some(_))) {
+                    let head = &run.reasoning[..floor_boundary(&run.reasoning, 200)];
+                    run.label = Label::Thinking(summary_title(head));
+                }
+            }
+            Delta::ToolcallStart { .. } | Delta::ToolcallDelta { .. } => {
+                run.label = Label::Working;
+            }
+        }
+    }
+
+    /// A tool call starts running.
+    fn tool_start(
+        &mut self,
+        tool_call_id: String,
+        tool_name: String,
+        args: serde_json::Value,
+        now: Instant,
+    ) {
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        run.label = Label::RunningTools;
+        let index = if let Some(index) = run.tools.iter().position(|c| c.view.id == tool_call_id) {
+            index
+        } else {
+            run.tools
+                .push(LiveCall::waiting(view(tool_call_id, tool_name, args)));
+            run.tools.len() - 1
+        };
+        run.tools[index].started = Some(now);
+        // A subagent's start is an activity block of its own with
+        // the whole delegated task (E-SUB-13); its live row then
+        // follows what the child does.
+        if run.tools[index].view.name == "task" {
+            let started = run.tools[index].view.clone();
+            self.push(Block::Tools(vec![started]));
+        }
+    }
+
+    /// A running tool reports progress: its last line is shown.
+    fn tool_update(&mut self, tool_call_id: &str, partial_result: &str, now: Instant) {
+        if let Some(run) = &mut self.run
+            && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
+        {
+            partial_result
+                .lines()
+                .last()
+                .unwrap_or("")
+                .clone_into(&mut entry.partial);
+            entry.updated = Some(now);
+        }
+    }
+
+    /// A tool call ends; the batch is drawn once every call has.
+    fn tool_end(
+        &mut self,
+        tool_call_id: &str,
+        result: String,
+        is_error: bool,
+        duration_ms: u64,
+        details: Option<serde_json::Value>,
+    ) {
+        if let Some(run) = &mut self.run
+            && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
+        {
+            entry.view.result = Some(result);
+            entry.view.is_error = is_error;
+            entry.view.duration_ms = duration_ms;
+            entry.view.details = details;
+        }
+        if self
+            .run
+            .as_ref()
+            .is_some_and(|run| run.tools.iter().all(|c| c.view.result.is_some()))
+        {
+            self.flush_batch();
+        }
+    }
+
+    /// A compaction's outcome, said.
+    fn compaction_end(&mut self, reason: &str, outcome: CompactionOutcome) {
+        self.compaction_reported = true;
+        match outcome {
+            CompactionOutcome::Compacted {
+                tokens_before,
+                tokens_after,
+            } => self.notice(
+                Level::Info,
+                format!("compacted ({reason}): ~{tokens_before} → ~{tokens_after} tokens"),
+            ),
+            CompactionOutcome::Skipped { reason: why } => {
+                let mut text = if why.starts_with("nothing") || why.starts_with("compaction") {
+                    why
+                } else {
+                    format!("compaction skipped: {why}")
+                };
+                // Asked for by hand: say how to have it anyway.
+                if reason == "manual" && !self.compact_forced {
+                    text.push_str("; /compact force compacts it anyway");
+                }
+                self.notice(Level::Info, text);
+            }
+            CompactionOutcome::Failed { reason: why } => {
+                self.notice(Level::Warning, format!("compaction failed: {why}"));
+            }
+        }
+        if let Some(run) = &mut self.run
+            && !run.command
+        {
+            run.label = Label::Working;
+        }
+    }
+
+    /// The reasoning effort changed.
+    fn thinking_changed(&mut self, level: etch_protocol::ThinkingLevel) {
+        let level = serde_json::to_value(level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.notice(Level::Info, format!("thinking: {level}"));
+        self.footer.thinking = Some(level);
+    }
+
+    /// A notice from the session.
+    fn host_notice(&mut self, level: NoticeLevel, message: &str) {
+        let level = match level {
+            NoticeLevel::Info => Level::Info,
+            NoticeLevel::Warning => Level::Warning,
+        };
+        // The host words notices for stderr, where `etch:` says
+        // who speaks; in the chat that goes without saying.
+        let message = message
+            .strip_prefix("etch: note: ")
+            .or_else(|| message.strip_prefix("etch: "))
+            .map_or_else(|| message.to_owned(), str::to_owned);
+        self.notice(level, message);
     }
 
     /// A long command answered: its working line goes.
