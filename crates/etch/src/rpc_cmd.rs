@@ -2,7 +2,8 @@
 //! Commands come in on stdin, one per line; responses and events go out
 //! on stdout, one per line, each tagged with the id of the command that
 //! caused it. The session, its queues and every command's meaning live in
-//! `etch_runtime::host`; this module only frames lines and owns the pipes.
+//! the runtime (`etch_runtime::service` serves it, `host` answers it); this
+//! module only frames lines and owns the pipes.
 //!
 //! Framing is strict: records end at LF only (a trailing CR is dropped),
 //! so U+2028 and U+2029 inside a JSON string never split one. Both pipes
@@ -22,7 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etch_protocol::{Command, Response};
-use etch_runtime::host::{Host, Output};
+use etch_runtime::host::Output;
+use etch_runtime::service::{SessionHandle, SessionService};
 use etch_runtime::{Context, Session, Target};
 use tokio::sync::mpsc;
 
@@ -64,13 +66,18 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     let mut interrupts = crate::run::interrupts()?;
     let (outbox, writer) = Outbox::start("ETCH_RPC_OUTBOX_BYTES");
     let lines = outbox.sink();
-    let mut host = Host::new(
-        session,
-        Arc::new(move |output: Output| lines(output.to_line())),
-    );
+    // A session that failed beyond repair stops serving; what it said
+    // before is out already.
+    let (broken_tx, mut broken) = mpsc::unbounded_channel();
+    let sink = Arc::new(move |output: Output| match output {
+        Output::Broken(why) => {
+            let _ = broken_tx.send(why);
+        }
+        output => lines(output.to_line()),
+    });
     // `export` to HTML writes the chat's page (everything escaped).
-    host.set_html_renderer(std::sync::Arc::new(etch_chat::export::html));
-    let ended = host.task_ended();
+    let mut service = SessionService::new().with_html(Arc::new(etch_chat::export::html));
+    let session = service.serve(session, sink);
     let mut commands = read_stdin();
     let stop = loop {
         tokio::select! {
@@ -78,14 +85,9 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             () = outbox.overflow.cancelled() => break Stop::Overflow,
             () = outbox.closed.cancelled() => break Stop::StdoutClosed,
             _ = interrupts.recv() => break Stop::Interrupted,
-            () = ended.notified() => {
-                host.settle().await;
-                if let Some(why) = host.broken() {
-                    break Stop::Broken(why.to_owned());
-                }
-            }
+            Some(why) = broken.recv() => break Stop::Broken(why),
             incoming = commands.recv() => match incoming {
-                Some(Incoming::Line(line)) => handle(&mut host, &outbox, &line).await,
+                Some(Incoming::Line(line)) => handle(&session, &outbox, &line).await,
                 Some(Incoming::TooLong) => outbox.send(Output::Response(Response::err(
                     None,
                     "parse",
@@ -96,8 +98,8 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             },
         }
     };
-    let unsent = host.abort_and_settle().await;
-    drop(host);
+    let unsent = session.close().await.unsent;
+    service.close_all().await;
     plugins.shutdown().await;
     if !unsent.is_empty() {
         diag!(
@@ -201,9 +203,11 @@ async fn open(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<Ses
     }
 }
 
-/// Parses one line and hands the command to the host; a line that is not
-/// a command is answered with the reason (and its id when it had one).
-async fn handle(host: &mut Host, outbox: &Outbox, line: &[u8]) {
+/// Parses one line and hands the command to the session, waiting until
+/// it is taken (so answers keep the order of the lines); a line that is
+/// not a command is answered with the reason (and its id when it had
+/// one).
+async fn handle(session: &dyn SessionHandle, outbox: &Outbox, line: &[u8]) {
     let Ok(text) = std::str::from_utf8(line) else {
         outbox.send(
             Output::Response(Response::err(
@@ -219,7 +223,7 @@ async fn handle(host: &mut Host, outbox: &Outbox, line: &[u8]) {
         return;
     }
     match serde_json::from_str::<Command>(text) {
-        Ok(command) => host.handle(command).await,
+        Ok(command) => session.handled(command).await,
         Err(err) => outbox.send(Output::Response(Response::unreadable(text, &err)).to_line()),
     }
 }

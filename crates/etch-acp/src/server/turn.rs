@@ -172,15 +172,14 @@ impl Server {
 
     /// Handles one output of session `id`'s host.
     pub(super) fn on_output(&mut self, id: &str, output: Output) {
-        // A session that failed beyond repair says so with a notice; the
-        // turn it took with it is answered with why.
-        if let Some(live) = self.sessions.get_mut(id)
-            && let Some(why) = live.handle.broken()
-            && let Some(turn) = live.turn.take()
-        {
-            self.answer(&turn.request, Err(rpc::internal(why)));
-        }
         match output {
+            // The turn a session took along when it failed is answered
+            // with why.
+            Output::Broken(why) => {
+                if let Some(turn) = self.sessions.get_mut(id).and_then(|l| l.turn.take()) {
+                    self.answer(&turn.request, Err(rpc::internal(why)));
+                }
+            }
             Output::Response(response) => self.on_response(id, &response),
             Output::Event(event) => {
                 let Some(live) = self.sessions.get_mut(id) else {

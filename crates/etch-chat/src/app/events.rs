@@ -22,6 +22,8 @@ impl App {
         match output {
             Output::Response(response) => self.response(&response),
             Output::Event(event) => self.event(event.id, event.body, now),
+            // The loop ends on it and says why (`Slot::broken`).
+            Output::Broken(_) => {}
         }
     }
 

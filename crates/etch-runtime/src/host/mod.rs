@@ -46,6 +46,11 @@ pub enum Output {
     Response(Response),
     /// Something that happened.
     Event(Event),
+    /// The session failed beyond repair (a task stopped unexpectedly and
+    /// took it along; the log holds everything appended): the front end
+    /// should close it and say why. Only the session service sends it,
+    /// after the failed command's own response.
+    Broken(String),
 }
 
 impl Output {
@@ -54,6 +59,9 @@ impl Output {
         let encoded = match self {
             Self::Response(response) => serde_json::to_string(response),
             Self::Event(event) => serde_json::to_string(event),
+            Self::Broken(why) => {
+                Ok(json!({"type": "notice", "level": "warning", "message": why}).to_string())
+            }
         };
         // Both are plain data (strings, numbers, JSON values): encoding
         // cannot fail, but a line must come out whatever happens.

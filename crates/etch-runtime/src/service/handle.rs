@@ -51,6 +51,12 @@ pub trait SessionHandle: Send + Sync {
     /// Sends a command; its response and events come to the sink.
     fn send(&self, command: Command);
 
+    /// Sends a command and resolves once the session has taken it: a
+    /// quick command is answered then, a run or long command started. A
+    /// front end whose own output must stay in order with the session's
+    /// (`etch rpc` answering an unreadable line) waits for it.
+    fn handled(&self, command: Command) -> Later<()>;
+
     /// The active branch told again, with usage and counters.
     fn replay(&self) -> Later<Result<Replay, String>>;
 

@@ -9,13 +9,13 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use etch_protocol::{Command, EventBody, ForkPoint, NoticeLevel, Replay, TreeRow};
+use etch_protocol::{Command, ForkPoint, Replay, TreeRow};
 use etch_session::load_session;
 use tokio::sync::{mpsc, oneshot};
 
 use super::handle::{Closed, Later, SessionHandle};
 use crate::context::Context;
-use crate::host::{Host, Output, Sink};
+use crate::host::{Host, HtmlRenderer, Output, Sink};
 use crate::session::Session;
 use crate::settings::Place;
 
@@ -38,8 +38,8 @@ struct View {
 
 /// A request to the actor.
 enum Request {
-    /// A protocol command.
-    Command(Command),
+    /// A protocol command, and who waits for it to be taken.
+    Command(Command, Option<oneshot::Sender<()>>),
     /// New configuration and context for later runs.
     Reload(Box<(Place, Context)>),
     /// Stop and hand back what is left.
@@ -59,14 +59,18 @@ pub struct Local {
 }
 
 impl Local {
-    /// Serves `session` on a task of its own, reporting to `sink`.
-    pub fn spawn(session: Session, sink: Sink) -> Self {
+    /// Serves `session` on a task of its own, reporting to `sink`;
+    /// `export` writes HTML with `html` when given.
+    pub fn spawn(session: Session, sink: Sink, html: Option<HtmlRenderer>) -> Self {
         let view = Arc::new(Mutex::new(View {
             dir: session.place().session_dir.clone(),
             ..View::default()
         }));
         let client = Arc::new(Mutex::new(Arc::clone(&session.selection().client)));
-        let host = Host::new(session, Arc::clone(&sink));
+        let mut host = Host::new(session, Arc::clone(&sink));
+        if let Some(html) = html {
+            host.set_html_renderer(html);
+        }
         let (requests, inbox) = mpsc::unbounded_channel();
         let actor = Actor {
             host,
@@ -133,7 +137,20 @@ impl SessionHandle for Local {
 
     fn send(&self, command: Command) {
         // An actor that is gone has said why (`broken`).
-        let _ = self.requests.send(Request::Command(command));
+        let _ = self.requests.send(Request::Command(command, None));
+    }
+
+    fn handled(&self, command: Command) -> Later<()> {
+        let (taken, answer) = oneshot::channel();
+        let sent = self
+            .requests
+            .send(Request::Command(command, Some(taken)))
+            .is_ok();
+        Box::pin(async move {
+            if sent {
+                let _ = answer.await;
+            }
+        })
     }
 
     fn replay(&self) -> Later<Result<Replay, String>> {
@@ -207,12 +224,15 @@ impl Actor {
                 biased;
                 () = ended.notified() => self.host.settle().await,
                 request = inbox.recv() => match request {
-                    Some(Request::Command(command)) => {
+                    Some(Request::Command(command, taken)) => {
                         // A run that has just ended gives the session back
                         // first, so a prompt sent right after its answer
                         // starts a run instead of being refused.
                         self.host.settle().await;
                         self.host.handle(command).await;
+                        if let Some(taken) = taken {
+                            let _ = taken.send(());
+                        }
                     }
                     Some(Request::Reload(new)) => {
                         let (place, context) = *new;
@@ -236,14 +256,8 @@ impl Actor {
             self.look();
             if let Some(why) = self.host.broken() {
                 // Said after the view holds it, so a front end that
-                // checks on this notice finds it.
-                (self.sink)(Output::Event(etch_protocol::Event {
-                    id: None,
-                    body: EventBody::Notice {
-                        level: NoticeLevel::Warning,
-                        message: why.to_owned(),
-                    },
-                }));
+                // checks `broken` on this output finds it.
+                (self.sink)(Output::Broken(why.to_owned()));
                 // Only closing is answered from now on.
                 while let Some(request) = inbox.recv().await {
                     if let Request::Close(reply) = request {

@@ -28,7 +28,7 @@ pub use local::Local;
 
 use crate::context::Context;
 use crate::error::{Notice, OpenError};
-use crate::host::Sink;
+use crate::host::{HtmlRenderer, Sink};
 use crate::provider::Selection;
 use crate::session::{Session, Target};
 use crate::settings::{Place, RunSettings};
@@ -73,12 +73,23 @@ pub struct Opened {
 pub struct SessionService {
     /// Every session served, by the id it was opened with.
     served: HashMap<String, Local>,
+    /// How `export` writes HTML, when the front end has a page richer
+    /// than the escaped plain transcript.
+    html: Option<HtmlRenderer>,
 }
 
 impl SessionService {
     /// A service serving nothing yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Makes every session's `export` write HTML with `render` (the
+    /// chat's page, everything escaped).
+    #[must_use]
+    pub fn with_html(mut self, render: HtmlRenderer) -> Self {
+        self.html = Some(render);
+        self
     }
 
     /// Creates a session titled `title` as `spec` says (with `selection`,
@@ -161,7 +172,7 @@ impl SessionService {
     /// Serves an open `session`, reporting to `sink`.
     pub fn serve(&mut self, session: Session, sink: Sink) -> Local {
         let id = session.id().to_owned();
-        let handle = Local::spawn(session, sink);
+        let handle = Local::spawn(session, sink, self.html.clone());
         self.served.insert(id, handle.clone());
         handle
     }
