@@ -319,3 +319,85 @@ async fn two_sessions_are_served_at_once() {
     }
     assert_eq!(service.close_all().await.len(), 2);
 }
+
+/// State, messages, the context report, exports in every format, a new
+/// session, switching back and a reasoning effort, all through the
+/// handle.
+#[tokio::test]
+async fn state_messages_context_exports_new_and_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut service = SessionService::new().with_html(std::sync::Arc::new(|r: &Replay| {
+        format!("<html>{}</html>", r.session_id)
+    }));
+    let (sink, mut rx) = channel();
+    let spec = spec(dir.path());
+    let (handle, _) = service
+        .create(spec.clone(), None, "t".into(), sink)
+        .await
+        .unwrap();
+    prompt(&handle, &mut rx, "p1", "what is here").await;
+    let first = (handle.id(), handle.file());
+
+    handle.send(command("s1", json!({"type": "get_state"})));
+    let state = response(&mut rx, "s1").await.data.unwrap();
+    assert_eq!(state["sessionId"], first.0.as_str());
+    assert_eq!(state["isStreaming"], false);
+    handle.send(command("g1", json!({"type": "get_messages"})));
+    let messages = response(&mut rx, "g1").await.data.unwrap();
+    assert_eq!(messages["messages"].as_array().unwrap().len(), 2);
+
+    let report =
+        crate::report::context::report_for(&spec.place, Some(&handle.file()), &spec.context)
+            .unwrap();
+    assert!(!report.is_empty());
+    let dumped = crate::report::context::dump_for(
+        &spec.place,
+        Some((&first.0, &first.1)),
+        &spec.context,
+        Some(Path::new("dump.txt")),
+    )
+    .unwrap();
+    assert!(
+        std::fs::read_to_string(dumped)
+            .unwrap()
+            .contains("what is here")
+    );
+
+    for (format, want) in [
+        ("html", format!("<html>{}</html>", first.0)),
+        ("jsonl", String::new()),
+    ] {
+        let out = dir.path().join(format!("t.{format}"));
+        let id = format!("e-{format}");
+        handle.send(command(&id, json!({"type": "export", "outputPath": out})));
+        assert!(response(&mut rx, &id).await.success, "{format}");
+        let written = std::fs::read_to_string(&out).unwrap();
+        if format == "html" {
+            assert_eq!(written, want);
+        } else {
+            assert_eq!(written, std::fs::read_to_string(&first.1).unwrap());
+        }
+    }
+
+    handle.send(command(
+        "t1",
+        json!({"type": "set_thinking_level", "level": "high"}),
+    ));
+    assert!(response(&mut rx, "t1").await.success);
+    assert_eq!(handle.thinking().as_deref(), Some("high"));
+
+    handle.send(command("n1", json!({"type": "new_session"})));
+    assert!(response(&mut rx, "n1").await.success);
+    assert_ne!(handle.id(), first.0);
+    assert!(handle.replay().await.unwrap().entries.is_empty());
+
+    handle.send(command(
+        "w1",
+        json!({"type": "switch_session", "sessionPath": first.1}),
+    ));
+    let switched = response(&mut rx, "w1").await;
+    assert!(switched.success, "{switched:?}");
+    assert_eq!(handle.id(), first.0);
+    assert_eq!(prompts(&handle.replay().await.unwrap()), ["what is here"]);
+    service.close_all().await;
+}
