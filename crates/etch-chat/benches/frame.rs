@@ -136,7 +136,10 @@ fn resumed() -> Start {
     let loaded = etch_session::load_session(&path).unwrap();
     assert_eq!(loaded.events.len(), EVENTS);
     assert!(loaded.warnings.is_empty());
-    let replay = replay(&etch_runtime::projection::replay(&loaded), &[]);
+    let replay = replay(
+        &etch_runtime::projection::replay_recent(&loaded, Some(etch_chat::replay::RECENT_EVENTS)),
+        &[],
+    );
     let mut start = start();
     start.replay = replay.blocks;
     start.history = replay.history;

@@ -41,7 +41,7 @@ pub fn html(session: &etch_protocol::Replay) -> String {
         escape(&session.provider),
         escape(&session.model)
     );
-    for block in crate::replay::blocks(&session.entries, None) {
+    for block in crate::replay::blocks(&session.entries, session.earlier) {
         block_html(&block, &mut out);
     }
     out.push_str("</body></html>\n");

@@ -32,14 +32,7 @@ pub struct Replay {
 /// The replay of `session` (the runtime's projection), its cost priced
 /// with `prices` (model name, price; the last entry for a name wins).
 pub fn replay(session: &etch_protocol::Replay, prices: &[(String, Price)]) -> Replay {
-    let history = session
-        .entries
-        .iter()
-        .filter_map(|e| match e {
-            ReplayEntry::User { text } => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
+    let history = session.prompts.clone();
     let t = &session.totals;
     let counters = Counters {
         input: t.input_tokens,
@@ -52,7 +45,7 @@ pub fn replay(session: &etch_protocol::Replay, prices: &[(String, Price)]) -> Re
         ..cost(&session.usage, prices)
     };
     Replay {
-        blocks: blocks(&session.entries, Some(RECENT_EVENTS)),
+        blocks: blocks(&session.entries, session.earlier),
         history,
         counters,
     }
@@ -79,18 +72,16 @@ fn cost(usage: &[UsageRecord], prices: &[(String, Price)]) -> Counters {
     }
 }
 
-/// The entries as blocks, the last `recent` only when given (with a line
-/// saying how many were left out).
-pub fn blocks(entries: &[ReplayEntry], recent: Option<usize>) -> Vec<Block> {
-    let skip = recent.map_or(0, |recent| entries.len().saturating_sub(recent));
+/// The entries as blocks, after a line saying how many `earlier` ones
+/// were left out, if any.
+pub fn blocks(entries: &[ReplayEntry], earlier: usize) -> Vec<Block> {
     let mut blocks = Vec::new();
-    if skip > 0 {
+    if earlier > 0 {
         blocks.push(Block::Notice(
             Level::Info,
-            format!("… {skip} earlier events (etch show has them all)"),
+            format!("… {earlier} earlier events (etch show has them all)"),
         ));
     }
-    let entries = &entries[skip..];
     // Results by call id, so each batch is drawn whole where its calls are.
     let results: HashMap<&str, (&str, bool, Option<&serde_json::Value>)> = entries
         .iter()
@@ -222,7 +213,7 @@ mod tests {
             is_error: true,
             details: None,
         });
-        let drawn = blocks(&entries, Some(3));
+        let drawn = blocks(&entries[4..], 4);
         assert!(matches!(&drawn[0], Block::Notice(_, t) if t.starts_with("… 4 earlier")));
         assert!(matches!(&drawn[1], Block::User(t) if t == "p4"));
         match &drawn[2] {

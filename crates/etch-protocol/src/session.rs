@@ -131,8 +131,17 @@ pub struct Replay {
     pub model: String,
     /// When it started (RFC 3339).
     pub started_at: String,
-    /// The active branch's messages and reasoning, oldest first.
+    /// The active branch's messages and reasoning, oldest first: the
+    /// last ones only when fewer were asked for.
     pub entries: Vec<ReplayEntry>,
+    /// How many entries of the branch came before `entries` and were
+    /// left out.
+    #[serde(default)]
+    pub earlier: usize,
+    /// Every prompt of the branch, oldest first (a front end's prompt
+    /// history), also those left out of `entries`.
+    #[serde(default)]
+    pub prompts: Vec<String>,
     /// Every usage record of the log, oldest first.
     pub usage: Vec<UsageRecord>,
     /// The whole log's counters.

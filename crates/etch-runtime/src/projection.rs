@@ -12,13 +12,30 @@ use etch_model::{ContentPart, content::joined_text};
 use etch_protocol::{ForkPoint, Replay, ReplayCall, ReplayEntry, Totals, TreeRow, UsageRecord};
 use etch_session::event::{AssistantData, ReasoningData, ToolData, UserData};
 use etch_session::{LoadedSession, session_stats, types};
-use serde_json::Value;
 
 /// `loaded` told again: its active branch's messages and reasoning, every
 /// usage record with the model it was made with, and its counters.
 pub fn replay(loaded: &LoadedSession) -> Replay {
+    replay_recent(loaded, None)
+}
+
+/// [`replay`] with only the last `recent` entries when given (a chat
+/// draws the end of a long session; reading only those keeps resuming
+/// one fast).
+pub fn replay_recent(loaded: &LoadedSession, recent: Option<usize>) -> Replay {
     let header = &loaded.header;
     let stats = session_stats(loaded);
+    let branch: Vec<&etch_session::Event> = loaded
+        .active_events()
+        .filter(|e| is_entry(&e.kind))
+        .collect();
+    let earlier = recent.map_or(0, |recent| branch.len().saturating_sub(recent));
+    let prompts = branch
+        .iter()
+        .filter(|e| e.kind == types::MESSAGE_USER)
+        .filter_map(|e| e.parse_data::<UserData>().ok())
+        .map(|data| joined_text(&data.content))
+        .collect();
     Replay {
         session_id: header.session_id.clone(),
         session_file: loaded.path.to_string_lossy().into_owned(),
@@ -30,7 +47,9 @@ pub fn replay(loaded: &LoadedSession) -> Replay {
             .first()
             .map(|e| e.time.clone())
             .unwrap_or_default(),
-        entries: loaded.active_events().filter_map(entry).collect(),
+        entries: branch[earlier..].iter().filter_map(|e| entry(e)).collect(),
+        earlier,
+        prompts,
         usage: usage(loaded),
         totals: Totals {
             input_tokens: stats.usage.input_tokens,
@@ -41,6 +60,17 @@ pub fn replay(loaded: &LoadedSession) -> Replay {
             response_bytes: stats.transport.response_bytes,
         },
     }
+}
+
+/// Whether events of `kind` are replay entries.
+fn is_entry(kind: &str) -> bool {
+    matches!(
+        kind,
+        types::MESSAGE_USER
+            | types::MODEL_REASONING
+            | types::MESSAGE_ASSISTANT
+            | types::MESSAGE_TOOL
+    )
 }
 
 /// The entry of one event, when it is a message or reasoning.
@@ -91,27 +121,45 @@ fn entry(event: &etch_session::Event) -> Option<ReplayEntry> {
 }
 
 /// Every `model.usage` record of the log (all branches: they were all
-/// paid for), each with the model named last before it.
+/// paid for), each with the model named last before it. Only the events
+/// that name a model or hold usage are read.
 fn usage(loaded: &LoadedSession) -> Vec<UsageRecord> {
+    /// The one field read of an event naming a model.
+    #[derive(serde::Deserialize)]
+    struct Named {
+        /// The model, when named.
+        model: Option<String>,
+    }
+    /// The fields read of a usage record (missing ones read as zero).
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Spent {
+        /// Input tokens.
+        #[serde(rename = "inputTokens")]
+        input: u64,
+        /// Cached input tokens.
+        #[serde(rename = "cachedInputTokens")]
+        cached: u64,
+        /// Output tokens.
+        #[serde(rename = "outputTokens")]
+        output: u64,
+    }
     let mut model = String::new();
     let mut out = Vec::new();
     for event in &loaded.events {
-        let Ok(data) = event.parse_data::<Value>() else {
-            continue;
-        };
         match event.kind.as_str() {
             types::SESSION_STARTED | types::MODEL_CHANGE | types::MESSAGE_ASSISTANT => {
-                if let Some(name) = data.get("model").and_then(Value::as_str) {
-                    name.clone_into(&mut model);
+                if let Ok(Named { model: Some(name) }) = event.parse_data::<Named>() {
+                    model = name;
                 }
             }
             types::MODEL_USAGE => {
-                let n = |key: &str| data.get(key).and_then(Value::as_u64).unwrap_or(0);
+                let tokens = event.parse_data::<Spent>().unwrap_or_default();
                 out.push(UsageRecord {
                     model: model.clone(),
-                    input_tokens: n("inputTokens"),
-                    cached_input_tokens: n("cachedInputTokens"),
-                    output_tokens: n("outputTokens"),
+                    input_tokens: tokens.input,
+                    cached_input_tokens: tokens.cached,
+                    output_tokens: tokens.output,
                 });
             }
             _ => {}
@@ -255,6 +303,11 @@ mod tests {
         // The counters are the active branch's (`etch status`'s); the
         // usage records are every branch's, as all were paid for.
         assert_eq!(replay.totals.input_tokens, 0);
+        assert_eq!(replay.prompts, ["first\nsecond line"]);
+        let recent = replay_recent(&loaded, Some(1));
+        assert_eq!(recent.earlier, 1);
+        assert_eq!(recent.entries, replay.entries[1..]);
+        assert_eq!(recent.prompts, replay.prompts);
         assert_eq!(fork_points(&loaded).len(), 1);
         assert_eq!(fork_points(&loaded)[0].text, "first\nsecond line");
     }

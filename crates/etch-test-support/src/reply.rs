@@ -42,6 +42,21 @@ pub enum Reply {
         /// What happens after the last chunk.
         end: End,
     },
+    /// An SSE stream held at a point until the test says go: `events` are
+    /// sent (no gap), then nothing until the file `gate` exists (checked
+    /// every 10 ms, for at most a minute; then the connection is cut like
+    /// [`End::Reset`]), then `rest`, and the response finishes normally.
+    /// A test creates the file once it has done what must happen while
+    /// the stream is open (typing into the chat), so no time window is
+    /// assumed.
+    Gated {
+        /// The chunks sent at once.
+        events: Vec<String>,
+        /// The file whose existence releases the rest.
+        gate: std::path::PathBuf,
+        /// The chunks sent after the gate opened.
+        rest: Vec<String>,
+    },
     /// A complete response with this status, content type and body, framed by
     /// `Content-Length`.
     Body {
@@ -262,6 +277,9 @@ pub(crate) fn write_reply<W: Write>(
         Some(Reply::Sse { events, gap, end }) => {
             write_sse(out, events, *gap, *end, keep_alive, pause)
         }
+        Some(Reply::Gated { events, gate, rest }) => {
+            write_gated(out, events, gate, rest, keep_alive, pause)
+        }
         Some(Reply::Hang(duration)) => {
             pause(*duration);
             Ok(Next::Close)
@@ -326,6 +344,48 @@ pub(crate) fn write_body<W: Write>(
     })
 }
 
+/// Writes `events`, waits for `gate` to exist, writes `rest` and
+/// finishes the stream.
+fn write_gated<W: Write>(
+    out: &mut W,
+    events: &[String],
+    gate: &std::path::Path,
+    rest: &[String],
+    keep_alive: bool,
+    pause: &dyn Fn(Duration) -> bool,
+) -> io::Result<Next> {
+    const CHECK: Duration = Duration::from_millis(10);
+    const LONGEST: u32 = 6000;
+    // The head and the first chunks; the stream stays open (no end yet).
+    write_sse(out, events, Duration::ZERO, End::Reset, keep_alive, pause)?;
+    let mut checks = 0;
+    while !gate.exists() {
+        checks += 1;
+        if checks > LONGEST || !pause(CHECK) {
+            return Ok(Next::Close);
+        }
+    }
+    for event in rest.iter().filter(|e| !e.is_empty()) {
+        write_chunk(out, event)?;
+    }
+    out.write_all(b"0\r\n\r\n")?;
+    out.flush()?;
+    Ok(if keep_alive {
+        Next::KeepOpen
+    } else {
+        Next::Close
+    })
+}
+
+/// Writes one chunk of a chunked body and flushes it.
+fn write_chunk<W: Write>(out: &mut W, event: &str) -> io::Result<()> {
+    let mut chunk = format!("{:x}\r\n", event.len()).into_bytes();
+    chunk.extend_from_slice(event.as_bytes());
+    chunk.extend_from_slice(b"\r\n");
+    out.write_all(&chunk)?;
+    out.flush()
+}
+
 /// Writes an SSE stream as chunks, flushing each, then finishes as `end` says.
 fn write_sse<W: Write>(
     out: &mut W,
@@ -345,11 +405,7 @@ fn write_sse<W: Write>(
         if i > 0 && !pause(gap) {
             return Ok(Next::Close);
         }
-        let mut chunk = format!("{:x}\r\n", event.len()).into_bytes();
-        chunk.extend_from_slice(event.as_bytes());
-        chunk.extend_from_slice(b"\r\n");
-        out.write_all(&chunk)?;
-        out.flush()?;
+        write_chunk(out, event)?;
     }
     match end {
         End::Close => {
@@ -394,6 +450,33 @@ mod tests {
         let (text, next) = render(Some(&reply), false);
         assert!(text.contains("Connection: close\r\n"));
         assert_eq!(next, Next::Close);
+    }
+
+    /// A gated stream sends its first chunks, waits for the gate file,
+    /// then sends the rest and finishes; without the file it is cut.
+    #[test]
+    fn a_gated_stream_waits_for_its_file() {
+        let gate = std::env::temp_dir().join(format!("etch-gate-{}", std::process::id()));
+        let _ = std::fs::remove_file(&gate);
+        let reply = Reply::Gated {
+            events: vec!["data: a\n\n".into()],
+            gate: gate.clone(),
+            rest: vec!["data: b\n\n".into()],
+        };
+        // A pause that never sleeps and gives up at once: no file, cut.
+        let mut out = Vec::new();
+        let next = write_reply(&mut out, Some(&reply), true, &|_| false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("data: a") && !text.contains("data: b"),
+            "{text}"
+        );
+        assert_eq!(next, Next::Close);
+        std::fs::write(&gate, "").unwrap();
+        let (text, next) = render(Some(&reply), true);
+        assert!(text.ends_with("9\r\ndata: b\n\n\r\n0\r\n\r\n"), "{text:?}");
+        assert_eq!(next, Next::KeepOpen);
+        std::fs::remove_file(&gate).unwrap();
     }
 
     /// SSE events become one chunk each; empty events are skipped.

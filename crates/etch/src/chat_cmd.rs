@@ -180,7 +180,10 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         start.session_file = Some(session.path().to_path_buf());
         if let Some(loaded) = &log {
             let replay = etch_chat::replay::replay(
-                &etch_runtime::projection::replay(loaded),
+                &etch_runtime::projection::replay_recent(
+                    loaded,
+                    Some(etch_chat::replay::RECENT_EVENTS),
+                ),
                 &start.footer.prices,
             );
             start.replay.extend(replay.blocks);

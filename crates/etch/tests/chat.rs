@@ -280,15 +280,20 @@ fn steering_during_a_tool_batch() {
 }
 
 /// Two prompts typed during the final pass run next as one combined
-/// prompt (G8: joined by a blank line).
+/// prompt (G8: joined by a blank line). The answer is held open until
+/// both are queued (a file opens the gate), so no typing window is
+/// assumed.
 #[test]
 fn two_steering_prompts_during_the_final_pass_become_one_follow_up() {
     let ws = Workspace::new();
+    let gate = ws.path().join("release-the-answer");
+    let mut chunks = chat_text_chunks("slow final answer", 4);
+    let rest = chunks.split_off(1);
     let server = FakeServer::start(vec![
-        Reply::Sse {
-            events: chat_text_chunks("slow final answer", 4),
-            gap: Duration::from_millis(1500),
-            end: End::Close,
+        Reply::Gated {
+            events: chunks,
+            gate: gate.clone(),
+            rest,
         },
         Reply::sse(chat_text("combined answer")),
     ])
@@ -299,6 +304,7 @@ fn two_steering_prompts_during_the_final_pass_become_one_follow_up() {
     tmux.line("one");
     tmux.line("two");
     tmux.wait_screen("↳ queued: two");
+    std::fs::write(&gate, "").unwrap();
     tmux.wait_for("combined answer");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -1333,11 +1339,15 @@ fn a_refused_command_is_replaced_by_what_is_typed_next() {
 #[test]
 fn a_command_between_queued_prompts_keeps_them_apart() {
     let ws = Workspace::new();
+    // The answer is held open until all three are typed.
+    let gate = ws.path().join("release-the-answer");
+    let mut chunks = chat_text_chunks("slow final answer", 4);
+    let rest = chunks.split_off(1);
     let server = FakeServer::start(vec![
-        Reply::Sse {
-            events: chat_text_chunks("slow final answer", 4),
-            gap: Duration::from_millis(1500),
-            end: End::Close,
+        Reply::Gated {
+            events: chunks,
+            gate: gate.clone(),
+            rest,
         },
         Reply::sse(chat_text("answer to x1")),
         Reply::sse(chat_text("answer to x2")),
@@ -1351,6 +1361,7 @@ fn a_command_between_queued_prompts_keeps_them_apart() {
     tmux.line("/status");
     tmux.line("x2");
     tmux.wait_screen("↳ after the command: x2");
+    std::fs::write(&gate, "").unwrap();
     tmux.wait_for("answer to x2");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);

@@ -98,7 +98,7 @@ impl Server {
                     .await
                     .map_err(|e| rpc::internal(e.to_string()))?;
                 tag(handle.id());
-                let replay = handle.replay().await.map_err(rpc::internal)?;
+                let replay = handle.replay(None).await.map_err(rpc::internal)?;
                 (handle, replay, notices)
             }
             Some((id, file)) => {
@@ -106,7 +106,7 @@ impl Server {
                 tag((*id).to_owned());
                 let opened = self
                     .service
-                    .open(spec, Stored::Path(file), sink)
+                    .open(spec, Stored::Path(file), None, sink)
                     .await
                     .map_err(|e| match e {
                         etch_runtime::OpenError::Resolve(_) => unknown_stored(id, &e.to_string()),
@@ -177,7 +177,7 @@ impl Server {
                     "session {wanted} is running a prompt; cancel it (session/cancel) before loading it again"
                 )));
             }
-            let replay = live.handle.replay().await.map_err(rpc::internal)?;
+            let replay = live.handle.replay(None).await.map_err(rpc::internal)?;
             live.updates = Updates::new(request.cwd.clone());
             (wanted, replay)
         } else {

@@ -92,7 +92,12 @@ impl Slot {
         };
         let opened = self
             .service
-            .open(spec, Stored::Path(&wanted), self.sink.clone())
+            .open(
+                spec,
+                Stored::Path(&wanted),
+                Some(crate::replay::RECENT_EVENTS),
+                self.sink.clone(),
+            )
             .await;
         match opened {
             Ok(opened) => {
@@ -154,7 +159,7 @@ impl Slot {
                 return;
             }
             _ => match &self.handle {
-                Some(handle) => match handle.replay().await {
+                Some(handle) => match handle.replay(None).await {
                     Ok(replay) => std::fs::write(&target, crate::export::html(&replay))
                         .map_err(|e| e.to_string()),
                     Err(err) => Err(err),

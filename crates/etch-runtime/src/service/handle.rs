@@ -57,8 +57,9 @@ pub trait SessionHandle: Send + Sync {
     /// (`etch rpc` answering an unreadable line) waits for it.
     fn handled(&self, command: Command) -> Later<()>;
 
-    /// The active branch told again, with usage and counters.
-    fn replay(&self) -> Later<Result<Replay, String>>;
+    /// The active branch told again (its last `recent` entries when
+    /// given), with usage and counters.
+    fn replay(&self, recent: Option<usize>) -> Later<Result<Replay, String>>;
 
     /// The conversation tree.
     fn tree(&self) -> Later<Result<Vec<TreeRow>, String>>;

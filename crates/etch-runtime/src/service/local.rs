@@ -153,8 +153,8 @@ impl SessionHandle for Local {
         })
     }
 
-    fn replay(&self) -> Later<Result<Replay, String>> {
-        self.read(crate::projection::replay)
+    fn replay(&self, recent: Option<usize>) -> Later<Result<Replay, String>> {
+        self.read(move |loaded| crate::projection::replay_recent(loaded, recent))
     }
 
     fn tree(&self) -> Later<Result<Vec<TreeRow>, String>> {

@@ -121,11 +121,13 @@ impl SessionService {
 
     /// Opens a stored session as `spec` says and serves it, reporting to
     /// `sink`; what opening appended (calls a crash left open closed, a
-    /// changed model recorded) is in the replay.
+    /// changed model recorded) is in the replay, of which only the last
+    /// `recent` entries are told when given.
     pub async fn open(
         &mut self,
         spec: Spec,
         stored: Stored<'_>,
+        recent: Option<usize>,
         sink: Sink,
     ) -> Result<Opened, OpenError> {
         let dir = spec.place.session_dir.clone();
@@ -158,9 +160,9 @@ impl SessionService {
         .await?;
         // The log is read again only when opening wrote to it.
         let replay = if appended.0 == 0 {
-            crate::projection::replay(&loaded)
+            crate::projection::replay_recent(&loaded, recent)
         } else {
-            crate::projection::replay(&session.load()?)
+            crate::projection::replay_recent(&session.load()?, recent)
         };
         Ok(Opened {
             handle: self.serve(session, sink),

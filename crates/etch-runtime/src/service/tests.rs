@@ -125,7 +125,7 @@ async fn create_prompt_replay_status_name_and_close() {
     assert!(handle.file().is_file());
     assert_eq!(handle.model().0, "echo");
     prompt(&handle, &mut rx, "p1", "hello there").await;
-    let replay = handle.replay().await.unwrap();
+    let replay = handle.replay(None).await.unwrap();
     assert_eq!(replay.session_id, id);
     assert_eq!(prompts(&replay), ["hello there"]);
     assert!(matches!(
@@ -166,7 +166,7 @@ async fn open_by_prefix_id_path_and_last() {
         Stored::Last,
     ] {
         let opened = service
-            .open(spec(dir.path()), stored, sink.clone())
+            .open(spec(dir.path()), stored, None, sink.clone())
             .await
             .unwrap_or_else(|e| panic!("{stored:?}: {e}"));
         assert_eq!(opened.handle.id(), id, "{stored:?}");
@@ -176,12 +176,17 @@ async fn open_by_prefix_id_path_and_last() {
         service.close(&id).await.unwrap();
     }
     let unknown = service
-        .open(spec(dir.path()), Stored::Id("01NOSUCHID"), sink.clone())
+        .open(
+            spec(dir.path()),
+            Stored::Id("01NOSUCHID"),
+            None,
+            sink.clone(),
+        )
         .await;
     assert!(matches!(unknown, Err(OpenError::Usage(m)) if m.contains("01NOSUCHID")));
     assert!(
         service
-            .open(spec(dir.path()), Stored::Prefix("zzzz"), sink)
+            .open(spec(dir.path()), Stored::Prefix("zzzz"), None, sink)
             .await
             .is_err()
     );
@@ -197,7 +202,7 @@ async fn a_session_held_open_cannot_be_opened_twice() {
         .await
         .unwrap();
     let again = service
-        .open(spec(dir.path()), Stored::Id(&handle.id()), sink)
+        .open(spec(dir.path()), Stored::Id(&handle.id()), None, sink)
         .await;
     assert!(again.is_err(), "the log has one writer");
 }
@@ -305,7 +310,7 @@ async fn two_sessions_are_served_at_once() {
     want.sort();
     assert_eq!(ids, want);
     for (handle, name) in [(&a, "a"), (&b, "b")] {
-        let replay = handle.replay().await.unwrap();
+        let replay = handle.replay(None).await.unwrap();
         let want: Vec<String> = (0..3).map(|r| format!("to {name} {r}")).collect();
         assert_eq!(prompts(&replay), want);
         let answers = replay
@@ -389,7 +394,7 @@ async fn state_messages_context_exports_new_and_switch() {
     handle.send(command("n1", json!({"type": "new_session"})));
     assert!(response(&mut rx, "n1").await.success);
     assert_ne!(handle.id(), first.0);
-    assert!(handle.replay().await.unwrap().entries.is_empty());
+    assert!(handle.replay(None).await.unwrap().entries.is_empty());
 
     handle.send(command(
         "w1",
@@ -398,6 +403,9 @@ async fn state_messages_context_exports_new_and_switch() {
     let switched = response(&mut rx, "w1").await;
     assert!(switched.success, "{switched:?}");
     assert_eq!(handle.id(), first.0);
-    assert_eq!(prompts(&handle.replay().await.unwrap()), ["what is here"]);
+    assert_eq!(
+        prompts(&handle.replay(None).await.unwrap()),
+        ["what is here"]
+    );
     service.close_all().await;
 }
