@@ -137,7 +137,7 @@ fn resumed() -> Start {
     assert_eq!(loaded.events.len(), EVENTS);
     assert!(loaded.warnings.is_empty());
     let replay = replay(
-        &etch_runtime::projection::replay_recent(&loaded, Some(etch_chat::replay::RECENT_EVENTS)),
+        &etch_runtime::projection::replay_in(&loaded, etch_chat::replay::scope(&[])),
         &[],
     );
     let mut start = start();

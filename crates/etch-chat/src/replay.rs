@@ -18,6 +18,15 @@ use crate::render::tools::ToolView;
 /// drawn again.
 pub const RECENT_EVENTS: usize = 60;
 
+/// What a resumed chat asks of a session: the entries it draws, and the
+/// usage records only when it prices requests.
+pub fn scope(prices: &[(String, Price)]) -> etch_runtime::projection::Scope {
+    etch_runtime::projection::Scope {
+        recent: Some(RECENT_EVENTS),
+        usage: !prices.is_empty(),
+    }
+}
+
 /// The replay of a session.
 #[derive(Debug, Default)]
 pub struct Replay {

@@ -142,7 +142,7 @@ pub struct Replay {
     /// history), also those left out of `entries`.
     #[serde(default)]
     pub prompts: Vec<String>,
-    /// Every usage record of the log, oldest first.
+    /// Every usage record of the log, oldest first (when asked for).
     pub usage: Vec<UsageRecord>,
     /// The whole log's counters.
     pub totals: Totals,

@@ -13,16 +13,34 @@ use etch_protocol::{ForkPoint, Replay, ReplayCall, ReplayEntry, Totals, TreeRow,
 use etch_session::event::{AssistantData, ReasoningData, ToolData, UserData};
 use etch_session::{LoadedSession, session_stats, types};
 
+/// How much of a session a replay tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope {
+    /// Only the last this many entries, when given (a chat draws the end
+    /// of a long session; reading only those keeps resuming one fast).
+    pub recent: Option<usize>,
+    /// Whether to read the usage records (every model-naming event is
+    /// read for them: only a front end that prices requests asks).
+    pub usage: bool,
+}
+
+impl Scope {
+    /// Everything.
+    pub const WHOLE: Self = Self {
+        recent: None,
+        usage: true,
+    };
+}
+
 /// `loaded` told again: its active branch's messages and reasoning, every
 /// usage record with the model it was made with, and its counters.
 pub fn replay(loaded: &LoadedSession) -> Replay {
-    replay_recent(loaded, None)
+    replay_in(loaded, Scope::WHOLE)
 }
 
-/// [`replay`] with only the last `recent` entries when given (a chat
-/// draws the end of a long session; reading only those keeps resuming
-/// one fast).
-pub fn replay_recent(loaded: &LoadedSession, recent: Option<usize>) -> Replay {
+/// [`replay`] within `scope`.
+pub fn replay_in(loaded: &LoadedSession, scope: Scope) -> Replay {
+    let recent = scope.recent;
     let header = &loaded.header;
     let stats = session_stats(loaded);
     let branch: Vec<&etch_session::Event> = loaded
@@ -50,7 +68,11 @@ pub fn replay_recent(loaded: &LoadedSession, recent: Option<usize>) -> Replay {
         entries: branch[earlier..].iter().filter_map(|e| entry(e)).collect(),
         earlier,
         prompts,
-        usage: usage(loaded),
+        usage: if scope.usage {
+            usage(loaded)
+        } else {
+            Vec::new()
+        },
         totals: Totals {
             input_tokens: stats.usage.input_tokens,
             output_tokens: stats.usage.output_tokens,
@@ -304,7 +326,14 @@ mod tests {
         // usage records are every branch's, as all were paid for.
         assert_eq!(replay.totals.input_tokens, 0);
         assert_eq!(replay.prompts, ["first\nsecond line"]);
-        let recent = replay_recent(&loaded, Some(1));
+        let recent = replay_in(
+            &loaded,
+            Scope {
+                recent: Some(1),
+                usage: false,
+            },
+        );
+        assert!(recent.usage.is_empty());
         assert_eq!(recent.earlier, 1);
         assert_eq!(recent.entries, replay.entries[1..]);
         assert_eq!(recent.prompts, replay.prompts);

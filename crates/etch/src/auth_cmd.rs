@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use etch_auth::{AuthInputs, CredentialStore, LoginOptions, Secret, oauth, resolve_mode};
+use etch_auth::{CredentialStore, LoginOptions, oauth};
+use etch_runtime::provider::Auto;
 
 use crate::exit::{self, Failure};
 use crate::output::print_line;
@@ -98,17 +99,15 @@ async fn login(store: &CredentialStore) -> Result<(), Failure> {
 /// Reports the active auth mode and the stored login.
 fn status(store: &CredentialStore, api_key: Option<String>) -> Result<(), Failure> {
     let stored = store.load().map_err(|e| Failure::new(exit::FAILED, e))?;
-    let inputs = AuthInputs::from_env(api_key.map(Secret::from), stored.is_some(), |k| {
-        std::env::var(k).ok().filter(|v| !v.is_empty())
-    });
-    match resolve_mode(&inputs) {
-        Some(mode) => print_line(&format!("active: {}", mode.label())),
-        None if std::env::var_os(etch_auth::ENV_ANTHROPIC_API_KEY)
-            .is_some_and(|v| !v.is_empty()) =>
-        {
-            print_line("active: Anthropic: API key (ANTHROPIC_API_KEY)");
-        }
-        None => print_line("active: none; runs use the offline echo model"),
+    // The runtime's own rule, so this says what a run would pick.
+    let flags = etch_runtime::ProviderFlags {
+        api_key,
+        ..etch_runtime::ProviderFlags::default()
+    };
+    match etch_runtime::provider::auto(&flags) {
+        Auto::OpenAi(mode) => print_line(&format!("active: {}", mode.label())),
+        Auto::Anthropic => print_line("active: Anthropic: API key (ANTHROPIC_API_KEY)"),
+        Auto::Echo => print_line("active: none; runs use the offline echo model"),
     }
     match stored {
         Some(creds) => {

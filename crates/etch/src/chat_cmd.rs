@@ -180,9 +180,9 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         start.session_file = Some(session.path().to_path_buf());
         if let Some(loaded) = &log {
             let replay = etch_chat::replay::replay(
-                &etch_runtime::projection::replay_recent(
+                &etch_runtime::projection::replay_in(
                     loaded,
-                    Some(etch_chat::replay::RECENT_EVENTS),
+                    etch_chat::replay::scope(&start.footer.prices),
                 ),
                 &start.footer.prices,
             );

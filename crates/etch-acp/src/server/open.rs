@@ -3,6 +3,8 @@
 //! session offers the editor (the model option, slash commands and
 //! skills). It must not know where lines come from or go to.
 
+use etch_runtime::service::Scope;
+
 use super::{
     Approver, Arc, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Context,
     EditorApprover, Error, HashMap, Live, LoadSessionRequest, LoadSessionResponse, McpServer,
@@ -98,7 +100,7 @@ impl Server {
                     .await
                     .map_err(|e| rpc::internal(e.to_string()))?;
                 tag(handle.id());
-                let replay = handle.replay(None).await.map_err(rpc::internal)?;
+                let replay = handle.replay(Scope::WHOLE).await.map_err(rpc::internal)?;
                 (handle, replay, notices)
             }
             Some((id, file)) => {
@@ -106,7 +108,7 @@ impl Server {
                 tag((*id).to_owned());
                 let opened = self
                     .service
-                    .open(spec, Stored::Path(file), None, sink)
+                    .open(spec, Stored::Path(file), Scope::WHOLE, sink)
                     .await
                     .map_err(|e| match e {
                         etch_runtime::OpenError::Resolve(_) => unknown_stored(id, &e.to_string()),
@@ -177,7 +179,11 @@ impl Server {
                     "session {wanted} is running a prompt; cancel it (session/cancel) before loading it again"
                 )));
             }
-            let replay = live.handle.replay(None).await.map_err(rpc::internal)?;
+            let replay = live
+                .handle
+                .replay(Scope::WHOLE)
+                .await
+                .map_err(rpc::internal)?;
             live.updates = Updates::new(request.cwd.clone());
             (wanted, replay)
         } else {

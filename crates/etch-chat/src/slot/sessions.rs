@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use etch_protocol::CommandBody;
 use etch_runtime::Target;
-use etch_runtime::service::{SessionHandle, Spec, Stored, catalog};
+use etch_runtime::service::{Scope, SessionHandle, Spec, Stored, catalog};
 
 use super::Slot;
 use crate::app::App;
@@ -95,7 +95,7 @@ impl Slot {
             .open(
                 spec,
                 Stored::Path(&wanted),
-                Some(crate::replay::RECENT_EVENTS),
+                crate::replay::scope(&app.footer.prices),
                 self.sink.clone(),
             )
             .await;
@@ -159,7 +159,7 @@ impl Slot {
                 return;
             }
             _ => match &self.handle {
-                Some(handle) => match handle.replay(None).await {
+                Some(handle) => match handle.replay(Scope::WHOLE).await {
                     Ok(replay) => std::fs::write(&target, crate::export::html(&replay))
                         .map_err(|e| e.to_string()),
                     Err(err) => Err(err),

@@ -173,6 +173,29 @@ fn credential_store() -> Option<CredentialStore> {
         .map(|h| CredentialStore::in_home(std::path::Path::new(&h)))
 }
 
+/// The provider a run without `--provider` or `[provider] name` uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auto {
+    /// OpenAI, with the first of its credentials found (E-AUTH-03: the
+    /// flag's key, `OPENAI_API_KEY`, a stored login, …).
+    OpenAi(AuthMode),
+    /// Anthropic, with `ANTHROPIC_API_KEY`.
+    Anthropic,
+    /// The offline echo model: no credentials were found.
+    Echo,
+}
+
+/// The rule that picks a provider when none is named: OpenAI when any of
+/// its credentials is found, else Anthropic when its key is set, else
+/// the offline echo model. `etch auth status` says what it picks.
+pub fn auto(args: &ProviderFlags) -> Auto {
+    match openai_auth(args).0 {
+        Some(mode) => Auto::OpenAi(mode),
+        None if env(etch_auth::ENV_ANTHROPIC_API_KEY).is_some() => Auto::Anthropic,
+        None => Auto::Echo,
+    }
+}
+
 /// The OpenAI auth mode of E-AUTH-03, with the inputs it was resolved from.
 fn openai_auth(args: &ProviderFlags) -> (Option<AuthMode>, AuthInputs) {
     let stored = credential_store().is_some_and(|s| s.exists());
@@ -387,11 +410,11 @@ pub async fn select(
             "unknown provider \"{other}\": expected one of {}",
             PROVIDERS.join(", ")
         ))),
-        None if openai_auth(args).0.is_some() => openai(&openai_args, model, &knobs).await,
-        None if env(etch_auth::ENV_ANTHROPIC_API_KEY).is_some() => {
-            anthropic_client(&anthropic_args, model, &knobs)
-        }
-        None => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
+        None => match auto(args) {
+            Auto::OpenAi(_) => openai(&openai_args, model, &knobs).await,
+            Auto::Anthropic => anthropic_client(&anthropic_args, model, &knobs),
+            Auto::Echo => Ok(echo(model, Some(NO_CREDENTIALS.to_string()))),
+        },
     }
 }
 

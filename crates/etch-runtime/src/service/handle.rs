@@ -12,6 +12,8 @@ use std::pin::Pin;
 
 use etch_protocol::{Command, ForkPoint, Replay, TreeRow};
 
+use crate::projection::Scope;
+
 use crate::context::Context;
 use crate::settings::{Place, RunSettings};
 
@@ -57,9 +59,9 @@ pub trait SessionHandle: Send + Sync {
     /// (`etch rpc` answering an unreadable line) waits for it.
     fn handled(&self, command: Command) -> Later<()>;
 
-    /// The active branch told again (its last `recent` entries when
-    /// given), with usage and counters.
-    fn replay(&self, recent: Option<usize>) -> Later<Result<Replay, String>>;
+    /// The active branch told again, as much as `scope` says, with
+    /// counters.
+    fn replay(&self, scope: Scope) -> Later<Result<Replay, String>>;
 
     /// The conversation tree.
     fn tree(&self) -> Later<Result<Vec<TreeRow>, String>>;

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::handle::{Closed, Later, SessionHandle};
 use crate::context::Context;
 use crate::host::{Host, HtmlRenderer, Output, Sink};
+use crate::projection::Scope;
 use crate::session::Session;
 use crate::settings::Place;
 
@@ -153,8 +154,8 @@ impl SessionHandle for Local {
         })
     }
 
-    fn replay(&self, recent: Option<usize>) -> Later<Result<Replay, String>> {
-        self.read(move |loaded| crate::projection::replay_recent(loaded, recent))
+    fn replay(&self, scope: Scope) -> Later<Result<Replay, String>> {
+        self.read(move |loaded| crate::projection::replay_in(loaded, scope))
     }
 
     fn tree(&self) -> Later<Result<Vec<TreeRow>, String>> {

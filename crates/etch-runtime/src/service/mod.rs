@@ -29,6 +29,7 @@ pub use local::Local;
 use crate::context::Context;
 use crate::error::{Notice, OpenError};
 use crate::host::{HtmlRenderer, Sink};
+pub use crate::projection::Scope;
 use crate::provider::Selection;
 use crate::session::{Session, Target};
 use crate::settings::{Place, RunSettings};
@@ -121,13 +122,12 @@ impl SessionService {
 
     /// Opens a stored session as `spec` says and serves it, reporting to
     /// `sink`; what opening appended (calls a crash left open closed, a
-    /// changed model recorded) is in the replay, of which only the last
-    /// `recent` entries are told when given.
+    /// changed model recorded) is in the replay, told as `scope` says.
     pub async fn open(
         &mut self,
         spec: Spec,
         stored: Stored<'_>,
-        recent: Option<usize>,
+        scope: Scope,
         sink: Sink,
     ) -> Result<Opened, OpenError> {
         let dir = spec.place.session_dir.clone();
@@ -160,9 +160,9 @@ impl SessionService {
         .await?;
         // The log is read again only when opening wrote to it.
         let replay = if appended.0 == 0 {
-            crate::projection::replay_recent(&loaded, recent)
+            crate::projection::replay_in(&loaded, scope)
         } else {
-            crate::projection::replay_recent(&session.load()?, recent)
+            crate::projection::replay_in(&session.load()?, scope)
         };
         Ok(Opened {
             handle: self.serve(session, sink),

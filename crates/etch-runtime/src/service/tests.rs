@@ -125,7 +125,7 @@ async fn create_prompt_replay_status_name_and_close() {
     assert!(handle.file().is_file());
     assert_eq!(handle.model().0, "echo");
     prompt(&handle, &mut rx, "p1", "hello there").await;
-    let replay = handle.replay(None).await.unwrap();
+    let replay = handle.replay(Scope::WHOLE).await.unwrap();
     assert_eq!(replay.session_id, id);
     assert_eq!(prompts(&replay), ["hello there"]);
     assert!(matches!(
@@ -166,7 +166,7 @@ async fn open_by_prefix_id_path_and_last() {
         Stored::Last,
     ] {
         let opened = service
-            .open(spec(dir.path()), stored, None, sink.clone())
+            .open(spec(dir.path()), stored, Scope::WHOLE, sink.clone())
             .await
             .unwrap_or_else(|e| panic!("{stored:?}: {e}"));
         assert_eq!(opened.handle.id(), id, "{stored:?}");
@@ -179,14 +179,14 @@ async fn open_by_prefix_id_path_and_last() {
         .open(
             spec(dir.path()),
             Stored::Id("01NOSUCHID"),
-            None,
+            Scope::WHOLE,
             sink.clone(),
         )
         .await;
     assert!(matches!(unknown, Err(OpenError::Usage(m)) if m.contains("01NOSUCHID")));
     assert!(
         service
-            .open(spec(dir.path()), Stored::Prefix("zzzz"), None, sink)
+            .open(spec(dir.path()), Stored::Prefix("zzzz"), Scope::WHOLE, sink)
             .await
             .is_err()
     );
@@ -202,7 +202,12 @@ async fn a_session_held_open_cannot_be_opened_twice() {
         .await
         .unwrap();
     let again = service
-        .open(spec(dir.path()), Stored::Id(&handle.id()), None, sink)
+        .open(
+            spec(dir.path()),
+            Stored::Id(&handle.id()),
+            Scope::WHOLE,
+            sink,
+        )
         .await;
     assert!(again.is_err(), "the log has one writer");
 }
@@ -310,7 +315,7 @@ async fn two_sessions_are_served_at_once() {
     want.sort();
     assert_eq!(ids, want);
     for (handle, name) in [(&a, "a"), (&b, "b")] {
-        let replay = handle.replay(None).await.unwrap();
+        let replay = handle.replay(Scope::WHOLE).await.unwrap();
         let want: Vec<String> = (0..3).map(|r| format!("to {name} {r}")).collect();
         assert_eq!(prompts(&replay), want);
         let answers = replay
@@ -394,7 +399,14 @@ async fn state_messages_context_exports_new_and_switch() {
     handle.send(command("n1", json!({"type": "new_session"})));
     assert!(response(&mut rx, "n1").await.success);
     assert_ne!(handle.id(), first.0);
-    assert!(handle.replay(None).await.unwrap().entries.is_empty());
+    assert!(
+        handle
+            .replay(Scope::WHOLE)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
 
     handle.send(command(
         "w1",
@@ -404,7 +416,7 @@ async fn state_messages_context_exports_new_and_switch() {
     assert!(switched.success, "{switched:?}");
     assert_eq!(handle.id(), first.0);
     assert_eq!(
-        prompts(&handle.replay(None).await.unwrap()),
+        prompts(&handle.replay(Scope::WHOLE).await.unwrap()),
         ["what is here"]
     );
     service.close_all().await;
