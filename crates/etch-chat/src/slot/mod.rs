@@ -4,7 +4,8 @@
 //! session service ([`SessionHandle`]) driving it. Commands from the app
 //! go through here, and so do the slash
 //! commands that need the session: status, context, a new or another
-//! session, model and thinking changes, export, copy, skills (`slash`),
+//! session, model and thinking changes, export, copy, skills (`slash`,
+//! `pickers`),
 //! and what a picker chose, resuming and exporting (`sessions`).
 
 use etch_protocol::{Command, CommandBody};
@@ -15,6 +16,7 @@ use etch_runtime::{Context, Place, RunSettings, Session};
 use crate::app::App;
 use crate::render::blocks::Level;
 
+mod pickers;
 mod sessions;
 mod slash;
 
