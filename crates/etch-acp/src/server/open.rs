@@ -3,7 +3,7 @@
 //! session offers the editor (the model option, slash commands and
 //! skills). It must not know where lines come from or go to.
 
-use etch_runtime::service::Scope;
+use etch_runtime::service::{Local, Scope};
 
 use super::{
     Approver, Arc, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Context,
@@ -27,18 +27,7 @@ impl Server {
         } else {
             "session/new"
         };
-        if !cwd.is_absolute() {
-            return Err(rpc::invalid_params(
-                method,
-                &format!("cwd {} is not an absolute path", cwd.display()),
-            ));
-        }
-        if !cwd.is_dir() {
-            return Err(rpc::invalid_params(
-                method,
-                &format!("cwd {} is not a directory", cwd.display()),
-            ));
-        }
+        check_cwd(method, cwd)?;
         let (mut place, warnings) = (self.options.place_for)(cwd).map_err(rpc::internal)?;
         // A session to load is named by its whole id: its file, looked
         // up before anything starts.
@@ -89,40 +78,7 @@ impl Server {
             settings,
             context: context.clone(),
         };
-        let (handle, replay, notices) = match &stored {
-            None => {
-                // The id is known once the session exists: its outputs
-                // are tagged through a slot filled right after.
-                let (sink, tag) = self.tagged_sink();
-                let (handle, notices) = self
-                    .service
-                    .create(spec, None, "acp session".to_owned(), sink)
-                    .await
-                    .map_err(|e| rpc::internal(e.to_string()))?;
-                tag(handle.id());
-                let replay = handle.replay(Scope::WHOLE).await.map_err(rpc::internal)?;
-                (handle, replay, notices)
-            }
-            Some((id, file)) => {
-                let (sink, tag) = self.tagged_sink();
-                tag((*id).to_owned());
-                let opened = self
-                    .service
-                    .open(spec, Stored::Path(file), Scope::WHOLE, sink)
-                    .await
-                    .map_err(|e| match e {
-                        etch_runtime::OpenError::Resolve(_) => unknown_stored(id, &e.to_string()),
-                        other => rpc::internal(format!("cannot open session {id}: {other}")),
-                    })?;
-                // The file's own header must name the id asked for (a
-                // copied or renamed file does not).
-                if opened.handle.id() != *id {
-                    let _ = self.service.close(&opened.handle.id()).await;
-                    return Err(unknown_stored(id, "no session has exactly this id"));
-                }
-                (opened.handle, opened.replay, opened.notices)
-            }
-        };
+        let (handle, replay, notices) = self.serve_session(spec, stored).await?;
         for notice in notices {
             (self.options.notify)(notice);
         }
@@ -141,6 +97,44 @@ impl Server {
             },
         );
         Ok((id, replay))
+    }
+
+    /// Creates a session (`stored` none) or opens the stored one, and
+    /// serves it with outputs tagged by its id; a loaded session comes
+    /// with its replay.
+    async fn serve_session(
+        &mut self,
+        spec: Spec,
+        stored: Option<(&str, std::path::PathBuf)>,
+    ) -> Result<(Local, etch_protocol::Replay, Vec<Notice>), Error> {
+        let (sink, tag) = self.tagged_sink();
+        let Some((id, file)) = stored else {
+            // The id is known once the session exists: its outputs are
+            // tagged through a slot filled right after.
+            let (handle, notices) = self
+                .service
+                .create(spec, None, "acp session".to_owned(), sink)
+                .await
+                .map_err(|e| rpc::internal(e.to_string()))?;
+            tag(handle.id());
+            return Ok((handle, etch_protocol::Replay::default(), notices));
+        };
+        tag(id.to_owned());
+        let opened = self
+            .service
+            .open(spec, Stored::Path(&file), Scope::WHOLE, sink)
+            .await
+            .map_err(|e| match e {
+                etch_runtime::OpenError::Resolve(_) => unknown_stored(id, &e.to_string()),
+                other => rpc::internal(format!("cannot open session {id}: {other}")),
+            })?;
+        // The file's own header must name the id asked for (a copied or
+        // renamed file does not).
+        if opened.handle.id() != id {
+            let _ = self.service.close(&opened.handle.id()).await;
+            return Err(unknown_stored(id, "no session has exactly this id"));
+        }
+        Ok((opened.handle, opened.replay, opened.notices))
     }
 
     /// A sink tagging each output with a session id, and the setter of
@@ -253,4 +247,21 @@ impl Server {
             SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
         );
     }
+}
+
+/// Refuses a `cwd` that is not an absolute path to a directory.
+fn check_cwd(method: &str, cwd: &Path) -> Result<(), Error> {
+    if !cwd.is_absolute() {
+        return Err(rpc::invalid_params(
+            method,
+            &format!("cwd {} is not an absolute path", cwd.display()),
+        ));
+    }
+    if !cwd.is_dir() {
+        return Err(rpc::invalid_params(
+            method,
+            &format!("cwd {} is not a directory", cwd.display()),
+        ));
+    }
+    Ok(())
 }
