@@ -211,6 +211,9 @@ enum Attempt {
     Finished,
     /// Failed before any output; may be retried.
     Retry(ModelError, Option<Duration>),
+    /// Lost on a connection the server had closed, before any answer:
+    /// sent again at once on a fresh connection, once per pass.
+    Resend,
     /// Cancelled; nothing more to send.
     Cancelled,
 }
@@ -225,6 +228,9 @@ struct Run<'a> {
     cancel: &'a CancellationToken,
     /// When the pass started.
     started: Instant,
+    /// Whether a request lost on a stale connection was sent again (the
+    /// next attempt then opens a connection of its own).
+    resent: bool,
 }
 
 /// Starts a pass on its own task and returns its stream: the whole
@@ -279,6 +285,7 @@ pub async fn run<D: StreamDecoder>(
         outlet: Outlet::new(tx, max_message),
         cancel,
         started: Instant::now(),
+        resent: false,
     };
     let mut attempt = 0;
     loop {
@@ -286,6 +293,9 @@ pub async fn run<D: StreamDecoder>(
         run.pass.metrics.requests += 1;
         match run.attempt(make_decoder()).await {
             Attempt::Finished | Attempt::Cancelled => return,
+            // Not a failure of the server: no backoff, no retry line, not
+            // counted against max_retries.
+            Attempt::Resend => attempt -= 1,
             Attempt::Retry(err, retry_after) => {
                 let policy = &run.pass.retry;
                 if attempt > policy.max_retries {
@@ -313,7 +323,12 @@ impl Run<'_> {
 
     /// One HTTP request and its stream.
     async fn attempt<D: StreamDecoder>(&mut self, mut decoder: D) -> Attempt {
-        let http = match http::client_for(&self.pass.url) {
+        let client = if self.resent {
+            http::fresh_client_for(&self.pass.url)
+        } else {
+            http::client_for(&self.pass.url)
+        };
+        let http = match client {
             Ok(h) => h,
             Err(e) => {
                 self.outlet.error(e).await;
@@ -343,6 +358,10 @@ impl Run<'_> {
             // Like a stalled body: transient, retried before any output.
             Err(_) => return Attempt::Retry(no_headers(&url, idle), None),
             Ok(Err(e)) => {
+                if !self.resent && http::is_stale_connection(&e) {
+                    self.resent = true;
+                    return Attempt::Resend;
+                }
                 let err = http::transport_error(&url, &e);
                 if err.kind != ErrorKind::Transient {
                     self.fail(err).await;

@@ -181,6 +181,56 @@ pub async fn sleep_unless_cancelled(delay: Duration, cancel: &CancellationToken)
     }
 }
 
+/// Whether `err` is a request lost on a connection the server had
+/// already closed, before any byte of an answer came: a keep-alive
+/// connection that sat idle in the pool past the server's own idle
+/// timeout (llama.cpp closes idle connections after 5 s) and was reused.
+/// Such a request is sent again at once on a fresh connection
+/// ([`fresh_client_for`]): it is no sign of a server in trouble, so it
+/// waits no backoff and says nothing. A failure to connect or a timeout
+/// is not this.
+pub fn is_stale_connection(err: &reqwest::Error) -> bool {
+    if err.is_connect() || err.is_timeout() || err.is_status() {
+        return false;
+    }
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        if let Some(hyper) = inner.downcast_ref::<hyper::Error>()
+            && hyper.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = inner.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionAborted
+            )
+        {
+            return true;
+        }
+        source = inner.source();
+    }
+    false
+}
+
+/// A client for `url` that keeps no connection for later: each request
+/// opens its own, so the retry of a request lost on a stale pooled
+/// connection ([`is_stale_connection`]) cannot meet another one.
+pub fn fresh_client_for(url: &str) -> Result<reqwest::Client, ModelError> {
+    let plain = url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    let builder = reqwest::Client::builder().pool_max_idle_per_host(0);
+    let builder = if plain {
+        builder.tls_certs_only(std::iter::empty())
+    } else {
+        builder
+    };
+    build(builder).map_err(|message| ModelError::new(ErrorKind::Other, message))
+}
+
 /// Describes a transport failure with the URL, so "connection refused"
 /// names what it could not reach.
 pub fn transport_error(url: &str, err: &reqwest::Error) -> ModelError {

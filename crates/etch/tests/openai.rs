@@ -243,6 +243,59 @@ fn reset_before_output_is_retried() {
     assert_eq!(server.requests().len(), 2);
 }
 
+/// A server that closes a kept-alive connection while it sits idle in
+/// etch's pool (llama.cpp does after 5 s): the next request goes out on
+/// it and is lost before any answer. It is sent again at once on a fresh
+/// connection: no retry line, no backoff, not counted against
+/// max_retries (`max_retries = 0` here would otherwise give up).
+#[test]
+fn a_request_lost_on_a_closed_idle_connection_is_sent_again_at_once() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "ls", "{}")])),
+        // The second request arrives on the kept-alive connection; the
+        // server closes it without a byte, as one that had timed it out.
+        Reply::Raw(Vec::new()),
+        Reply::sse(chat_text("listed")),
+    ])
+    .unwrap();
+    let etch_dir = ws.path().join(".etch");
+    std::fs::create_dir_all(&etch_dir).unwrap();
+    std::fs::write(
+        etch_dir.join("config.toml"),
+        "[provider]\nmax_retries = 0\n",
+    )
+    .unwrap();
+    let out = run(&ws, &server, &["-p", "list the files"]);
+    assert_eq!(out.ok(), "listed\n");
+    assert!(!out.stderr().contains("retrying"), "{}", out.stderr());
+    assert_eq!(server.requests().len(), 3);
+}
+
+/// Only once per pass: a server that keeps closing connections without
+/// an answer is a failing server, retried with backoff and reported.
+#[test]
+fn a_server_that_keeps_closing_connections_is_reported() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::Raw(Vec::new()), Reply::Raw(Vec::new())]).unwrap();
+    let etch_dir = ws.path().join(".etch");
+    std::fs::create_dir_all(&etch_dir).unwrap();
+    std::fs::write(
+        etch_dir.join("config.toml"),
+        "[provider]\nmax_retries = 0\n",
+    )
+    .unwrap();
+    let out = run(&ws, &server, &["-p", "x"]);
+    assert_eq!(out.code(), 1, "{}", out.stderr());
+    assert!(
+        out.stderr()
+            .contains("connection closed before message completed"),
+        "{}",
+        out.stderr()
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
 /// Invalid JSON in a frame, a stream with no terminator and an empty 200
 /// body are clear errors.
 #[test]
