@@ -2,6 +2,7 @@
 //! included, sorted case-insensitively, directories marked with `/`, the
 //! internal skip list applied.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use etch_model::ToolSpec;
@@ -150,18 +151,39 @@ fn list_until(
             .cmp(&b.to_lowercase())
             .then_with(|| a.cmp(b))
     });
-    let more = entries.len() > limit;
+    let total = entries.len();
+    let dirs = entries.iter().filter(|e| e.ends_with('/')).count();
+    let more = total > limit;
     entries.truncate(limit);
-    let mut text = entries.join("\n");
+    // The count small models most often get wrong, first after the
+    // listing; the notices come after the cap, so they survive it.
+    let mut text = cap_listing(entries.join("\n"));
+    let _ = write!(text, "\n\n[{}]", counted(total, dirs));
     if more {
         let doubled = limit.saturating_mul(2);
-        text.push_str("\n\n[Entry limit ");
-        text.push_str(&limit.to_string());
-        text.push_str(" reached. Use limit=");
-        text.push_str(&doubled.to_string());
-        text.push_str(" for more.]");
+        let _ = write!(
+            text,
+            "\n[Entry limit {limit} reached. Use limit={doubled} for more.]"
+        );
     }
-    Ok(cap_listing(text))
+    Ok(text)
+}
+
+/// `N entries: D directories, F files.`, singular where one.
+fn counted(total: usize, dirs: usize) -> String {
+    let plural = |n: usize, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    format!(
+        "{}: {}, {}.",
+        plural(total, "entry", "entries"),
+        plural(dirs, "directory", "directories"),
+        plural(total - dirs, "file", "files")
+    )
 }
 
 impl Tool for LsTool {
@@ -205,7 +227,10 @@ mod tests {
             std::fs::create_dir(dir.path().join(d)).unwrap();
         }
         let out = list(dir.path(), ".", 500).unwrap();
-        assert_eq!(out, ".hidden\nA.txt\nb.txt\nc\nDocs/");
+        assert_eq!(
+            out,
+            ".hidden\nA.txt\nb.txt\nc\nDocs/\n\n[5 entries: 1 directory, 4 files.]"
+        );
     }
 
     /// C17: exact empty and limit notices.
@@ -219,7 +244,7 @@ mod tests {
         }
         assert_eq!(
             list(dir.path(), ".", 2).unwrap(),
-            "f0\nf1\n\n[Entry limit 2 reached. Use limit=4 for more.]"
+            "f0\nf1\n\n[5 entries: 0 directories, 5 files.]\n[Entry limit 2 reached. Use limit=4 for more.]"
         );
     }
 

@@ -317,7 +317,10 @@ fn tool_paths_open_and_skips_are_named() {
          [Searched the contents of the files under . for the literal text \"needle\". grep looks inside files: to find a file by its name use find, to see a file use read.]\n"
     );
     let grep = ws.run(&["tool", "grep", "needle", "vendor"]).ok();
-    assert_eq!(grep, "vendor/lib/needle.txt:1:needle\n");
+    assert_eq!(
+        grep,
+        "vendor/lib/needle.txt:1:needle\n\n[1 matching line in 1 file.]\n"
+    );
 }
 
 /// Base URLs are checked before anything runs (usage error, exit 2, no

@@ -57,7 +57,7 @@ fn file_tools_print_model_text() {
         "goodbye\nworld\n"
     );
     let out = ws.run(&["tool", "ls"]).ok();
-    assert_eq!(out, "notes/\n");
+    assert_eq!(out, "notes/\n\n[1 entry: 1 directory, 0 files.]\n");
 }
 
 /// Failures print `tool error: ...` on stdout and exit 1; the file is
@@ -125,7 +125,7 @@ fn search_and_bash_tools() {
     .unwrap();
     assert_eq!(
         ws.run(&["tool", "grep", "beta", "src"]).ok(),
-        "src/lib.rs:2:fn beta() {}\n"
+        "src/lib.rs:2:fn beta() {}\n\n[1 matching line in 1 file.]\n"
     );
     assert_eq!(
         ws.run(&["tool", "grep", "zeta", "."]).ok(),

@@ -268,7 +268,10 @@ mod tests {
         put(dir.path(), "bin.dat", b"needle\0\x01\x02needle\n");
         put(dir.path(), "text.txt", "needle\n");
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        assert_eq!(out, "text.txt:1:needle\n\n[Skipped 1 binary file]");
+        assert_eq!(
+            out,
+            "text.txt:1:needle\n\n[1 matching line in 1 file.]\n[Skipped 1 binary file]"
+        );
     }
 
     /// G10: files over 1 MiB are skipped, and the result says which, even
@@ -283,7 +286,7 @@ mod tests {
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
         assert_eq!(
             out,
-            "small.txt:1:needle\n\n[Skipped files larger than 1 MiB: big.txt. Name one as the path to search it.]"
+            "small.txt:1:needle\n\n[1 matching line in 1 file.]\n[Skipped files larger than 1 MiB: big.txt. Name one as the path to search it.]"
         );
         std::fs::remove_file(dir.path().join("small.txt")).unwrap();
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();

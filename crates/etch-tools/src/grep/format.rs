@@ -76,6 +76,11 @@ pub(super) fn format_output(found: &Found, roots: &[Root], limit: usize, context
         cap_listing(out.join("\n"))
     };
     let mut tail: Vec<String> = Vec::new();
+    // The numbers small models most often get wrong, stated when exact.
+    if found.complete && !collector.files.is_empty() {
+        let lines: usize = collector.files.values().map(|h| h.count).sum();
+        tail.push(matched(lines, collector.files.len()));
+    }
     if collector.weight > limit {
         tail.push(format!(
             "[Match limit {limit} reached. Use a higher limit or refine the pattern.]"
@@ -93,6 +98,21 @@ pub(super) fn format_output(found: &Found, roots: &[Root], limit: usize, context
         text.push_str(&tail.join("\n"));
     }
     text
+}
+
+/// `[N matching lines in F files.]`, singular where one.
+fn matched(lines: usize, files: usize) -> String {
+    let lines = if lines == 1 {
+        "1 matching line".to_owned()
+    } else {
+        format!("{lines} matching lines")
+    };
+    let files = if files == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{files} files")
+    };
+    format!("[{lines} in {files}.]")
 }
 
 /// Most skipped large files named in a notice; the rest are counted.
@@ -175,7 +195,7 @@ mod tests {
         assert_eq!(
             out,
             "a.txt-1-1\na.txt:2:hit\na.txt-3-3\n--\na.txt-6-6\na.txt:7:hit\na.txt-8-8\n--\n\
-             b.txt:1:hit\nb.txt-2-x"
+             b.txt:1:hit\nb.txt-2-x\n\n[3 matching lines in 2 files.]"
         );
         // Adjacent groups merge without a separator.
         put(dir.path(), "c.txt", "hit\nmid\nhit\n");
@@ -184,7 +204,10 @@ mod tests {
             json!({"pattern": "hit", "context": 1, "path": "c.txt"}),
         )
         .unwrap();
-        assert_eq!(out, "c.txt:1:hit\nc.txt-2-mid\nc.txt:3:hit");
+        assert_eq!(
+            out,
+            "c.txt:1:hit\nc.txt-2-mid\nc.txt:3:hit\n\n[2 matching lines in 1 file.]"
+        );
     }
 
     /// G10: at most 20 matches per file, then a notice counting the rest.
@@ -195,10 +218,12 @@ mod tests {
         put(dir.path(), "z.txt", "m\n");
         let out = grep(dir.path(), json!({"pattern": "m"})).unwrap();
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), 22, "{out}");
+        assert_eq!(lines.len(), 24, "{out}");
         assert_eq!(lines[19], "many.txt:20:m");
         assert_eq!(lines[20], "[7 more matches in many.txt omitted]");
         assert_eq!(lines[21], "z.txt:1:m");
+        // The count is of every matching line, the omitted ones too.
+        assert_eq!(lines[23], "[28 matching lines in 2 files.]");
     }
 
     /// G10, P-TOOL-33: the total limit stops output with the exact notice
@@ -215,7 +240,10 @@ mod tests {
              [Match limit 3 reached. Use a higher limit or refine the pattern.]"
         );
         let out = grep(dir.path(), json!({"pattern": "x", "limit": 4})).unwrap();
-        assert_eq!(out, "a.txt:1:x\na.txt:2:x\nb.txt:1:x\nb.txt:2:x");
+        assert_eq!(
+            out,
+            "a.txt:1:x\na.txt:2:x\nb.txt:1:x\nb.txt:2:x\n\n[4 matching lines in 2 files.]"
+        );
     }
 
     /// P-TOOL-33: no matches is an exact first line; what was searched
@@ -250,6 +278,9 @@ mod tests {
             json!({"pattern": "main", "path": "./src/main.rs"}),
         )
         .unwrap();
-        assert_eq!(out, "./src/main.rs:1:fn main() {}");
+        assert_eq!(
+            out,
+            "./src/main.rs:1:fn main() {}\n\n[1 matching line in 1 file.]"
+        );
     }
 }

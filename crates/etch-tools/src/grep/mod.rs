@@ -401,7 +401,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         put(dir.path(), "f.txt", "axb(\na.b(\n");
         let out = grep(dir.path(), json!({"pattern": "a.b("})).unwrap();
-        assert_eq!(out, "f.txt:2:a.b(");
+        assert_eq!(out, "f.txt:2:a.b(\n\n[1 matching line in 1 file.]");
     }
 
     /// C13: `regex: true`, or Pi's `literal: false`, opts into regex mode.
@@ -410,9 +410,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         put(dir.path(), "f.txt", "axb\nab\n");
         let out = grep(dir.path(), json!({"pattern": "a.b", "regex": true})).unwrap();
-        assert_eq!(out, "f.txt:1:axb");
+        assert_eq!(out, "f.txt:1:axb\n\n[1 matching line in 1 file.]");
         let out = grep(dir.path(), json!({"pattern": "^a.b$", "literal": false})).unwrap();
-        assert_eq!(out, "f.txt:1:axb");
+        assert_eq!(out, "f.txt:1:axb\n\n[1 matching line in 1 file.]");
         let out = grep(dir.path(), json!({"pattern": "a.b", "literal": true})).unwrap();
         assert!(out.starts_with("No matches found\n\n[Searched"), "{out}");
         assert!(out.contains("the literal text \"a.b\""), "{out}");
@@ -424,9 +424,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         put(dir.path(), "f.txt", "Hello\nhello\nHELLO\n");
         let out = grep(dir.path(), json!({"pattern": "hello"})).unwrap();
-        assert_eq!(out, "f.txt:2:hello");
+        assert_eq!(out, "f.txt:2:hello\n\n[1 matching line in 1 file.]");
         let out = grep(dir.path(), json!({"pattern": "hello", "ignoreCase": true})).unwrap();
-        assert_eq!(out, "f.txt:1:Hello\nf.txt:2:hello\nf.txt:3:HELLO");
+        assert_eq!(
+            out,
+            "f.txt:1:Hello\nf.txt:2:hello\nf.txt:3:HELLO\n\n[3 matching lines in 1 file.]"
+        );
     }
 
     /// C13: a non-empty `paths` array wins over `path`; paths print joined
@@ -444,7 +447,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             out,
-            "tests/b.rs:1:needle\nsrc/a.rs:1:needle\nother/c.rs:1:needle"
+            "tests/b.rs:1:needle\nsrc/a.rs:1:needle\nother/c.rs:1:needle\n\n[3 matching lines in 3 files.]"
         );
         let out = grep(
             dir.path(),
@@ -469,7 +472,10 @@ mod tests {
             json!({"pattern": "needle", "path": "src tests"}),
         )
         .unwrap();
-        assert_eq!(out, "src/a.rs:1:needle\ntests/b.rs:1:needle");
+        assert_eq!(
+            out,
+            "src/a.rs:1:needle\ntests/b.rs:1:needle\n\n[2 matching lines in 2 files.]"
+        );
         let err = grep(dir.path(), json!({"pattern": "needle", "path": "src nope"})).unwrap_err();
         assert_eq!(
             err,
@@ -490,7 +496,7 @@ mod tests {
         put(dir.path(), "f.txt", "foo(\n");
         assert_eq!(
             grep(dir.path(), json!({"pattern": "foo("})).unwrap(),
-            "f.txt:1:foo("
+            "f.txt:1:foo(\n\n[1 matching line in 1 file.]"
         );
     }
 
@@ -538,7 +544,7 @@ mod tests {
         );
         assert_eq!(
             grep(dir.path(), json!({"pattern": "needle"})).unwrap(),
-            "a.txt:1:needle"
+            "a.txt:1:needle\n\n[1 matching line in 1 file.]"
         );
     }
 

@@ -250,6 +250,9 @@ pub(super) struct Found {
     pub(super) searched_files: usize,
     /// Internal directories a walk did not enter, by name, in walk order.
     pub(super) skipped_dirs: Vec<String>,
+    /// Whether the kept hits are all the matches there are (the counts
+    /// `grep` states are exact only then).
+    pub(super) complete: bool,
     /// Files in directory roots that were too large or binary, in output
     /// order.
     pub(super) skipped_files: Vec<(Key, Skip)>,
@@ -341,6 +344,9 @@ pub(super) fn search(roots: &[Root], matcher: RegexMatcher, bounds: Bounds<'_>) 
     let searched_files = shared.searched.load(Ordering::Relaxed);
     store_skipped |= shared.store_met.load(Ordering::Relaxed);
     let store_notice = store_skipped.then(|| shared.store.notice());
+    // Every match found is kept: nothing was dropped for the limit or the
+    // listing's size, and the walk was not stopped.
+    let complete = !shared.full.load(Ordering::Acquire) && !cancel.is_cancelled();
     let mut skipped_files = std::mem::take(
         &mut *shared
             .skipped_files
@@ -360,6 +366,7 @@ pub(super) fn search(roots: &[Root], matcher: RegexMatcher, bounds: Bounds<'_>) 
         skipped_dirs: crate::walk::skipped_names(skipped_dirs),
         skipped_files,
         store_notice,
+        complete,
     }
 }
 
@@ -428,7 +435,10 @@ mod tests {
         put(dir.path(), ".hidden/h.txt", "needle\n");
         put(dir.path(), ".env", "needle\n");
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        assert_eq!(out, ".env:1:needle\n.hidden/h.txt:1:needle");
+        assert_eq!(
+            out,
+            ".env:1:needle\n.hidden/h.txt:1:needle\n\n[2 matching lines in 2 files.]"
+        );
     }
 
     /// E-TOOL-17: `.git`, `.etch`, `node_modules`, `vendor` and `bin`
@@ -449,7 +459,7 @@ mod tests {
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
         assert_eq!(
             out,
-            "a/bin.txt:1:needle\n\n[Skipped internal directories: bin, vendor, node_modules]"
+            "a/bin.txt:1:needle\n\n[1 matching line in 1 file.]\n[Skipped internal directories: bin, vendor, node_modules]"
         );
         let out = grep(dir.path(), json!({"pattern": "absent"})).unwrap();
         assert!(
@@ -461,7 +471,10 @@ mod tests {
             json!({"pattern": "needle", "path": "node_modules"}),
         )
         .unwrap();
-        assert_eq!(out, "node_modules/p/i.js:1:needle");
+        assert_eq!(
+            out,
+            "node_modules/p/i.js:1:needle\n\n[1 matching line in 1 file.]"
+        );
     }
 
     /// E-TOOL-17: a symlink loop inside the tree neither hangs nor crashes,
@@ -473,7 +486,7 @@ mod tests {
         std::os::unix::fs::symlink(".", dir.path().join("sub/loop")).unwrap();
         std::os::unix::fs::symlink("..", dir.path().join("sub/up")).unwrap();
         let out = grep(dir.path(), json!({"pattern": "needle"})).unwrap();
-        assert_eq!(out, "sub/f.txt:1:needle");
+        assert_eq!(out, "sub/f.txt:1:needle\n\n[1 matching line in 1 file.]");
     }
 
     /// C13: `glob` matches the file name without `/`, the relative path
@@ -486,13 +499,19 @@ mod tests {
         put(dir.path(), "src/x/b.rs", "needle\n");
         put(dir.path(), "src/c.rs", "needle\n");
         let out = grep(dir.path(), json!({"pattern": "needle", "glob": "*.rs"})).unwrap();
-        assert_eq!(out, "a.rs:1:needle\nsrc/c.rs:1:needle\nsrc/x/b.rs:1:needle");
+        assert_eq!(
+            out,
+            "a.rs:1:needle\nsrc/c.rs:1:needle\nsrc/x/b.rs:1:needle\n\n[3 matching lines in 3 files.]"
+        );
         let out = grep(
             dir.path(),
             json!({"pattern": "needle", "glob": "src/**/*.rs"}),
         )
         .unwrap();
-        assert_eq!(out, "src/c.rs:1:needle\nsrc/x/b.rs:1:needle");
+        assert_eq!(
+            out,
+            "src/c.rs:1:needle\nsrc/x/b.rs:1:needle\n\n[2 matching lines in 2 files.]"
+        );
         // A glob that repeats the search directory matches as if it did not
         // (a real model wrote exactly this).
         let out = grep(
@@ -500,9 +519,12 @@ mod tests {
             json!({"pattern": "needle", "path": "src", "glob": "src/**/*.rs"}),
         )
         .unwrap();
-        assert_eq!(out, "src/c.rs:1:needle\nsrc/x/b.rs:1:needle");
+        assert_eq!(
+            out,
+            "src/c.rs:1:needle\nsrc/x/b.rs:1:needle\n\n[2 matching lines in 2 files.]"
+        );
         let out = grep(dir.path(), json!({"pattern": "needle", "glob": "src/*.rs"})).unwrap();
-        assert_eq!(out, "src/c.rs:1:needle");
+        assert_eq!(out, "src/c.rs:1:needle\n\n[1 matching line in 1 file.]");
         // A glob that matches no file says so (the model copied an example
         // extension and concluded the text was missing).
         let out = grep(
