@@ -52,7 +52,26 @@ pub struct Assembled {
     pub diagnostics: Vec<String>,
 }
 
+/// The layers that differ from project to project and are sent at the
+/// start of the conversation rather than in the system prompt (see
+/// [`Assembled::split`]).
+pub const PROJECT_LAYERS: [&str; 3] = ["AGENTS.md", "skills", "environment"];
+
 impl Assembled {
+    /// The layers in two parts, each in G22 order: the system prompt (the
+    /// base prompt, the `[prompt]` text, `SYSTEM.md` files, which are
+    /// meant as the system prompt) and the per-project context
+    /// ([`PROJECT_LAYERS`]: instructions, the skills catalog, the
+    /// environment), which a request sends after the tool definitions so
+    /// that what comes before them stays the same across projects and a
+    /// prompt cache can reuse it.
+    pub fn split(&self) -> (Vec<SystemLayer>, Vec<SystemLayer>) {
+        self.layers
+            .iter()
+            .cloned()
+            .partition(|l| !PROJECT_LAYERS.contains(&l.name.as_str()))
+    }
+
     /// The whole prompt text: the layers joined by blank lines, as
     /// `ModelRequest::system_prompt` joins them.
     pub fn prompt(&self) -> String {
@@ -147,6 +166,27 @@ mod tests {
             options: RequestOptions::default(),
         };
         request.system_prompt()
+    }
+
+    /// The split keeps the order of each part: what is the same in every
+    /// project before what is not.
+    #[test]
+    fn split_puts_project_layers_after_the_system_prompt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let repo = tmp.path().join("repo");
+        write(&repo.join("SYSTEM.md"), "You maintain the repo.\n");
+        write(&repo.join("AGENTS.md"), "Run the tests.\n");
+        skill(&repo.join(".etch/skills"), "lint", "Lint the code");
+        let assembled = assemble(&inputs(&repo, &home, Some("Prefer small diffs.\n")));
+        let (system, project) = assembled.split();
+        let names = |layers: &[SystemLayer]| -> Vec<String> {
+            layers.iter().map(|l| l.name.clone()).collect()
+        };
+        assert_eq!(names(&system)[..2], ["base prompt", "config prompt"]);
+        assert!(names(&system)[2].starts_with("SYSTEM.md: "));
+        assert_eq!(names(&project), ["AGENTS.md", "skills", "environment"]);
+        assert_eq!(system.len() + project.len(), assembled.layers.len());
     }
 
     /// The full G22 prompt: base, [prompt] text, two SYSTEM.md root → cwd,

@@ -51,14 +51,19 @@ impl Default for EchoClient {
     }
 }
 
-/// The text of the latest user message in the request, or empty.
+/// The text of the latest user message in the request, or empty: its
+/// last text part, so that the project context the loop puts before the
+/// first prompt (its own part) is not echoed.
 fn latest_user_text(request: &ModelRequest) -> String {
     request
         .messages
         .iter()
         .rev()
         .find_map(|m| match m {
-            Message::User { content } => Some(etch_model::content::joined_text(content)),
+            Message::User { content } => content.iter().rev().find_map(|p| match p {
+                etch_model::ContentPart::Text { text } => Some(text.clone()),
+                etch_model::ContentPart::ToolCall(_) => None,
+            }),
             _ => None,
         })
         .unwrap_or_default()

@@ -90,7 +90,7 @@ fn user_texts(request: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .map(|m| support::without_context(m["content"].as_str().unwrap_or("")).to_owned())
         .collect()
 }
 

@@ -177,10 +177,7 @@ fn settings_reach_the_run() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(
-        system.contains("\n\nAlways answer in French.\n\n"),
-        "{system}"
-    );
+    assert!(system.contains("\n\nAlways answer in French."), "{system}");
     let mut with_flag = args.to_vec();
     with_flag.extend(["--max-tool-rounds", "3"]);
     assert_eq!(ws.run(&with_flag).ok(), "Fini.\n");

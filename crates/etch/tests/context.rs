@@ -41,12 +41,41 @@ fn write(ws: &Workspace, rel: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// The system message of a recorded Chat Completions request.
+/// The whole prompt of a recorded Chat Completions request: its system
+/// message and the project context before the first prompt.
 fn system(server: &FakeServer, n: usize) -> String {
-    server.requests()[n].json()["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    support::whole_prompt(&server.requests()[n].json())
+}
+
+/// Issue 30: what comes before the conversation is the same byte for byte
+/// in every project (system prompt, then tools), so a server's prompt
+/// cache reuses it; the project's instructions and environment lead the
+/// first user message.
+#[test]
+fn the_prefix_before_the_conversation_is_the_same_in_every_project() {
+    let mut seen = Vec::new();
+    for rules in ["Use tabs.", "Use spaces."] {
+        let ws = Workspace::new();
+        write(&ws, "AGENTS.md", rules);
+        let server = FakeServer::start(vec![Reply::sse(chat_text("ok"))]).unwrap();
+        assert_eq!(run(&ws, &server, &["-p", "hi"]).ok(), "ok\n");
+        let body = server.requests()[0].json();
+        let messages = body["messages"].as_array().unwrap().clone();
+        assert_eq!(messages[0]["role"], "system");
+        let first = messages[1]["content"].as_str().unwrap().to_owned();
+        assert!(support::context_of(&first).contains(rules), "{first}");
+        assert!(
+            support::context_of(&first).contains(&ws.path().display().to_string()),
+            "{first}"
+        );
+        assert_eq!(support::without_context(&first), "hi");
+        assert!(!messages[0]["content"].as_str().unwrap().contains(rules));
+        seen.push((messages[0].clone(), body["tools"].clone()));
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "system prompt and tools differ between projects"
+    );
 }
 
 /// A 400 context-overflow answer as OpenAI sends it.
@@ -150,7 +179,7 @@ fn skill_flag_expands_into_the_prompt() {
     assert_eq!(out.ok(), "done\n");
     let body = server.requests()[0].json();
     let messages = body["messages"].as_array().unwrap();
-    let user = messages.last().unwrap()["content"].as_str().unwrap();
+    let user = support::without_context(messages.last().unwrap()["content"].as_str().unwrap());
     let location = ws.path().join(".agents/skills/release/SKILL.md");
     assert_eq!(
         user,
@@ -224,6 +253,7 @@ fn overflow_is_recovered_by_compaction() {
         .as_str()
         .unwrap()
         .to_owned();
+    let first_user = support::without_context(&first_user);
     assert!(
         first_user.starts_with("The conversation history before this point was compacted"),
         "{first_user}"

@@ -57,9 +57,10 @@ fn streams_text_with_the_compatibility_request() {
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][1]["role"], "user");
     assert_eq!(
-        body["messages"][1],
-        json!({"role": "user", "content": "hi"})
+        support::without_context(body["messages"][1]["content"].as_str().unwrap()),
+        "hi"
     );
     let names: Vec<&str> = body["tools"]
         .as_array()

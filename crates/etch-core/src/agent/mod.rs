@@ -65,6 +65,9 @@ pub struct Agent {
     pub(crate) intercept: Option<Arc<dyn Intercept>>,
     /// The secrets no tool result may carry.
     redactor: Redactor,
+    /// Per-project layers (instructions, skills, environment) sent at the
+    /// start of the conversation rather than in the system prompt.
+    project: Vec<SystemLayer>,
 }
 
 /// A successful run.
@@ -98,7 +101,21 @@ impl Agent {
             config,
             intercept: None,
             redactor: Redactor::default(),
+            project: Vec::new(),
         }
+    }
+
+    /// Sends `layers` (what differs from project to project: instructions,
+    /// skills, the environment) at the start of the conversation, before
+    /// the first message's own text, instead of in the system prompt. The
+    /// system prompt and the tool definitions then form a prefix that is
+    /// the same byte for byte in every project, which a server's prompt
+    /// cache (llama.cpp's slots, hosted prefix caching) reuses: chat
+    /// templates render the tools right after the system message.
+    #[must_use]
+    pub fn with_project_context(mut self, layers: Vec<SystemLayer>) -> Self {
+        self.project = layers;
+        self
     }
 
     /// Redacts `redactor`'s secrets from every tool result of the run

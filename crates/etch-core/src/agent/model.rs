@@ -31,7 +31,7 @@ impl Agent {
         };
         let request = ModelRequest {
             system: self.config.system.clone(),
-            messages,
+            messages: with_project(&self.project, messages),
             tools: self.tools.specs(),
             options,
         };
@@ -147,5 +147,92 @@ impl Agent {
                 source,
             }),
         }
+    }
+}
+
+/// `messages` with the per-project `layers` at the start of the first
+/// message's content (a user message: a prompt, or a summary after
+/// compaction), or as a user message of their own when the conversation
+/// starts otherwise. One message, not two, because some chat templates
+/// refuse two user messages in a row.
+fn with_project(layers: &[SystemLayer], mut messages: Vec<Message>) -> Vec<Message> {
+    let texts: Vec<&str> = layers
+        .iter()
+        .map(|l| l.text.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if texts.is_empty() {
+        return messages;
+    }
+    // Text parts are sent joined as they are: a blank line ends the
+    // context before the prompt.
+    let part = ContentPart::text(format!("{}\n\n", texts.join("\n\n")));
+    match messages.first_mut() {
+        Some(Message::User { content }) => content.insert(0, part),
+        _ => messages.insert(
+            0,
+            Message::User {
+                content: vec![part],
+            },
+        ),
+    }
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(name: &str, text: &str) -> SystemLayer {
+        SystemLayer {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    fn texts(message: &Message) -> Vec<String> {
+        match message {
+            Message::User { content } => content
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.clone()),
+                    ContentPart::ToolCall(_) => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The project layers lead the first user message, as one part; an
+    /// empty list changes nothing; a conversation that does not start with
+    /// a user message gets one of its own.
+    #[test]
+    fn project_layers_lead_the_first_user_message() {
+        let layers = [
+            layer("AGENTS.md", "rules"),
+            layer("skills", ""),
+            layer("environment", "cwd"),
+        ];
+        let prompt = Message::User {
+            content: vec![ContentPart::text("hi")],
+        };
+        let out = with_project(&layers, vec![prompt.clone()]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(texts(&out[0]), ["rules\n\ncwd\n\n", "hi"]);
+        assert_eq!(
+            etch_model::content::joined_text(match &out[0] {
+                Message::User { content } => content,
+                _ => unreachable!(),
+            }),
+            "rules\n\ncwd\n\nhi"
+        );
+        assert_eq!(with_project(&[], vec![prompt.clone()]), vec![prompt]);
+        let answer = Message::Assistant {
+            content: vec![ContentPart::text("earlier")],
+        };
+        let out = with_project(&layers, vec![answer.clone()]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(texts(&out[0]), ["rules\n\ncwd\n\n"]);
+        assert_eq!(out[1], answer);
     }
 }

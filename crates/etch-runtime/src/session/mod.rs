@@ -367,12 +367,13 @@ impl Session {
     fn agent(&self) -> Agent {
         let config = &self.place.config;
         let session_id = self.writer.session_id().to_string();
+        let (system, project) = self.context.assembled.split();
         let agent = Agent::new(
             Arc::clone(&self.selection.client),
             self.context.tools.clone(),
             AgentConfig {
                 max_tool_rounds: self.settings.max_tool_rounds(config),
-                system: self.context.assembled.layers.clone(),
+                system,
                 cwd: self.place.cwd.clone(),
                 temp_dir: paths::session_temp_dir(&self.place.cwd, &session_id),
                 options: RequestOptions {
@@ -387,7 +388,9 @@ impl Session {
                 },
             },
         );
-        let agent = agent.with_redactor(self.redactor());
+        let agent = agent
+            .with_redactor(self.redactor())
+            .with_project_context(project);
         if self.context.hooks.is_empty() {
             agent
         } else {

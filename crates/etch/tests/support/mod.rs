@@ -386,3 +386,45 @@ impl Workspace {
         )
     }
 }
+
+/// Where the project context the loop puts before a conversation's first
+/// message ends (instructions, skills, then the environment, whose
+/// `Current date:` line is its last), if `text` starts with one: the
+/// byte index after its blank line.
+fn context_end(text: &str) -> Option<usize> {
+    let date = text.find("Current date: ")?;
+    let blank = text[date..].find("\n\n")?;
+    Some(date + blank + 2)
+}
+
+/// A first user message's text without the project context before it.
+pub fn without_context(text: &str) -> &str {
+    context_end(text).map_or(text, |end| &text[end..])
+}
+
+/// The project context at the start of a first user message (without
+/// its closing blank line), or empty.
+pub fn context_of(text: &str) -> &str {
+    context_end(text).map_or("", |end| &text[..end - 2])
+}
+
+/// The whole prompt a recorded Chat Completions request gave the model:
+/// the system message, then the project context of the first user
+/// message, joined as the G22 prompt joins its layers.
+pub fn whole_prompt(request: &Value) -> String {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let system = messages
+        .iter()
+        .find(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    let first = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    match context_of(first) {
+        "" => system.to_owned(),
+        context => format!("{system}\n\n{context}"),
+    }
+}
