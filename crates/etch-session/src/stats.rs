@@ -61,6 +61,8 @@ pub struct SessionStats {
     pub tool_wait_ms: u64,
     /// Provider-reported usage, summed.
     pub usage: Usage,
+    /// The last request's usage, if any was reported.
+    pub last_usage: Option<Usage>,
     /// Transport metrics, summed; `transport` lists each transport seen.
     pub transport: TransportTotals,
 }
@@ -149,6 +151,7 @@ pub fn session_stats(session: &LoadedSession) -> SessionStats {
             types::MODEL_USAGE => {
                 if let Ok(usage) = event.parse_data::<Usage>() {
                     add_usage(&mut stats.usage, &usage);
+                    stats.last_usage = Some(usage);
                 }
             }
             types::MODEL_METRICS => {

@@ -118,6 +118,23 @@ pub fn status_text(s: &SessionStats, path: &Path) -> String {
         u.reasoning_output_tokens,
         u.total_tokens
     );
+    // What the provider's prompt cache served: shown once it served any
+    // (a stable prompt prefix is what makes it grow).
+    if u.cached_input_tokens > 0 {
+        let last = s.last_usage.as_ref().map_or_else(String::new, |l| {
+            format!(
+                "; last request {} of {}",
+                l.cached_input_tokens, l.input_tokens
+            )
+        });
+        let _ = writeln!(
+            out,
+            "cache reads  {} of {} input tokens ({}%){last}",
+            u.cached_input_tokens,
+            u.input_tokens,
+            u.cached_input_tokens * 100 / u.input_tokens.max(1)
+        );
+    }
     let t = &s.transport;
     if !t.passes.is_empty() {
         let passes: Vec<String> = t
@@ -164,5 +181,28 @@ mod tests {
         assert_eq!(bytes(2048), "2.0 KiB");
         assert_eq!(count(1, "batch", "batches"), "1 batch");
         assert_eq!(count(2, "batch", "batches"), "2 batches");
+    }
+
+    /// Cache reads are reported once the provider served any, with the
+    /// last request's share; never otherwise.
+    #[test]
+    fn cache_reads_are_reported_when_there_are_any() {
+        let mut stats = SessionStats::default();
+        stats.usage.input_tokens = 2000;
+        let text = status_text(&stats, Path::new("/s.jsonl"));
+        assert!(!text.contains("cache reads"), "{text}");
+        stats.usage.cached_input_tokens = 1500;
+        stats.last_usage = Some(etch_model::Usage {
+            input_tokens: 1000,
+            cached_input_tokens: 900,
+            ..etch_model::Usage::default()
+        });
+        let text = status_text(&stats, Path::new("/s.jsonl"));
+        assert!(
+            text.contains(
+                "cache reads  1500 of 2000 input tokens (75%); last request 900 of 1000\n"
+            ),
+            "{text}"
+        );
     }
 }
