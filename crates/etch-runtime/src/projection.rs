@@ -260,25 +260,12 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etch_session::SessionStore;
-    use etch_session::store::NewSession;
     use serde_json::json;
 
     /// A session with a prompt, a tool call and its result, reasoning, an
     /// answer, then a second branch from the first prompt.
     fn session(dir: &std::path::Path) -> LoadedSession {
-        let store = SessionStore::new(dir);
-        let (mut w, _) = store
-            .create(&NewSession {
-                cwd: "/w".into(),
-                provider: "echo".into(),
-                model: "m1".into(),
-                openai_api: None,
-                base_url: None,
-                etch_version: "0".into(),
-                first_prompt: "first".into(),
-            })
-            .unwrap();
+        let mut w = crate::testkit::new_log(dir, "m1", "first");
         let user = json!({"content": [{"type": "text", "text": "first\nsecond line"}]});
         let u = w.append(types::MESSAGE_USER, &user).unwrap();
         w.append(types::MODEL_REASONING, &json!({"text": "hmm"}))
@@ -361,18 +348,7 @@ mod tests {
     #[test]
     fn the_replay_keeps_calls_results_and_reasoning() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::new(dir.path());
-        let (mut w, _) = store
-            .create(&NewSession {
-                cwd: "/w".into(),
-                provider: "echo".into(),
-                model: "m1".into(),
-                openai_api: None,
-                base_url: None,
-                etch_version: "0".into(),
-                first_prompt: "p".into(),
-            })
-            .unwrap();
+        let mut w = crate::testkit::new_log(dir.path(), "m1", "p");
         w.append(types::MODEL_REASONING, &json!({"text": "hmm"}))
             .unwrap();
         w.append(types::MESSAGE_ASSISTANT, &json!({"content": [{"type": "tool_call", "id": "c1", "name": "read", "arguments": {}}], "provider": "echo", "model": "m1", "stopReason": "aborted", "errorMessage": "cut"})).unwrap();

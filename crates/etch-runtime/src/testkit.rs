@@ -8,20 +8,26 @@ use etch_core::{Agent, AgentConfig};
 use etch_session::store::NewSession;
 use etch_session::{SessionStore, SessionWriter};
 
-/// A new session in `dir` and an echo agent working there.
-pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
-    let store = SessionStore::new(dir.join("sessions"));
-    let (writer, _) = store
+/// A new session log in the session directory `dir`, started on the echo
+/// provider with `model` and titled `first_prompt`.
+pub(crate) fn new_log(dir: &Path, model: &str, first_prompt: &str) -> SessionWriter {
+    SessionStore::new(dir)
         .create(&NewSession {
             cwd: "/w".into(),
             provider: "echo".into(),
-            model: "echo".into(),
+            model: model.into(),
             openai_api: None,
             base_url: None,
             etch_version: "0".into(),
-            first_prompt: "test".into(),
+            first_prompt: first_prompt.into(),
         })
-        .unwrap();
+        .unwrap()
+        .0
+}
+
+/// A new session in `dir` and an echo agent working there.
+pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
+    let writer = new_log(&dir.join("sessions"), "echo", "test");
     let agent = Agent::new(
         Arc::new(etch_provider::EchoClient::new("echo")),
         etch_tool::ToolRegistry::new(),

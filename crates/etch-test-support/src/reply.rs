@@ -368,6 +368,12 @@ fn write_gated<W: Write>(
     for event in rest.iter().filter(|e| !e.is_empty()) {
         write_chunk(out, event)?;
     }
+    finish(out, keep_alive)
+}
+
+/// Ends a chunked body normally: the connection stays open for the next
+/// request when the client asked for keep-alive.
+fn finish<W: Write>(out: &mut W, keep_alive: bool) -> io::Result<Next> {
     out.write_all(b"0\r\n\r\n")?;
     out.flush()?;
     Ok(if keep_alive {
@@ -408,15 +414,7 @@ fn write_sse<W: Write>(
         write_chunk(out, event)?;
     }
     match end {
-        End::Close => {
-            out.write_all(b"0\r\n\r\n")?;
-            out.flush()?;
-            Ok(if keep_alive {
-                Next::KeepOpen
-            } else {
-                Next::Close
-            })
-        }
+        End::Close => finish(out, keep_alive),
         End::Reset => Ok(Next::Close),
         End::Stall(duration) => {
             pause(duration);

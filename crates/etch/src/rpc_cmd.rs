@@ -98,8 +98,13 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             },
         }
     };
-    let unsent = session.close().await.unsent;
-    service.close_all().await;
+    drop(session);
+    let unsent: Vec<String> = service
+        .close_all()
+        .await
+        .into_iter()
+        .flat_map(|closed| closed.unsent)
+        .collect();
     plugins.shutdown().await;
     if !unsent.is_empty() {
         diag!(

@@ -260,13 +260,7 @@ fn a_request_lost_on_a_closed_idle_connection_is_sent_again_at_once() {
         Reply::sse(chat_text("listed")),
     ])
     .unwrap();
-    let etch_dir = ws.path().join(".etch");
-    std::fs::create_dir_all(&etch_dir).unwrap();
-    std::fs::write(
-        etch_dir.join("config.toml"),
-        "[provider]\nmax_retries = 0\n",
-    )
-    .unwrap();
+    ws.project_config("[provider]\nmax_retries = 0\n");
     let out = run(&ws, &server, &["-p", "list the files"]);
     assert_eq!(out.ok(), "listed\n");
     assert!(!out.stderr().contains("retrying"), "{}", out.stderr());
@@ -279,13 +273,7 @@ fn a_request_lost_on_a_closed_idle_connection_is_sent_again_at_once() {
 fn a_server_that_keeps_closing_connections_is_reported() {
     let ws = Workspace::new();
     let server = FakeServer::start(vec![Reply::Raw(Vec::new()), Reply::Raw(Vec::new())]).unwrap();
-    let etch_dir = ws.path().join(".etch");
-    std::fs::create_dir_all(&etch_dir).unwrap();
-    std::fs::write(
-        etch_dir.join("config.toml"),
-        "[provider]\nmax_retries = 0\n",
-    )
-    .unwrap();
+    ws.project_config("[provider]\nmax_retries = 0\n");
     let out = run(&ws, &server, &["-p", "x"]);
     assert_eq!(out.code(), 1, "{}", out.stderr());
     assert!(

@@ -303,11 +303,10 @@ impl Server {
 
     /// Aborts every run and closes every session.
     async fn close(&mut self) {
+        self.service.close_all().await;
         for (_, live) in self.sessions.drain() {
-            let _ = live.handle.close().await;
             live.context.plugins.shutdown().await;
         }
-        self.service.close_all().await;
     }
 }
 

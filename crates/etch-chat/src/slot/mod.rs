@@ -212,8 +212,8 @@ impl Slot {
     /// with the model and effort this one had reached.
     async fn leave(&mut self, app: &mut App) {
         if let Some(handle) = self.handle.take() {
-            let closed = handle.close().await;
-            let _ = self.service.close(&handle.id()).await;
+            // Through the service, which lets go of its own hold too.
+            let closed = self.service.close(&handle.id()).await.unwrap_or_default();
             if let Some(settings) = closed.settings {
                 self.launch.settings = settings;
                 self.launch.selection = None;
@@ -237,13 +237,12 @@ impl Slot {
     /// Stops the active run or command, if any; returns the queued texts
     /// that will not run.
     pub async fn close(&mut self) -> Vec<String> {
-        match self.handle.take() {
-            Some(handle) => {
-                let closed = handle.close().await;
-                self.service.close_all().await;
-                closed.unsent
-            }
-            None => Vec::new(),
-        }
+        self.handle = None;
+        self.service
+            .close_all()
+            .await
+            .into_iter()
+            .flat_map(|closed| closed.unsent)
+            .collect()
     }
 }

@@ -89,21 +89,11 @@ fn started_with(path: &Path) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etch_session::store::NewSession;
 
     fn create(dir: &Path, model: &str, title: &str) -> String {
-        let (writer, _) = SessionStore::new(dir)
-            .create(&NewSession {
-                cwd: "/w".into(),
-                provider: "echo".into(),
-                model: model.into(),
-                openai_api: None,
-                base_url: None,
-                etch_version: "0".into(),
-                first_prompt: title.into(),
-            })
-            .unwrap();
-        writer.session_id().to_owned()
+        crate::testkit::new_log(dir, model, title)
+            .session_id()
+            .to_owned()
     }
 
     #[test]
