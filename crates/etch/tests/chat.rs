@@ -614,7 +614,7 @@ fn tree_moves_back_and_a_new_branch_grows() {
     assert!(screen.contains("○ you: beta"), "{screen}");
     assert!(screen.contains("● you: gamma"), "{screen}");
     assert!(screen.contains("● you: alpha"), "{screen}");
-    tmux.keys(&["Escape"]);
+    tmux.escape_from("move to which point?");
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }
@@ -999,7 +999,7 @@ fn model_picks_a_model_the_server_offers() {
     tmux.line("/model");
     tmux.wait_screen("the server's models are not listed:");
     tmux.wait_screen("HTTP 500");
-    tmux.keys(&["Escape"]);
+    tmux.escape_from("switch to which model?");
     tmux.keys(&["C-d"]);
     assert_eq!(tmux.exit_code(), 0);
 }

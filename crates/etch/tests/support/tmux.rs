@@ -302,6 +302,27 @@ impl Tmux {
         }
     }
 
+    /// Presses Escape and waits until `shown` has left the screen.
+    ///
+    /// A key sent right after Escape can reach etch in the same read,
+    /// and a terminal reads ESC followed by a key as that key with Alt
+    /// held; waiting keeps the two apart.
+    pub fn escape_from(&self, shown: &str) {
+        self.keys(&["Escape"]);
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let screen = self.screen();
+            if !screen.contains(shown) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {shown:?} to leave the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     /// Waits for etch to exit; returns its exit code.
     pub fn exit_code(&self) -> i32 {
         let history = self.wait("etch to exit", |h| h.contains("[etch exited "));
