@@ -128,6 +128,7 @@ pub(crate) fn assistant_text(text: &str) -> AssistantData {
         model: "script-1".into(),
         stop_reason: StopReason::Stop,
         error_message: None,
+        recovered_text: None,
     }
 }
 
@@ -154,6 +155,7 @@ pub(crate) fn assistant_failed(text: &str) -> AssistantData {
     AssistantData {
         stop_reason: StopReason::Error,
         error_message: Some("boom".into()),
+        recovered_text: None,
         ..assistant_text(text)
     }
 }

@@ -36,6 +36,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             max_identical_calls: session.u32("max_identical_calls"),
             tool_error_note_after: session.u32("tool_error_note_after"),
             max_tool_errors: session.u32("max_tool_errors"),
+            grounding: session.set("grounding").and_then(Value::as_bool),
         },
         context: ContextConfig {
             auto_compact: context.bool("auto_compact"),
@@ -72,6 +73,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
                 .set("active")
                 .and_then(Value::as_strings)
                 .map(<[String]>::to_vec),
+            profile: get("tools").string("profile"),
             bash_inherit_credentials: get("tools.bash").bool("inherit_credentials"),
             bash_max_spill_bytes: get("tools.bash").u64("max_spill_bytes"),
         },

@@ -77,6 +77,9 @@ pub struct SessionConfig {
     pub tool_error_note_after: u32,
     /// Failed tool results in a row that stop the run (0: never).
     pub max_tool_errors: u32,
+    /// Whether final answers are checked against the workspace; `None`
+    /// when no file sets it: the tool profile decides.
+    pub grounding: Option<bool>,
 }
 
 /// `[context]` (E-CFG-08).
@@ -158,6 +161,8 @@ pub struct ToolsConfig {
     /// `[tools] active`: the built-in tools offered, as `--tools` names
     /// them; `None` offers all seven.
     pub active: Option<Vec<String>>,
+    /// `[tools] profile`: `auto`, `full` or `compact`.
+    pub profile: String,
     /// `[tools.bash] inherit_credentials` (E-CFG-22).
     pub bash_inherit_credentials: bool,
     /// `[tools.bash] max_spill_bytes` (E-CFG-25): most bytes of one

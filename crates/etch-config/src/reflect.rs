@@ -22,6 +22,7 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "session.max_identical_calls" => int(config.session.max_identical_calls.into()),
         "session.tool_error_note_after" => int(config.session.tool_error_note_after.into()),
         "session.max_tool_errors" => int(config.session.max_tool_errors.into()),
+        "session.grounding" => config.session.grounding.map(Value::Boolean),
         "context.auto_compact" => flag(config.context.auto_compact),
         "context.auto_compact_threshold_tokens" => {
             int(config.context.auto_compact_threshold_tokens)
@@ -45,6 +46,7 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "anthropic.auth" => text(&config.anthropic.auth),
         "prompt.text" => optional(&config.prompt.text),
         "tools.active" => config.tools.active.clone().map(Value::StringArray),
+        "tools.profile" => text(&config.tools.profile),
         "tools.bash.inherit_credentials" => flag(config.tools.bash_inherit_credentials),
         "tools.bash.max_spill_bytes" => int(config.tools.bash_max_spill_bytes),
         "subagents.enabled" => flag(config.subagents.enabled),

@@ -391,6 +391,15 @@ const SESSION: &[KeySpec] = &[
         "Failed tool results in a row that stop the run (0: off).",
     )
     .default(Literal::Int(10)),
+    KeySpec::boolean(
+        "grounding",
+        "Check final answers against the workspace, once each per prompt: an answer naming a \
+         path that does not exist, or answering about a file the prompt names without having \
+         looked at it, gets a note back and the model answers again; a prompt naming such a file \
+         makes the first request require a tool call; a write over a file never read is refused; \
+         an answer sent with only repeats of earlier calls ends the run. Default: on under the \
+         compact tool profile, off under the full one.",
+    ),
 ];
 
 /// `[context]` keys (E-CFG-08).
@@ -534,11 +543,25 @@ const PROMPT: &[KeySpec] = &[KeySpec::string(
 )];
 
 /// `[tools]` keys.
-const TOOLS: &[KeySpec] = &[KeySpec::string_array(
-    "active",
-    "Built-in tools offered to the model, as --tools names them (default: all seven). \
-     A small local model often does better with fewer, e.g. [\"read\", \"bash\", \"edit\", \"write\"].",
-)];
+const TOOLS: &[KeySpec] = &[
+    KeySpec::string_array(
+        "active",
+        "Built-in tools offered to the model, as --tools names them (default: all seven). \
+         A small local model often does better with fewer, e.g. [\"read\", \"bash\", \"edit\", \"write\"].",
+    ),
+    KeySpec::string(
+        "profile",
+        "How tools and the base prompt are described to the model: full, compact (short \
+         descriptions and schemas that keep every parameter, and a short base prompt, for small \
+         models), or auto (compact for a server on this machine or the local network, or when \
+         [context] auto_compact_threshold_tokens is at most 16000; full otherwise).",
+    )
+    .default(Literal::Str("auto"))
+    .allowed(TOOL_PROFILES),
+];
+
+/// `[tools] profile` values.
+pub const TOOL_PROFILES: &[&str] = &["auto", "full", "compact"];
 
 /// `[tools.bash]` keys (E-CFG-22, E-CFG-25).
 const TOOLS_BASH: &[KeySpec] = &[

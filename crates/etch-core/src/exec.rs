@@ -106,6 +106,9 @@ pub struct BatchEnv<'a> {
     pub intercept: Option<&'a Arc<dyn Intercept>>,
     /// The secrets no result may carry (E-TOOL-22).
     pub redactor: &'a Redactor,
+    /// Calls the loop refuses before they run (by call id), with the
+    /// reason the model gets as the call's error.
+    pub refused: &'a HashMap<String, String>,
 }
 
 /// A call that passed preflight.
@@ -158,20 +161,37 @@ fn preflight(
             call.name
         )));
     }
-    if let Err(errors) = etch_tool::schema::validate(&tool.spec().parameters, &call.arguments) {
+    let args = etch_tool::schema::without_placeholders(&tool.spec().parameters, &call.arguments);
+    if let Err(errors) = etch_tool::schema::validate(&tool.spec().parameters, &args) {
         return Err(CallResult::error(&etch_tool::schema::format_errors(
-            &call.name,
-            &errors,
-            &call.arguments,
+            &call.name, &errors, &args,
         )));
     }
-    let access = tool.access(&call.arguments, cwd);
+    let access = tool.access(&args, cwd);
     Ok(Ready {
         tool: Arc::clone(&tool),
-        args: call.arguments.clone(),
+        call: ToolCall {
+            arguments: args.clone(),
+            ..call.clone()
+        },
+        args,
         access,
-        call: call.clone(),
         hooks: Vec::new(),
+    })
+}
+
+/// The index of an earlier call of the batch that `ready` repeats
+/// exactly (same tool, same arguments as they will run), for calls that
+/// only read: a read made twice at once returns the same thing, while a
+/// command or a change may be meant to happen twice.
+fn repeats(pending: &[Option<Ready>], ready: &Ready) -> Option<usize> {
+    if !matches!(ready.access, Access::Read(_)) {
+        return None;
+    }
+    pending.iter().position(|earlier| {
+        earlier
+            .as_ref()
+            .is_some_and(|e| e.call.name == ready.call.name && e.args == ready.args)
     })
 }
 
@@ -295,6 +315,8 @@ pub async fn run_batch<S: BuildHasher>(
         let mut hooks = Vec::new();
         let checked = if env.cancel.is_cancelled() {
             Err(CallResult::error(ABORTED))
+        } else if let Some(reason) = env.refused.get(&call.id) {
+            Err(CallResult::error(reason))
         } else if let Some(intercept) = intercept {
             let (hooked, records) = pre_tool(
                 &**intercept,
@@ -309,7 +331,21 @@ pub async fn run_batch<S: BuildHasher>(
             preflight(call, argument_errors.get(&call.id), env.registry, env.cwd)
         };
         let checked = match checked {
-            Ok(ready) => Ok(Ready { hooks, ..ready }),
+            Ok(ready) => match repeats(&pending, &ready) {
+                // Small models send the same call several times in one
+                // message; it runs once, and the copies say so rather
+                // than each running (and each counting as a repeat).
+                Some(first) => Err(CallResult {
+                    text: format!(
+                        "[etch: this is the same call as call {} of this message; it ran once: use that result.]",
+                        first + 1
+                    ),
+                    is_error: false,
+                    details: None,
+                    hooks,
+                }),
+                None => Ok(Ready { hooks, ..ready }),
+            },
             Err(result) => Err(CallResult { hooks, ..result }),
         };
         match checked {
@@ -318,7 +354,7 @@ pub async fn run_batch<S: BuildHasher>(
                 observer.agent_event(&AgentEvent::ToolExecutionEnd {
                     call_id: &call.id,
                     text: &result.text,
-                    is_error: true,
+                    is_error: result.is_error,
                     elapsed: Duration::ZERO,
                     details: None,
                 });

@@ -21,10 +21,12 @@ pub mod agent;
 pub mod compaction;
 pub mod error;
 pub mod exec;
+pub mod grounding;
 pub mod guard;
 pub mod intercept;
 pub mod observer;
 pub mod pass;
+pub mod recover;
 pub mod redact;
 
 pub use agent::{Agent, AgentConfig, RunOutcome, SOURCE_GRACE, close_dangling_calls};

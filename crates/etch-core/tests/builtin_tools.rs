@@ -115,6 +115,7 @@ async fn two_edits_of_one_file_never_lose_an_update() {
             options: RequestOptions::default(),
             compaction: None,
             guard: etch_core::GuardSettings::default(),
+            grounding: false,
         },
     );
     agent
@@ -210,6 +211,7 @@ async fn results_never_carry_a_named_secret() {
             options: RequestOptions::default(),
             compaction: None,
             guard: etch_core::GuardSettings::default(),
+            grounding: false,
         },
     )
     .with_redactor(etch_core::Redactor::new(vec![SECRET.to_owned()]));

@@ -301,6 +301,7 @@ fn fixture_with(
             options: RequestOptions::default(),
             compaction,
             guard: GuardSettings::default(),
+            grounding: false,
         },
     );
     Fixture {
@@ -886,6 +887,7 @@ fn auto_agent(model: Arc<Scripted>) -> Agent {
             options: RequestOptions::default(),
             compaction: Some(policy(true)),
             guard: GuardSettings::default(),
+            grounding: false,
         },
     )
 }

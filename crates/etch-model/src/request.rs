@@ -73,4 +73,9 @@ pub struct RequestOptions {
     /// provider's own safe-suffix check cannot see (a `ContextBuild` hook,
     /// E-HOOK-11).
     pub no_continuation: bool,
+    /// The model must answer with a tool call (`tool_choice: required`,
+    /// Anthropic's `any`): the loop's grounding asks for one when a
+    /// prompt names a file nothing has looked at yet. Off by default,
+    /// and left out of the request then.
+    pub require_tool: bool,
 }

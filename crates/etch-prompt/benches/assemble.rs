@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
         tools: &tools,
         prompt_text: Some("Prefer small diffs."),
         date: "2026-01-02",
+        compact: false,
     };
     let check = assemble(&inputs);
     assert_eq!(check.skills.len(), SKILLS);

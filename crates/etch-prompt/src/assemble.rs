@@ -15,7 +15,7 @@ use etch_model::SystemLayer;
 use crate::instructions::{self, layer_text, render_agents};
 use crate::paths::{absolute, slash_path};
 use crate::skills::{self, Skill, catalog};
-use crate::{base_prompt, environment_tail};
+use crate::{base_prompt, compact_base_prompt, environment_tail};
 
 /// What the prompt is assembled from.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +31,9 @@ pub struct PromptInputs<'a> {
     pub prompt_text: Option<&'a str>,
     /// The local date as `YYYY-MM-DD`.
     pub date: &'a str,
+    /// Whether the compact profile is in force: the short base prompt
+    /// ([`compact_base_prompt`](crate::compact_base_prompt)).
+    pub compact: bool,
 }
 
 /// The assembled prompt and everything `etch context` reports about it.
@@ -93,7 +96,12 @@ pub fn assemble(inputs: &PromptInputs<'_>) -> Assembled {
     let found = instructions::discover(&cwd, home.as_deref());
     let skills = skills::discover(&cwd, home.as_deref());
 
-    let mut layers = vec![layer("base prompt", base_prompt(inputs.tools))];
+    let base = if inputs.compact {
+        compact_base_prompt(inputs.tools)
+    } else {
+        base_prompt(inputs.tools)
+    };
+    let mut layers = vec![layer("base prompt", base)];
     if let Some(text) = inputs.prompt_text.filter(|t| !t.is_empty()) {
         layers.push(layer("config prompt", layer_text(text).to_string()));
     }
@@ -154,6 +162,7 @@ mod tests {
             tools: &ALL,
             prompt_text: prompt,
             date: "2026-01-02",
+            compact: false,
         }
     }
 

@@ -48,6 +48,39 @@ pub fn base_prompt(tools: &[&str]) -> String {
     text
 }
 
+/// The base prompt of the compact profile (`[tools] profile =
+/// "compact"`, issue 30): for small models on local servers, which read
+/// every token on every request and follow a few plain rules better than
+/// many. It keeps the P-PROMPT-05 lines and the P-PROMPT-04 hint, and
+/// says the two things such models most often get wrong: answering about
+/// files they have not looked at, and reporting a change they did not
+/// make.
+pub fn compact_base_prompt(tools: &[&str]) -> String {
+    let mut text = String::from("You are a coding assistant working in the user's project.");
+    if tools.is_empty() {
+        text.push_str(" No tools are available; answer from the conversation.");
+    } else {
+        text.push_str(
+            " Use the tools to look at files and run commands.\n\n\
+             Guidelines:\n\
+             - Before answering about a file, look at it with a tool; answer only from what the tools returned\n\
+             - Change files only when asked, with edit or write, and say only what you did",
+        );
+    }
+    let has = |name: &str| tools.contains(&name);
+    if has("bash") && !has("grep") && !has("find") && !has("ls") {
+        text.push_str("\n- ");
+        text.push_str(BASH_FOR_FILES);
+    }
+    if !tools.is_empty() {
+        for line in GUIDELINES {
+            text.push_str("\n- ");
+            text.push_str(line);
+        }
+    }
+    text
+}
+
 /// The environment tail that ends every prompt (P-PROMPT-11, G22): the cwd
 /// with `/` separators and the local date as `YYYY-MM-DD`.
 pub fn environment_tail(cwd: &Path, date: &str) -> String {
@@ -69,6 +102,24 @@ mod tests {
         assert!(!all.contains(BASH_FOR_FILES));
         assert!(base_prompt(&["bash", "read"]).contains(BASH_FOR_FILES));
         assert!(base_prompt(&[]).contains("No tools are available"));
+    }
+
+    /// The compact prompt is at most 60% of the full one and keeps the
+    /// P-PROMPT-04/05 lines.
+    #[test]
+    fn the_compact_prompt_is_short_and_keeps_the_guidelines() {
+        let tools = ["bash", "edit", "find", "grep", "ls", "read", "write"];
+        let compact = compact_base_prompt(&tools);
+        assert!(
+            compact.len() * 5 <= base_prompt(&tools).len() * 3,
+            "{compact}"
+        );
+        assert!(compact.ends_with(
+            "- Be concise in your responses\n- Show file paths clearly when working with files"
+        ));
+        assert!(!compact.contains(BASH_FOR_FILES));
+        assert!(compact_base_prompt(&["bash", "read"]).contains(BASH_FOR_FILES));
+        assert!(compact_base_prompt(&[]).contains("No tools are available"));
     }
 
     /// G22: the tail is exactly the cwd line and the date line.

@@ -22,7 +22,7 @@ use std::path::Path;
 use etch_model::SystemLayer;
 
 pub use assemble::{Assembled, PromptInputs, assemble};
-pub use base::{base_prompt, environment_tail};
+pub use base::{base_prompt, compact_base_prompt, environment_tail};
 pub use estimate::{TokenCounter, message_tokens, tokens};
 pub use read::ReadError;
 pub use skills::{

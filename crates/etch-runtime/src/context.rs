@@ -16,7 +16,7 @@ use etch_core::{CompactionPolicy, Redactor};
 use etch_plugins::PluginSet;
 use etch_prompt::{Assembled, PromptInputs};
 use etch_tool::ToolSource;
-use etch_tool::{Approver, ToolRegistry};
+use etch_tool::{Approver, Profile, ToolRegistry};
 use etch_tools::builtin::{self, BuiltinOptions};
 
 use crate::error::OpenError;
@@ -72,7 +72,7 @@ impl Context {
         if let Some(approver) = approver {
             tools = tools.gated(approver);
         }
-        let assembled = assemble(place, &tools.names());
+        let assembled = assemble(place, &tools);
         Self {
             tools,
             assembled,
@@ -99,7 +99,7 @@ impl Context {
             self.tools
                 .register(task)
                 .map_err(|e| OpenError::Failed(e.to_string()))?;
-            self.assembled = assemble(place, &self.tools.names());
+            self.assembled = assemble(place, &self.tools);
         }
         Ok(self)
     }
@@ -108,7 +108,7 @@ impl Context {
     /// hooks, so no trust is needed.
     pub fn inspect(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
         let tools = active_tools(settings, &place.config)?;
-        let assembled = assemble(place, &tools.names());
+        let assembled = assemble(place, &tools);
         Self {
             tools,
             assembled,
@@ -152,14 +152,15 @@ pub fn etch_exe() -> std::path::PathBuf {
 }
 
 /// The pinned prompt for `tools` in `place`, dated today (local time).
-pub fn assemble(place: &Place, tools: &[&str]) -> Assembled {
+pub fn assemble(place: &Place, tools: &ToolRegistry) -> Assembled {
     let date = chrono::Local::now().format("%Y-%m-%d").to_string();
     etch_prompt::assemble(&PromptInputs {
         cwd: &place.cwd,
         home: place.home.as_deref(),
-        tools,
+        tools: &tools.names(),
         prompt_text: place.config.prompt.text.as_deref(),
         date: &date,
+        compact: tools.profile() == Profile::Compact,
     })
 }
 
@@ -216,6 +217,56 @@ pub fn tool_names<'a>(settings: &'a RunSettings, config: &'a Config) -> Vec<&'a 
         Some(list) => listed(list),
         None => builtin::ALL.to_vec(),
     }
+}
+
+/// The context estimate at or under which `[tools] profile = "auto"`
+/// picks the compact profile: the compaction threshold is the only
+/// figure etch has of the window the user budgets for, and a threshold
+/// this low means a small model's window.
+const SMALL_WINDOW_TOKENS: u64 = 16_000;
+
+/// The tool profile in force (`[tools] profile`): `full` or `compact` as
+/// configured; `auto` is compact for a model server on this machine or
+/// the local network (where small models run, and where every prompt
+/// token costs the user's own CPU time) or for a small context budget,
+/// and full for everything else: hosted models forgive a long prompt
+/// and use the detail.
+pub fn tool_profile(settings: &RunSettings, config: &Config) -> Profile {
+    match config.tools.profile.as_str() {
+        "full" => Profile::Full,
+        "compact" => Profile::Compact,
+        _ if config.context.auto_compact_threshold_tokens <= SMALL_WINDOW_TOKENS
+            || local_endpoint(settings, config) =>
+        {
+            Profile::Compact
+        }
+        _ => Profile::Full,
+    }
+}
+
+/// Whether the model server is on this machine or the local network:
+/// the `--base-url` flag, else `[openai] base_url` for the openai
+/// provider; the built-in echo model is no server.
+fn local_endpoint(settings: &RunSettings, config: &Config) -> bool {
+    let provider = settings
+        .provider
+        .provider
+        .as_deref()
+        .or(config.provider.name.as_deref());
+    if provider == Some("echo") {
+        return false;
+    }
+    let configured = match provider {
+        None | Some("openai") => config.openai.base_url.as_deref(),
+        Some(_) => None,
+    };
+    settings
+        .provider
+        .base_url
+        .as_deref()
+        .or(configured)
+        .and_then(etch_provider::http::host_of)
+        .is_some_and(|host| crate::provider::is_local_host(&host))
 }
 
 /// What the built-in tools take from the configuration and the
@@ -289,23 +340,85 @@ fn stored_tokens(store: &etch_auth::CredentialStore) -> Vec<String> {
     }
 }
 
-/// The registry of active built-in tools, shaped by [`builtin_options`].
-/// An unknown name is a usage error listing the known ones.
+/// The registry of active built-in tools, shaped by [`builtin_options`]
+/// and shown under [`tool_profile`]. An unknown name is a usage error
+/// listing the known ones.
 pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegistry, OpenError> {
     let options = builtin_options(config);
-    builtin::registry(&tool_names(settings, config), &options).map_err(|e| {
-        let from_config = settings.tools.is_none() && !settings.read_only;
-        if from_config && config.tools.active.is_some() {
-            OpenError::Usage(format!("[tools] active in the configuration: {e}"))
-        } else {
-            OpenError::Usage(e.to_string())
-        }
-    })
+    let profile = tool_profile(settings, config);
+    builtin::registry(&tool_names(settings, config), &options)
+        .map(|registry| registry.with_profile(profile))
+        .map_err(|e| {
+            let from_config = settings.tools.is_none() && !settings.read_only;
+            if from_config && config.tools.active.is_some() {
+                OpenError::Usage(format!("[tools] active in the configuration: {e}"))
+            } else {
+                OpenError::Usage(e.to_string())
+            }
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `auto` is compact for a server on this machine or the local
+    /// network, or a small context budget, and full for a hosted one or
+    /// the echo model; `full` and `compact` are taken as set.
+    #[test]
+    fn the_tool_profile_follows_the_endpoint() {
+        let profile = |url: Option<&str>, provider: Option<&str>, set: &str, threshold: u64| {
+            let mut config = Config::default();
+            config.tools.profile = set.to_owned();
+            config.context.auto_compact_threshold_tokens = threshold;
+            let settings = RunSettings {
+                provider: crate::ProviderFlags {
+                    base_url: url.map(str::to_owned),
+                    provider: provider.map(str::to_owned),
+                    ..crate::ProviderFlags::default()
+                },
+                ..RunSettings::default()
+            };
+            tool_profile(&settings, &config)
+        };
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8000/v1",
+            "http://192.168.1.20:8080/v1",
+            "http://10.0.0.5/v1",
+            "http://gpu-box.local:8080/v1",
+            "http://[fd00::5]:8080/v1",
+        ] {
+            assert_eq!(
+                profile(Some(url), None, "auto", 120_000),
+                Profile::Compact,
+                "{url}"
+            );
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "http://8.8.8.8/v1",
+        ] {
+            assert_eq!(
+                profile(Some(url), None, "auto", 120_000),
+                Profile::Full,
+                "{url}"
+            );
+        }
+        assert_eq!(profile(None, None, "auto", 120_000), Profile::Full);
+        assert_eq!(profile(None, None, "auto", 16_000), Profile::Compact);
+        assert_eq!(
+            profile(Some("http://127.0.0.1/v1"), Some("echo"), "auto", 120_000),
+            Profile::Full
+        );
+        assert_eq!(
+            profile(Some("http://127.0.0.1/v1"), None, "full", 120_000),
+            Profile::Full
+        );
+        assert_eq!(profile(None, None, "compact", 120_000), Profile::Compact);
+    }
 
     /// The stored login's three tokens and the `--api-key` value are
     /// redacted, the store read again for each snapshot (a refreshed login

@@ -39,6 +39,7 @@ pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
             options: etch_model::RequestOptions::default(),
             compaction: None,
             guard: etch_core::GuardSettings::default(),
+            grounding: false,
         },
     );
     (writer, agent)

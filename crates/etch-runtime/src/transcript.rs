@@ -111,6 +111,11 @@ fn render_event(event: &Event, out: &mut String) {
                 block(out, "summary of the branch left", &d.summary);
             }
         }
+        types::LOOP_GROUNDING => {
+            if let Ok(d) = event.parse_data::<etch_session::GroundingData>() {
+                let _ = writeln!(out, "\n(etch told the model: {})", d.note);
+            }
+        }
         types::LOOP_GUARD => {
             if let Ok(d) = event.parse_data::<etch_session::GuardData>() {
                 let what = match d.kind.as_str() {

@@ -37,6 +37,10 @@ pub mod types {
     /// The loop's guard noted or stopped a run going in circles (the same
     /// call and result again, failed tool results in a row).
     pub const LOOP_GUARD: &str = "loop.guard";
+    /// A final answer failed a grounding check (it names a path that
+    /// does not exist, or answers about a file nothing looked at); the
+    /// note went back to the model as user input.
+    pub const LOOP_GROUNDING: &str = "loop.grounding";
     /// A user's label on an event of the tree.
     pub const SESSION_LABEL: &str = "session.label";
     /// The active leaf moved to an earlier event (this event's parent).
@@ -167,6 +171,10 @@ pub struct AssistantData {
     /// The failure message of an `error` pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// The text the model sent when its tool calls came as text and the
+    /// loop took them back as calls (`content` holds the calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered_text: Option<String>,
 }
 
 /// Hand-written logs without a stop reason are treated as finished answers.
@@ -284,6 +292,22 @@ pub struct GuardData {
     /// The id of the call whose result carried the note, or that tipped
     /// the stop.
     pub tool_call_id: String,
+}
+
+/// `loop.grounding` data: what a grounding check found in a final
+/// answer and the note the model got. The projection replays the note
+/// as a user message, so a resumed session shows the model what it was
+/// told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroundingData {
+    /// `missing_path` (the answer names a path that does not exist) or
+    /// `not_looked` (the prompt names a file no call looked at).
+    pub kind: String,
+    /// The paths concerned, as written.
+    pub paths: Vec<String>,
+    /// The note sent to the model.
+    pub note: String,
 }
 
 /// `context.branch_summary` data: what happened on the branch a navigation

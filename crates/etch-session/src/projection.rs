@@ -16,7 +16,7 @@
 use etch_model::{ContentPart, Message, ProviderItem, StopReason, ToolCall};
 
 use crate::event::{
-    AssistantData, BranchSummaryData, Event, SummaryData, ToolData, UserData, types,
+    AssistantData, BranchSummaryData, Event, GroundingData, SummaryData, ToolData, UserData, types,
 };
 use crate::loader::LoadedSession;
 
@@ -153,6 +153,13 @@ fn project_event(event: &Event, out: &mut Projection, pending: &mut Vec<(String,
                     content: data.content,
                     is_error: data.is_error,
                 });
+            }
+            Err(err) => bad(out, err),
+        },
+        types::LOOP_GROUNDING => match event.parse_data::<GroundingData>() {
+            Ok(data) => {
+                close_pending(&mut out.messages, pending);
+                out.messages.push(Message::user_text(data.note));
             }
             Err(err) => bad(out, err),
         },

@@ -78,6 +78,10 @@ impl Tool for Gated {
         self.inner.spec()
     }
 
+    fn compact_spec(&self) -> Option<&ToolSpec> {
+        self.inner.compact_spec()
+    }
+
     fn access(&self, args: &Value, cwd: &Path) -> Access {
         self.inner.access(args, cwd)
     }
@@ -159,7 +163,7 @@ impl ToolRegistry {
     /// each call, those of sources included as they arrive.
     #[must_use]
     pub fn gated(&self, approver: &Arc<dyn Approver>) -> Self {
-        let mut gated = Self::new();
+        let mut gated = Self::new().with_profile(self.profile());
         for tool in self.registered() {
             gated.insert_unchecked(gate(tool, approver));
         }

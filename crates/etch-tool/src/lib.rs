@@ -19,5 +19,5 @@ pub mod tool;
 
 pub use access::Access;
 pub use gate::{Approval, ApprovalFuture, ApprovalRequest, Approver, Gated};
-pub use registry::{RegistryError, ToolRegistry, ToolSource, check_tool};
+pub use registry::{Profile, RegistryError, ToolRegistry, ToolSource, check_tool};
 pub use tool::{CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};

@@ -65,6 +65,29 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     /// Where more tools come from.
     sources: Vec<Arc<dyn ToolSource>>,
+    /// Which form of each spec the model is shown.
+    profile: Profile,
+}
+
+/// How tools are described to the model (`[tools] profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// Every tool's full description and schema.
+    #[default]
+    Full,
+    /// Shorter descriptions and schemas for small context windows and
+    /// local servers ([`Tool::compact_spec`]), every parameter kept.
+    Compact,
+}
+
+impl Profile {
+    /// The name `[tools] profile` and `etch context` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Compact => "compact",
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -98,6 +121,18 @@ impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same registry showing its tools under `profile`.
+    #[must_use]
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The profile the model is shown the tools under.
+    pub fn profile(&self) -> Profile {
+        self.profile
     }
 
     /// Adds a tool after checking its name and schema shape.
@@ -157,12 +192,16 @@ impl ToolRegistry {
     }
 
     /// Specs of every tool that is available now, sorted by name, as sent
-    /// to the model: a tool whose backing process died is not offered.
+    /// to the model under the registry's profile: a tool whose backing
+    /// process died is not offered.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.all()
             .values()
             .filter(|t| t.available())
-            .map(|t| t.spec().clone())
+            .map(|t| match self.profile {
+                Profile::Compact => t.compact_spec().unwrap_or_else(|| t.spec()).clone(),
+                Profile::Full => t.spec().clone(),
+            })
             .collect()
     }
 
@@ -210,6 +249,7 @@ impl ToolRegistry {
                     }) as Arc<dyn ToolSource>
                 })
                 .collect(),
+            profile: self.profile,
         }
     }
 }

@@ -9,6 +9,53 @@
 
 use serde_json::{Map, Value};
 
+/// `args` without the placeholders small models put in optional
+/// arguments they mean to leave out: `null`, or a number below the
+/// property's `minimum`, or a string shorter than its `minLength`
+/// (`"limit": 0`, `"offset": 0`, `"pattern": ""` for an optional one).
+/// Such a value has no meaning the tool could honour; leaving it out
+/// gives the default the model wanted instead of a validation error it
+/// would repeat. Required properties are kept as sent, so their errors
+/// still reach the model.
+pub fn without_placeholders(schema: &Value, args: &Value) -> Value {
+    let (Some(props), Some(given)) = (
+        schema.get("properties").and_then(Value::as_object),
+        args.as_object(),
+    ) else {
+        return args.clone();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let placeholder = |key: &str, value: &Value| {
+        if required.contains(&key) {
+            return false;
+        }
+        let prop = props.get(key);
+        let bound = |name: &str| prop.and_then(|p| p.get(name)).and_then(Value::as_f64);
+        match value {
+            Value::Null => true,
+            Value::Number(n) => {
+                bound("minimum").is_some_and(|min| n.as_f64().is_some_and(|v| v < min))
+            }
+            Value::String(s) => prop
+                .and_then(|p| p.get("minLength"))
+                .and_then(Value::as_u64)
+                .is_some_and(|min| u64::try_from(s.chars().count()).is_ok_and(|n| n < min)),
+            _ => false,
+        }
+    };
+    Value::Object(
+        given
+            .iter()
+            .filter(|(key, value)| !placeholder(key, value))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    )
+}
+
 /// Validates `value` against `schema`, returning every problem found as
 /// `"{path}: {message}"` lines (path `root` for the top level).
 pub fn validate(schema: &Value, value: &Value) -> Result<(), Vec<String>> {

@@ -19,6 +19,14 @@ pub trait Tool: Send + Sync {
     /// Name, description and argument schema shown to the model.
     fn spec(&self) -> &ToolSpec;
 
+    /// The spec shown to the model under the compact profile (small
+    /// context windows, local servers): a shorter description and schema
+    /// that keep every parameter. Arguments are still validated against
+    /// [`Self::spec`]. `None` shows the full spec under either profile.
+    fn compact_spec(&self) -> Option<&ToolSpec> {
+        None
+    }
+
     /// What this concrete call touches, for scheduling (E-LOOP-09). The
     /// default is the conservative barrier; read-only tools and path-bound
     /// mutations override it. Arguments have already passed validation.

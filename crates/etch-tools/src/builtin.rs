@@ -53,10 +53,11 @@ impl Default for BuiltinOptions {
 #[error("unknown tool \"{0}\": expected one of bash, edit, find, grep, ls, read, write")]
 pub struct UnknownTool(pub String);
 
-/// Builds one built-in tool; mutation tools share `locks`.
+/// Builds one built-in tool, with its compact spec; mutation tools share
+/// `locks`.
 pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Option<Arc<dyn Tool>> {
     let protected = Protected::new(options.home.clone());
-    Some(match name {
+    let tool: Arc<dyn Tool> = match name {
         "bash" => Arc::new(
             BashTool::new(options.inherit_credentials)
                 .with_max_spill_bytes(options.max_spill_bytes),
@@ -68,7 +69,8 @@ pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Opti
         "read" => Arc::new(ReadTool::new().with_protected(protected)),
         "write" => Arc::new(WriteTool::new(locks.clone()).with_protected(protected)),
         _ => return None,
-    })
+    };
+    Some(crate::compact::Compacted::wrap(tool))
 }
 
 /// A registry holding the named built-ins (duplicates ignored).

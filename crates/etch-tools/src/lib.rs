@@ -17,6 +17,7 @@ pub mod args;
 pub mod bash;
 pub mod builtin;
 pub mod cancel;
+pub mod compact;
 pub mod diff;
 pub mod edit;
 pub mod find;

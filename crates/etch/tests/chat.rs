@@ -129,6 +129,8 @@ fn starts_with_a_header_and_a_live_footer() {
 #[test]
 fn a_markdown_reply_history_and_the_resume_line() {
     let ws = Workspace::new();
+    // The answer names a.rs; it exists, so no grounding note follows.
+    std::fs::write(ws.path().join("a.rs"), "").unwrap();
     let answer = "# Plan\n\nSome **bold** text and `code`.\n\n| file | lines |\n|---|---|\n| a.rs | 10 |\n\n```rust\nfn main() {}\n```";
     let server = FakeServer::start(vec![Reply::sse(chat_text(answer))]).unwrap();
     let tmux = chat(&ws, &server, &[]);

@@ -18,6 +18,10 @@ use support::{Workspace, assert_whole, jsonl, model_args, wait_until};
 /// (its instructions in explore.md), plus `extra`.
 fn configure(ws: &Workspace, limits: &str, extra: &str) {
     std::fs::write(ws.path().join("explore.md"), "You explore; you never edit.").unwrap();
+    // The file the scripted children name exists, so grounding (on
+    // against a server on this machine) has no note to send.
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(ws.path().join("src/lib.rs"), "pub struct X;\n").unwrap();
     ws.user_config(&format!(
         "[subagents]\nenabled = true\n{limits}\n\n\
          [[subagents.profile]]\nname = \"explore\"\ndescription = \"Read-only exploration.\"\n\

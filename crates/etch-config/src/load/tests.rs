@@ -215,7 +215,7 @@ fn effective_toml_round_trips_with_provenance() {
             "[openai]\napi = \"responses\"\n[[plugins]]\nname = \"git\"\ncommand = \"git-plugin\"\n",
         ),
         Some(
-            "[session]\nmax_tool_rounds = 20\n[tools]\nactive = [\"read\", \"bash\"]\n[acp]\nask = [\"bash\"]\n[prompt]\ntext = \"Be \\\"brief\\\".\\nReally.\"\n[[hooks.PreToolUse]]\nmatcher = \"^bash$\"\ncommand = \"audit\"\n",
+            "[session]\nmax_tool_rounds = 20\ngrounding = true\n[tools]\nactive = [\"read\", \"bash\"]\n[acp]\nask = [\"bash\"]\n[prompt]\ntext = \"Be \\\"brief\\\".\\nReally.\"\n[[hooks.PreToolUse]]\nmatcher = \"^bash$\"\ncommand = \"audit\"\n",
         ),
     );
     let mut loaded = fixture.load();

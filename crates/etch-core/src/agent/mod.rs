@@ -14,7 +14,8 @@ use etch_model::{
     SystemLayer, ToolCall,
 };
 use etch_session::event::{
-    AssistantData, GuardData, HookRunData, ReasoningData, ResponseData, ToolData, UserData,
+    AssistantData, GroundingData, GuardData, HookRunData, ReasoningData, ResponseData, ToolData,
+    UserData,
 };
 use etch_session::{LoadedSession, SessionWriter, dangling_tool_calls, types};
 use etch_tool::{CallOrigin, ToolRegistry};
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::compaction::{CompactionPolicy, Estimate};
 use crate::error::{GuardStopError, RunError, ToolRoundLimitError};
 use crate::exec::{ABORTED, BatchEnv, CallResult, run_batch};
+use crate::grounding::{Grounding, GroundingNote};
 use crate::guard::{Finding, FindingKind, Guard, GuardSettings};
 use crate::intercept::{Intercept, Intercepted, Point, TurnEnd, Verdict, until_cancelled};
 use crate::observer::{AgentEvent, Observer};
@@ -51,6 +53,9 @@ pub struct AgentConfig {
     pub compaction: Option<CompactionPolicy>,
     /// Limits of the guard against runs going in circles.
     pub guard: GuardSettings,
+    /// Whether final answers get the grounding checks (`[session]
+    /// grounding`; see [`crate::grounding`]).
+    pub grounding: bool,
 }
 
 /// A model client, the active tools and the run settings.
@@ -295,6 +300,10 @@ impl Agent {
         let mut round = 0;
         let mut pending_prompts = vec![prompt];
         let mut guard = Guard::new(self.config.guard);
+        let mut grounding = Grounding::default();
+        // Whether the next request must be a tool call (grounding: the
+        // prompt names a file nothing looked at yet).
+        let mut require_tool = false;
         let mut overflow_recovered = false;
         loop {
             round += 1;
@@ -314,10 +323,13 @@ impl Agent {
             }
             if round == 1 {
                 self.await_sources(cancel).await;
+                require_tool = self.config.grounding
+                    && !Grounding::unlooked(run_messages(state.history), &self.config.cwd)
+                        .is_empty();
             }
             state.source_diagnostics(&self.tools)?;
             self.maybe_compact(state, cancel).await?;
-            let pass = match self.model_pass(state, cancel).await {
+            let pass = match self.model_pass(state, require_tool, cancel).await {
                 // P-OVF-02: compact once and retry once per run; a second
                 // overflow, or a compaction that cannot help, surfaces the
                 // provider's error.
@@ -328,10 +340,11 @@ impl Agent {
                     if !self.compact(state, Trigger::Overflow, cancel).await? {
                         return Err(RunError::Model { provider, source });
                     }
-                    self.model_pass(state, cancel).await?
+                    self.model_pass(state, require_tool, cancel).await?
                 }
                 other => other?,
             };
+            require_tool = false;
             let calls: Vec<ToolCall> = pass
                 .content
                 .iter()
@@ -343,6 +356,12 @@ impl Agent {
             let final_text = etch_model::content::joined_text(&pass.content);
             let mut tool_results = 0;
             let mut stop = None;
+            // Whether this pass is the answer: no calls, or (grounding)
+            // text with calls that only repeat earlier calls of the run
+            // with the same result, which small models add after stating
+            // the answer and would otherwise repeat until the guard stops
+            // the run.
+            let mut answered = calls.is_empty();
             if !calls.is_empty() {
                 let origin = CallOrigin {
                     session_id: state.writer.session_id().to_owned(),
@@ -357,12 +376,16 @@ impl Agent {
                     origin: &origin,
                     intercept: self.intercept.as_ref(),
                     redactor: &self.redactor,
+                    refused: &self.refusals(state.history, &calls),
                 };
                 let (results, cancelled) =
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
                 tool_results = results.len();
+                let mut all_repeats = self.config.grounding && !final_text.trim().is_empty();
                 for (call, mut result) in calls.iter().zip(results) {
                     let findings = guard.check(call, &mut result);
+                    all_repeats &=
+                        !result.is_error && findings.iter().any(|f| f.kind == FindingKind::Repeat);
                     state.tool_result(call, result)?;
                     for finding in findings {
                         state.guard_record(call, &finding)?;
@@ -374,6 +397,7 @@ impl Agent {
                 if cancelled {
                     return Err(RunError::Cancelled);
                 }
+                answered = all_repeats && stop.is_none();
             }
             state.observer.agent_event(&AgentEvent::TurnEnd {
                 round,
@@ -392,10 +416,10 @@ impl Agent {
             // After a tool batch each steering prompt is its own message, in
             // typed order; what is left when the model had finished becomes
             // one combined follow-up, joined by a blank line (G8, C21).
-            if calls.is_empty() && pending_prompts.len() > 1 {
+            if answered && pending_prompts.len() > 1 {
                 pending_prompts = vec![pending_prompts.join("\n\n")];
             }
-            if calls.is_empty() && pending_prompts.is_empty() {
+            if answered && pending_prompts.is_empty() {
                 pending_prompts = state.observer.drain_follow_up();
             }
             // A refused steering or follow-up prompt is dropped (its
@@ -408,7 +432,20 @@ impl Agent {
                 }
             }
             pending_prompts = admitted;
-            if calls.is_empty() && pending_prompts.is_empty() {
+            if answered
+                && pending_prompts.is_empty()
+                && self.config.grounding
+                && round < self.config.max_tool_rounds
+                && let Some(note) = self.ground(state, &mut grounding, &final_text)
+            {
+                // The answer goes back with the note; the model answers
+                // again in the next round, with a tool call when it was
+                // told to look.
+                require_tool = note.kind == "not_looked";
+                state.grounding_note(note)?;
+                continue;
+            }
+            if answered && pending_prompts.is_empty() {
                 return Ok(RunOutcome {
                     final_text,
                     rounds: round,
@@ -429,6 +466,64 @@ impl Agent {
                 .into());
             }
         }
+    }
+}
+
+impl Agent {
+    /// The grounding checks on `answer`, against the messages of this
+    /// run: from the latest user prompt on (a note earlier in the run is
+    /// no prompt: it follows an answer).
+    fn ground(
+        &self,
+        state: &RunState<'_>,
+        grounding: &mut Grounding,
+        answer: &str,
+    ) -> Option<GroundingNote> {
+        grounding.check(run_messages(state.history), answer, &self.config.cwd)
+    }
+}
+
+impl Agent {
+    /// The calls refused before they run: under grounding, a `write`
+    /// over an existing file the session never looked at (see
+    /// [`crate::grounding::unread_overwrite`]).
+    fn refusals(
+        &self,
+        history: &[Message],
+        calls: &[ToolCall],
+    ) -> std::collections::HashMap<String, String> {
+        if !self.config.grounding {
+            return std::collections::HashMap::new();
+        }
+        // The history ends with the message holding `calls`.
+        let earlier = history.split_last().map_or(history, |(_, rest)| rest);
+        calls
+            .iter()
+            .filter_map(|call| {
+                crate::grounding::unread_overwrite(call, earlier, &self.config.cwd)
+                    .map(|reason| (call.id.clone(), reason))
+            })
+            .collect()
+    }
+}
+
+/// The messages of the run under way: from the latest user prompt on (a
+/// grounding note is no prompt: it follows an answer).
+fn run_messages(history: &[Message]) -> &[Message] {
+    let start = history
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }) && !is_grounding_note(m))
+        .unwrap_or(0);
+    &history[start..]
+}
+
+/// Whether `message` is a grounding note the loop sent.
+fn is_grounding_note(message: &Message) -> bool {
+    match message {
+        Message::User { content } => {
+            etch_model::content::joined_text(content).starts_with(crate::grounding::NOTE_START)
+        }
+        _ => false,
     }
 }
 

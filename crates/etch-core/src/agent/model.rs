@@ -14,9 +14,11 @@ impl Agent {
     pub(super) async fn model_pass(
         &self,
         state: &mut RunState<'_>,
+        require_tool: bool,
         cancel: &CancellationToken,
     ) -> Result<Pass, RunError> {
         let mut options = self.config.options.clone();
+        options.require_tool = require_tool;
         let messages = match self.at(Point::Context) {
             None => state.history.clone(),
             Some(intercept) => {
@@ -59,6 +61,7 @@ impl Agent {
                     model: self.client.model().to_string(),
                     stop_reason: StopReason::Aborted,
                     error_message: None,
+                    recovered_text: None,
                 },
             )?;
             let message = Message::Assistant { content };
@@ -73,6 +76,11 @@ impl Agent {
             return Err(RunError::Cancelled);
         }
         let outcome = pass.outcome.take().unwrap_or(Ok(StopReason::Stop));
+        let recovered_text = if outcome.is_ok() {
+            self.recover_calls(&mut pass)
+        } else {
+            None
+        };
         for text in &pass.reasoning {
             state.append(
                 types::MODEL_REASONING,
@@ -104,6 +112,7 @@ impl Agent {
                 model: self.client.model().to_string(),
                 stop_reason,
                 error_message,
+                recovered_text,
             },
         )?;
         let message = Message::Assistant { content };
@@ -147,6 +156,29 @@ impl Agent {
                 source,
             }),
         }
+    }
+}
+
+impl Agent {
+    /// Takes tool calls the model sent as text back as calls (see
+    /// [`crate::recover`]); returns the original text when it did.
+    fn recover_calls(&self, pass: &mut Pass) -> Option<String> {
+        if pass
+            .content
+            .iter()
+            .any(|p| matches!(p, ContentPart::ToolCall(_)))
+        {
+            return None;
+        }
+        let text = etch_model::content::joined_text(&pass.content);
+        let names: Vec<String> = self.tools.specs().into_iter().map(|s| s.name).collect();
+        // Unique within the session: the pass's time and the call's place.
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let content = crate::recover::recover(&text, &names, |i| format!("recovered-{stamp}-{i}"))?;
+        pass.content = content;
+        Some(text)
     }
 }
 

@@ -89,6 +89,22 @@ impl RunState<'_> {
         Ok(())
     }
 
+    /// Appends the `loop.grounding` record of a final answer that failed
+    /// a grounding check; its note joins the history as user input, as
+    /// the projection replays it.
+    pub(super) fn grounding_note(&mut self, found: GroundingNote) -> Result<(), RunError> {
+        self.append(
+            types::LOOP_GROUNDING,
+            &GroundingData {
+                kind: found.kind.to_owned(),
+                paths: found.paths,
+                note: found.note.clone(),
+            },
+        )?;
+        self.history.push(Message::user_text(found.note));
+        Ok(())
+    }
+
     /// Appends one tool result and emits its start/end events.
     pub(super) fn tool_result(
         &mut self,

@@ -48,6 +48,18 @@ pub struct MessagesBody<'a> {
     /// Extended thinking, only when a budget is configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Thinking>,
+    /// `{"type": "any"}` when the answer must be a tool call; omitted
+    /// otherwise, and always with thinking on, which only allows `auto`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// The `tool_choice` parameter.
+#[derive(Debug, Serialize)]
+pub struct ToolChoice {
+    /// Always `any`: some tool, the model's pick.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
 }
 
 /// The `thinking` parameter.
@@ -169,6 +181,8 @@ pub fn build<'a>(
         .collect();
     tools.sort_by(|a, b| a.name.cmp(b.name));
     let system = request.system_prompt();
+    let tool_choice = (request.options.require_tool && !tools.is_empty() && thinking.is_none())
+        .then_some(ToolChoice { kind: "any" });
     MessagesBody {
         model,
         max_tokens,
@@ -177,6 +191,7 @@ pub fn build<'a>(
         tools,
         stream: true,
         thinking,
+        tool_choice,
     }
 }
 
@@ -493,6 +508,25 @@ mod tests {
             .collect();
         keys.sort_unstable();
         assert_eq!(keys, ["max_tokens", "messages", "model", "stream"]);
+    }
+
+    /// A request that must call a tool asks for `any` tool, unless
+    /// thinking is on (which allows only `auto`).
+    #[test]
+    fn a_required_tool_call_is_any_tool_without_thinking() {
+        let mut request = request(vec![Message::user_text("hi")]);
+        request.tools = vec![ToolSpec {
+            name: "read".into(),
+            description: "r".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }];
+        assert!(body(&request, None).get("tool_choice").is_none());
+        request.options.require_tool = true;
+        assert_eq!(
+            body(&request, None)["tool_choice"],
+            serde_json::json!({"type": "any"})
+        );
+        assert!(body(&request, Some(2048)).get("tool_choice").is_none());
     }
 
     /// Roles alternate: consecutive tool results become one user message,

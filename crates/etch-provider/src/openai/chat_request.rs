@@ -2,8 +2,12 @@
 //!
 //! The narrow compatibility shape every OpenAI-compatible server accepts:
 //! `{model, messages, tools, stream, stream_options}` and nothing else: no
-//! `tool_choice`, `store`, reasoning or cache fields, which many local
-//! servers reject. All pinned system layers travel as one `system` message;
+//! `store`, reasoning or cache fields, which many local servers reject.
+//! The one addition is `tool_choice: "required"` with
+//! `parallel_tool_calls: false` on a request that must call a tool
+//! (`RequestOptions::require_tool`, the loop's grounding): OpenAI, vLLM,
+//! Ollama and llama.cpp (whose `--jinja` servers turn it into a grammar
+//! that only admits tool calls) take both. All pinned system layers travel as one `system` message;
 //! tools are sorted by name; tool-call arguments are sent as JSON text;
 //! provider items of other APIs are left out.
 
@@ -26,6 +30,15 @@ pub struct ChatBody<'a> {
     /// Asks for a final usage chunk (G19); omitted when disabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    /// `required` when the answer must be a tool call; omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
+    /// `false`, sent with `tool_choice`: a forced answer is one call,
+    /// whose result the model sees before it calls again (a small model
+    /// forced to call otherwise emits calls until its output limit cuts
+    /// one in half); omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// `stream_options`.
@@ -126,10 +139,7 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
                             kind: "function",
                             function: WireFunction {
                                 name: &call.name,
-                                arguments: match &call.arguments {
-                                    Value::String(raw) => raw.clone(),
-                                    other => other.to_string(),
-                                },
+                                arguments: wire_arguments(&call.arguments),
                             },
                         }),
                         ContentPart::Text { .. } => None,
@@ -174,6 +184,7 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
         })
         .collect();
     tools.sort_by(|a, b| a.function.name.cmp(b.function.name));
+    let require = request.options.require_tool && !tools.is_empty();
     ChatBody {
         model,
         messages,
@@ -182,6 +193,22 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
         stream_options: stream_usage.then_some(StreamOptions {
             include_usage: true,
         }),
+        tool_choice: require.then_some("required"),
+        parallel_tool_calls: require.then_some(false),
+    }
+}
+
+/// A call's arguments as JSON text. Arguments that never parsed (a
+/// stream cut mid-call; the call got an error result saying so) go as
+/// `{}`: servers that read the history's calls (llama.cpp) refuse the
+/// whole request over one broken call, which would end the session.
+fn wire_arguments(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) if serde_json::from_str::<Value>(raw).is_ok_and(|v| v.is_object()) => {
+            raw.clone()
+        }
+        Value::String(_) => "{}".to_owned(),
+        other => other.to_string(),
     }
 }
 
@@ -262,5 +289,28 @@ mod tests {
         );
         let no_usage = serde_json::to_value(build(&request, "m", false)).unwrap();
         assert!(no_usage.get("stream_options").is_none());
+
+        // A request that must call a tool says so, and only then.
+        let mut required = request.clone();
+        required.options.require_tool = true;
+        let body = serde_json::to_value(build(&required, "m", true)).unwrap();
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["parallel_tool_calls"], false);
+        // A call whose arguments never parsed goes as `{}`.
+        required.messages[1] = Message::Assistant {
+            content: vec![ContentPart::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: Value::String("{\"pa".into()),
+            })],
+        };
+        let body = serde_json::to_value(build(&required, "m", true)).unwrap();
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{}"
+        );
+        required.tools.clear();
+        let body = serde_json::to_value(build(&required, "m", true)).unwrap();
+        assert!(body.get("tool_choice").is_none(), "no tools, no choice");
     }
 }

@@ -61,6 +61,9 @@ pub struct ResponsesBody<'a> {
     /// configured, so it can be replayed with `store:false`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub include: Vec<&'static str>,
+    /// `required` when the answer must be a tool call; omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
 }
 
 /// The `reasoning` object.
@@ -215,6 +218,7 @@ pub fn build_from<'a>(
         })
         .collect();
     tools.sort_by(|a, b| a.name.cmp(b.name));
+    let tool_choice = (request.options.require_tool && !tools.is_empty()).then_some("required");
     let include = if reasoning.is_some() {
         vec![ENCRYPTED_REASONING]
     } else {
@@ -230,6 +234,7 @@ pub fn build_from<'a>(
         prompt_cache_key: prompt_cache_key(&request.options.session_id),
         reasoning,
         include,
+        tool_choice,
     }
 }
 

@@ -545,6 +545,26 @@ fn refuse_cleartext(base_url: &str, what: &str, knobs: &Knobs) -> Result<(), Sel
     )))
 }
 
+/// Whether `host` (as a URL gives it) is this machine or on the local
+/// network: loopback, private (RFC 1918, IPv6 unique local) and
+/// link-local addresses, and `localhost` and `.local` names.
+pub(crate) fn is_local_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let name = bare.to_ascii_lowercase();
+    if is_loopback(bare) || name.rsplit_once('.').is_some_and(|(_, tld)| tld == "local") {
+        return true;
+    }
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            // fc00::/7 (unique local) and fe80::/10 (link-local).
+            first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfe80
+        }
+        Err(_) => false,
+    }
+}
+
 /// Whether `host` (as a URL gives it) is this machine.
 fn is_loopback(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');

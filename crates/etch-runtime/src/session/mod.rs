@@ -386,6 +386,10 @@ impl Session {
                     tool_error_note_after: config.session.tool_error_note_after,
                     max_tool_errors: config.session.max_tool_errors,
                 },
+                grounding: config
+                    .session
+                    .grounding
+                    .unwrap_or(self.context.tools.profile() == etch_tool::Profile::Compact),
             },
         );
         let agent = agent

@@ -75,7 +75,7 @@ pub(crate) fn shape(
     }
     context.tools = child_tools(&context.tools, profile);
     // The prompt names the tools the child has, not the parent's.
-    context.assembled = assemble(place, &context.tools.names());
+    context.assembled = assemble(place, &context.tools);
     if let Some(file) = &profile.system_prompt_file {
         let path = paths::project_root(&place.cwd).join(file);
         inside_project(place, profile, &path)?;
