@@ -556,7 +556,7 @@ const TOOLS: &[KeySpec] = &[
          models), or auto (compact for a server on this machine or the local network, or when \
          [context] auto_compact_threshold_tokens is at most 16000; full otherwise).",
     )
-    .default(Literal::Str("auto"))
+    .default(Literal::Str("full"))
     .allowed(TOOL_PROFILES),
 ];
 

@@ -5,7 +5,8 @@
 //! gains little from the full descriptions (skip lists, limits, Pi
 //! compatibility notes); what it needs is the tool's purpose in one line
 //! and every parameter, so that any call the full profile accepts can
-//! still be made. Schemas here drop descriptions a name already says and
+//! still be made. A search's `path` keeps a word on its default: without
+//! it a 1.5B model searches one guessed file instead of the tree. Schemas here drop descriptions a name already says and
 //! the validation keywords (`minimum`, `minLength`, `additionalProperties`):
 //! arguments are still checked against the tool's full schema, with its
 //! messages. All seven live in one file so that their total size, the
@@ -53,7 +54,7 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             "Find files by name: a part of the path, or a glob such as *.py.",
             json!({
                 "pattern": {"type": "string"},
-                "path": {"type": "string"},
+                "path": {"type": "string", "description": "directory (default: the working directory)"},
                 "glob": {"type": "string"},
                 "limit": {"type": "integer"}
             }),
@@ -63,7 +64,7 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             "Search inside files for text; prints path:line:text for each match.",
             json!({
                 "pattern": {"type": "string"},
-                "path": {"type": "string"},
+                "path": {"type": "string", "description": "directory or file to search (default: every file)"},
                 "paths": {"type": "array", "items": {"type": "string"}},
                 "glob": {"type": "string"},
                 "ignoreCase": {"type": "boolean"},
@@ -77,7 +78,7 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "ls" => (
             "List a directory.",
             json!({
-                "path": {"type": "string"},
+                "path": {"type": "string", "description": "default: the working directory"},
                 "limit": {"type": "integer"}
             }),
             &[],
@@ -86,8 +87,8 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             "Read a file; each line is shown with its number.",
             json!({
                 "path": {"type": "string"},
-                "offset": {"type": "integer", "description": "first line"},
-                "limit": {"type": "integer", "description": "number of lines"},
+                "offset": {"type": "integer", "description": "first line, 1-based; leave out to start at the top"},
+                "limit": {"type": "integer", "description": "most lines; leave out for the whole file"},
                 "files": {"type": "array", "items": {
                     "type": "object",
                     "properties": {

@@ -1,6 +1,6 @@
 //! The real `etch` binary serving a small model on a local server (issue
 //! 30), against the fake server on loopback (which `[tools] profile =
-//! "auto"` takes for a local server): the compact profile, the grounding
+//! "auto"`, set in these workspaces, takes for a local server): the compact profile, the grounding
 //! checks and the notes they send, tool calls sent as text, placeholder
 //! arguments, calls repeated in one message, and a write over a file
 //! nothing read.
@@ -25,6 +25,7 @@ fn run(ws: &Workspace, server: &FakeServer, extra: &[&str]) -> support::Run {
 /// A workspace with `notes.txt` (two lines) and `settings.json`.
 fn workspace() -> Workspace {
     let ws = Workspace::new();
+    ws.user_config("[tools]\nprofile = \"auto\"\n");
     std::fs::write(ws.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
     std::fs::write(ws.path().join("settings.json"), "{\"plugins\": [\"a\"]}\n").unwrap();
     ws
@@ -60,7 +61,7 @@ fn last_message(server: &FakeServer, n: usize) -> String {
         .to_owned()
 }
 
-/// A server on this machine gets the compact profile: short tool
+/// Under `auto`, a server on this machine gets the compact profile: short tool
 /// descriptions (every parameter kept) and the short base prompt, and
 /// the prompt is a fraction of the full one; `[tools] profile = "full"`
 /// turns it back.
@@ -72,6 +73,7 @@ fn a_local_server_gets_the_compact_profile() {
         Reply::sse(chat_text("ok")),
     ])
     .unwrap();
+    ws.user_config("[tools]\nprofile = \"auto\"\n");
     assert_eq!(run(&ws, &server, &["-p", "hi"]).ok(), "ok\n");
     ws.user_config("[tools]\nprofile = \"full\"\n");
     assert_eq!(run(&ws, &server, &["-p", "hi"]).ok(), "ok\n");

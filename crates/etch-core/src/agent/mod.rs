@@ -382,7 +382,16 @@ impl Agent {
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
                 tool_results = results.len();
                 let mut all_repeats = self.config.grounding && !final_text.trim().is_empty();
-                for (call, mut result) in calls.iter().zip(results) {
+                for (i, (call, mut result)) in calls.iter().zip(results).enumerate() {
+                    // A copy of an earlier call of this message ran once
+                    // (its result says so); the guard judges the first.
+                    let copy = calls[..i]
+                        .iter()
+                        .any(|c| c.name == call.name && c.arguments == call.arguments);
+                    if copy {
+                        state.tool_result(call, result)?;
+                        continue;
+                    }
                     let findings = guard.check(call, &mut result);
                     all_repeats &=
                         !result.is_error && findings.iter().any(|f| f.kind == FindingKind::Repeat);

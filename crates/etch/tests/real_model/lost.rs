@@ -22,10 +22,10 @@ use std::time::Duration;
 use super::support::Workspace;
 use super::{Outcome, Server, enabled, etch_with, last_error, measure_runs, mentions};
 
-/// Runs per task: enough to see a rate, few enough for the time budget
-/// (the whole real-model suite must stay within 15 minutes on a 2-core
-/// machine generating ~8 tokens/s).
-const RUNS: usize = 2;
+/// Runs per task: issue 30 asks for a rate over at least three (the
+/// compact profile's shorter requests pay for the third run; the whole
+/// real-model suite must stay within 15 minutes on a 2-core machine).
+const RUNS: usize = 3;
 
 /// Round bound of these runs: each round re-sends a growing context, so
 /// a lost run costs about 20 s a round on a 2-core machine.
@@ -35,9 +35,11 @@ const ROUNDS: u32 = 5;
 /// hang, not a slow machine: five rounds take about two minutes here).
 const RUN_LIMIT: Duration = Duration::from_secs(600);
 
-/// The workspace every task works in.
+/// The workspace every task works in, under the compact profile (and
+/// so with grounding): the small-model path these figures measure.
 fn workspace() -> Workspace {
     let ws = Workspace::new();
+    ws.user_config("[tools]\nprofile = \"compact\"\n");
     let root = ws.path();
     let rows: String = (1..=41)
         .map(|i| format!("{i},item{i},{}\n", (i * 37) % 100))
