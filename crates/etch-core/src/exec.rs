@@ -51,6 +51,9 @@ pub struct CallResult {
     /// The hooks that ran for the call (`PreToolUse`, `PostToolUse`),
     /// logged as `hook.run` before the result.
     pub hooks: Vec<HookRunData>,
+    /// The index of the earlier call of the same message this one
+    /// repeated exactly; it did not run, and the guard judges the first.
+    pub copy_of: Option<usize>,
 }
 
 impl CallResult {
@@ -61,6 +64,7 @@ impl CallResult {
             is_error: true,
             details: None,
             hooks: Vec::new(),
+            copy_of: None,
         }
     }
 
@@ -83,6 +87,7 @@ impl CallResult {
                 is_error: false,
                 details: out.details,
                 hooks: Vec::new(),
+                copy_of: None,
             },
             Err(err) => Self::error(&err.0),
         }
@@ -343,6 +348,7 @@ pub async fn run_batch<S: BuildHasher>(
                     is_error: false,
                     details: None,
                     hooks,
+                    copy_of: Some(first),
                 }),
                 None => Ok(Ready { hooks, ..ready }),
             },

@@ -214,6 +214,7 @@ mod tests {
             is_error,
             details: None,
             hooks: Vec::new(),
+            copy_of: None,
         }
     }
 

@@ -305,3 +305,43 @@ fn a_write_over_an_unread_file_is_refused() {
         "const plugins = [];"
     );
 }
+
+/// Under grounding, an answer sent with a call that repeats an earlier
+/// one (same call, same result) ends the run with its text instead of
+/// going round again; without grounding the call runs and the run goes
+/// on.
+#[test]
+fn an_answer_with_only_repeated_calls_ends_the_run() {
+    let read = "{\"path\": \"notes.txt\"}";
+    let replies = || {
+        vec![
+            Reply::sse(chat_tool_call("c1", "read", read)),
+            Reply::sse(text_then_call("It has 2 lines.", "c2", "read", read)),
+            Reply::sse(chat_text("after the repeat")),
+        ]
+    };
+    let ws = workspace();
+    let server = FakeServer::start(replies()).unwrap();
+    let out = run(&ws, &server, &["-p", "How many lines does notes.txt have?"]);
+    assert_eq!(out.ok(), "It has 2 lines.\n");
+    assert_eq!(server.requests().len(), 2);
+
+    let other = Workspace::new();
+    std::fs::write(other.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let server = FakeServer::start(replies()).unwrap();
+    let out = run(
+        &other,
+        &server,
+        &["-p", "How many lines does notes.txt have?"],
+    );
+    assert_eq!(out.ok(), "after the repeat\n");
+    assert_eq!(server.requests().len(), 3);
+}
+
+/// A Chat Completions stream with `text` and then a call in one message.
+fn text_then_call(text: &str, id: &str, name: &str, arguments: &str) -> Vec<String> {
+    let delta = serde_json::json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]});
+    let mut frames = vec![etch_test_support::sse_data(&delta.to_string())];
+    frames.extend(chat_tool_call(id, name, arguments));
+    frames
+}

@@ -382,13 +382,10 @@ impl Agent {
                     run_batch(&calls, &pass.argument_errors, &env, &mut *state.observer).await;
                 tool_results = results.len();
                 let mut all_repeats = self.config.grounding && !final_text.trim().is_empty();
-                for (i, (call, mut result)) in calls.iter().zip(results).enumerate() {
-                    // A copy of an earlier call of this message ran once
-                    // (its result says so); the guard judges the first.
-                    let copy = calls[..i]
-                        .iter()
-                        .any(|c| c.name == call.name && c.arguments == call.arguments);
-                    if copy {
+                for (call, mut result) in calls.iter().zip(results) {
+                    // A copy of an earlier call of this message did not
+                    // run (its result says so); the guard judges the first.
+                    if result.copy_of.is_some() {
                         state.tool_result(call, result)?;
                         continue;
                     }
