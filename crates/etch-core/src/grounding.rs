@@ -9,8 +9,9 @@
 //!   (`pkg/quartz.rs` for a Python package). The note names it.
 //! - **A file never looked at.** The prompt names a file or directory
 //!   that exists, and no call of the run touched it (read it, listed or
-//!   searched it, or named it in a command): the answer cannot come from
-//!   it. The note names it.
+//!   searched it, or named it in a command) and no result showed its
+//!   lines (a search of the whole project that matched in it): the
+//!   answer cannot come from it. The note names it.
 //!
 //! Small models answer from nothing with confidence; one note, in the
 //! words of what is wrong, is usually enough for them to look. This
@@ -150,6 +151,8 @@ struct Seen {
     calls: Vec<ToolCall>,
     /// Calls' arguments and results, as one text.
     text: String,
+    /// Results alone, as one text.
+    results: String,
 }
 
 impl Seen {
@@ -159,6 +162,7 @@ impl Seen {
             prompt: String::new(),
             calls: Vec::new(),
             text: String::new(),
+            results: String::new(),
         };
         for message in run {
             match message {
@@ -175,9 +179,11 @@ impl Seen {
                     }
                 }
                 Message::Tool { content, .. } => {
-                    seen.text
-                        .push_str(&etch_model::content::joined_text(content));
+                    let text = etch_model::content::joined_text(content);
+                    seen.text.push_str(&text);
                     seen.text.push('\n');
+                    seen.results.push_str(&text);
+                    seen.results.push('\n');
                 }
                 _ => {}
             }
@@ -189,8 +195,25 @@ impl Seen {
     fn unlooked(&self, cwd: &Path) -> Vec<String> {
         path_tokens(&self.prompt)
             .into_iter()
-            .filter(|p| cwd.join(p).exists() && !self.touched(p, cwd))
+            .filter(|p| cwd.join(p).exists() && !self.touched(p, cwd) && !self.shown(p, cwd))
             .collect()
+    }
+
+    /// Whether a result showed lines of `path` the way a search prints
+    /// them (`path:12:text`, or `path-12-` for context), under the name
+    /// the prompt used or under the working directory's full path: a
+    /// search of the whole project that matched in the file has shown
+    /// the model what it says.
+    fn shown(&self, path: &str, cwd: &Path) -> bool {
+        let path = path.trim_start_matches("./");
+        let full = cwd.join(path).to_string_lossy().into_owned();
+        self.results.lines().any(|line| {
+            [path, full.as_str()].iter().any(|name| {
+                line.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix(':').or_else(|| rest.strip_prefix('-')))
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        })
     }
 
     /// Whether the prompt or anything the run saw mentions `path`.
@@ -461,6 +484,24 @@ mod tests {
             result("fn main() {}"),
         ];
         assert_eq!(Grounding::default().check(&run, "main.rs", ws.path()), None);
+        // A search of the whole project that printed the file's lines
+        // has shown it; one that only names it elsewhere has not.
+        let prompt = user("Which port does notes.txt give?");
+        let search = call("grep", json!({"pattern": "port", "path": "."}));
+        for (shown, looked) in [
+            ("notes.txt:3:port 8437", true),
+            (
+                &*format!("{}/notes.txt:3:port 8437", ws.path().display()),
+                true,
+            ),
+            ("notes.txt-2-context", true),
+            ("other.txt:1:see notes.txt:4", false),
+            ("notes.txt: no such line", false),
+        ] {
+            let run = [prompt.clone(), search.clone(), result(shown)];
+            let note = Grounding::default().check(&run, "8437", ws.path());
+            assert_eq!(note.is_none(), looked, "{shown}");
+        }
         // A name that does not exist is not the prompt naming a file.
         let run = [user("Create hello.py that prints hi.")];
         assert_eq!(Grounding::default().check(&run, "Done.", ws.path()), None);

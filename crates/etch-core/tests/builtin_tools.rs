@@ -116,6 +116,7 @@ async fn two_edits_of_one_file_never_lose_an_update() {
             compaction: None,
             guard: etch_core::GuardSettings::default(),
             grounding: false,
+            required_reply_tokens: None,
         },
     );
     agent
@@ -212,6 +213,7 @@ async fn results_never_carry_a_named_secret() {
             compaction: None,
             guard: etch_core::GuardSettings::default(),
             grounding: false,
+            required_reply_tokens: None,
         },
     )
     .with_redactor(etch_core::Redactor::new(vec![SECRET.to_owned()]));

@@ -302,6 +302,7 @@ fn fixture_with(
             compaction,
             guard: GuardSettings::default(),
             grounding: false,
+            required_reply_tokens: None,
         },
     );
     Fixture {
@@ -888,6 +889,7 @@ fn auto_agent(model: Arc<Scripted>) -> Agent {
             compaction: Some(policy(true)),
             guard: GuardSettings::default(),
             grounding: false,
+            required_reply_tokens: None,
         },
     )
 }

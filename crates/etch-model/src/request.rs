@@ -78,4 +78,12 @@ pub struct RequestOptions {
     /// prompt names a file nothing has looked at yet. Off by default,
     /// and left out of the request then.
     pub require_tool: bool,
+    /// The most tokens this reply may take, or `None` for the provider's
+    /// own limit. The loop sets it on a reply it requires to be a tool
+    /// call to a server on this machine or network: llama.cpp enforces
+    /// `tool_choice: required` with a grammar that lets a model write
+    /// prose first and forbids it to stop before a call, so a small
+    /// model that meant to answer writes blank lines until its context
+    /// is full (minutes) unless the reply is capped.
+    pub max_output_tokens: Option<u32>,
 }

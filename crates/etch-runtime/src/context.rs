@@ -244,10 +244,18 @@ pub fn tool_profile(settings: &RunSettings, config: &Config) -> Profile {
     }
 }
 
+/// The cap on a reply the loop requires to be a tool call, for a server
+/// on this machine or network (`AgentConfig::required_reply_tokens`): a
+/// call that looks at a file takes under a hundred tokens, prose before
+/// it a few hundred; llama.cpp's forced call otherwise lets a small
+/// model that meant to answer write blank lines until its context is
+/// full.
+pub(crate) const REQUIRED_REPLY_TOKENS: u32 = 512;
+
 /// Whether the model server is on this machine or the local network:
 /// the `--base-url` flag, else `[openai] base_url` for the openai
 /// provider; the built-in echo model is no server.
-fn local_endpoint(settings: &RunSettings, config: &Config) -> bool {
+pub(crate) fn local_endpoint(settings: &RunSettings, config: &Config) -> bool {
     let provider = settings
         .provider
         .provider

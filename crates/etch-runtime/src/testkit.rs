@@ -40,6 +40,7 @@ pub(crate) fn echo_run(dir: &Path) -> (SessionWriter, Agent) {
             compaction: None,
             guard: etch_core::GuardSettings::default(),
             grounding: false,
+            required_reply_tokens: None,
         },
     );
     (writer, agent)

@@ -36,7 +36,7 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             &["command"],
         ),
         "edit" => (
-            "Replace exact text in a file. Each oldText must match one place exactly; copy it from read output without the line numbers.",
+            "Replace exact text in a file. Each oldText must match one place exactly; copy it from read output without the line numbers. To add text, replace the unique text next to it with that text plus the new text.",
             json!({
                 "path": {"type": "string"},
                 "edits": {"type": "array", "items": {

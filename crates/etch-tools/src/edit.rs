@@ -12,6 +12,7 @@
 //! edits fail without writing.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::path::Path;
 
 use etch_model::ToolSpec;
@@ -335,10 +336,20 @@ pub fn plan(content: &str, edits: &[Edit], shown: &str) -> Result<Plan, ToolErro
                              including whitespace and indentation; read the file again and copy the text"
                         )));
                     }
-                    n => return Err(ambiguous(i, n, shown)),
+                    _ => {
+                        let starts = found
+                            .iter()
+                            .map(|&at| view.original_span(at, needle.len()).0);
+                        return Err(ambiguous(i, body, starts, shown));
+                    }
                 }
             }
-            n => return Err(ambiguous(i, n, shown)),
+            _ => {
+                let starts = found
+                    .iter()
+                    .map(|&at| exact.original_span(at, needle.len()).0);
+                return Err(ambiguous(i, body, starts, shown));
+            }
         };
         spans.push((start, end, i));
     }
@@ -383,11 +394,46 @@ pub fn plan(content: &str, edits: &[Edit], shown: &str) -> Result<Plan, ToolErro
     })
 }
 
-/// The ambiguity error.
-fn ambiguous(i: usize, n: usize, shown: &str) -> ToolError {
-    ToolError::new(format!(
-        "edits[{i}].oldText matches {n} places in {shown}; include more surrounding lines so it matches exactly one"
-    ))
+/// Places an ambiguity error lists; the count says how many there are.
+const AMBIGUOUS_SHOWN: usize = 5;
+
+/// Characters of a line an ambiguity error shows.
+const AMBIGUOUS_LINE_CHARS: usize = 120;
+
+/// The ambiguity error, listing the lines where the matches start (the
+/// first [`AMBIGUOUS_SHOWN`]): a model fixes an ambiguous edit by copying
+/// one of them whole, which it can do only if it sees them. `starts` are
+/// byte offsets into `body`.
+fn ambiguous(
+    i: usize,
+    body: &str,
+    starts: impl ExactSizeIterator<Item = usize>,
+    shown: &str,
+) -> ToolError {
+    let n = starts.len();
+    let mut text = format!(
+        "edits[{i}].oldText matches {n} places in {shown}; make it match exactly one by \
+         including more of the surrounding text, or give one edit per place:"
+    );
+    let mut lines = Vec::new();
+    for start in starts {
+        let line_start = body[..start].rfind('\n').map_or(0, |at| at + 1);
+        let number = body[..line_start].matches('\n').count() + 1;
+        if lines.last() == Some(&number) {
+            continue;
+        }
+        lines.push(number);
+        if lines.len() > AMBIGUOUS_SHOWN {
+            break;
+        }
+        let line = body[line_start..].lines().next().unwrap_or("");
+        let line: String = line.chars().take(AMBIGUOUS_LINE_CHARS).collect();
+        let _ = write!(text, "\n  line {number}: {line}");
+    }
+    if lines.len() > AMBIGUOUS_SHOWN {
+        text.push_str("\n  ...");
+    }
+    ToolError::new(text)
 }
 
 /// Runs an edit call on disk, never touching `protected`'s home state.
@@ -693,6 +739,31 @@ mod tests {
             "{}",
             call("l1")
         );
+    }
+
+    /// An ambiguous oldText's error shows the lines it matches, once per
+    /// line and at most five, so a model can copy one of them whole.
+    #[test]
+    fn ambiguity_lists_the_matching_lines() {
+        let text = "from greet import greet_user\n\nprint(greet_user(greet_user))\n";
+        let err = plan(text, &[e("greet_user", "welcome_user")], "cli.py")
+            .err()
+            .unwrap()
+            .0;
+        assert_eq!(
+            err,
+            "edits[0].oldText matches 3 places in cli.py; make it match exactly one by \
+             including more of the surrounding text, or give one edit per place:\n  \
+             line 1: from greet import greet_user\n  line 3: print(greet_user(greet_user))"
+        );
+        let many = "x\n".repeat(8);
+        let err = plan(&many, &[e("x", "y")], "f").err().unwrap().0;
+        assert!(err.contains("matches 8 places"), "{err}");
+        assert!(
+            err.contains("line 5: x") && !err.contains("line 6"),
+            "{err}"
+        );
+        assert!(err.ends_with("\n  ..."), "{err}");
     }
 
     /// Overlapping occurrences of a needle count as ambiguous.

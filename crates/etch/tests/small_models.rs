@@ -133,6 +133,10 @@ fn an_answer_about_a_file_never_looked_at_gets_a_note() {
     assert_eq!(requests[0].json()["tool_choice"], "required");
     assert_eq!(requests[1].json()["tool_choice"], "required");
     assert!(requests[2].json().get("tool_choice").is_none());
+    // The server is on this machine: a forced reply is capped (llama.cpp
+    // lets a model that meant to answer write until its context is full).
+    assert_eq!(requests[0].json()["max_tokens"], 512);
+    assert!(requests[2].json().get("max_tokens").is_none());
     let note = "[etch: you have not looked at notes.txt yet; look at it with a tool now, then answer from what it shows.]";
     assert_eq!(last_message(&server, 1), note);
     let grounding = events(&ws, "loop.grounding");

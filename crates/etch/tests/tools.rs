@@ -70,7 +70,8 @@ fn tool_errors_exit_1() {
     assert_eq!(run.code(), 1);
     assert_eq!(
         run.stdout(),
-        "tool error: edits[0].oldText matches 2 places in f.txt; include more surrounding lines so it matches exactly one\n"
+        "tool error: edits[0].oldText matches 2 places in f.txt; make it match exactly one by \
+         including more of the surrounding text, or give one edit per place:\n  line 1: same same\n"
     );
     assert_eq!(
         std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),

@@ -56,6 +56,10 @@ pub struct AgentConfig {
     /// Whether final answers get the grounding checks (`[session]
     /// grounding`; see [`crate::grounding`]).
     pub grounding: bool,
+    /// The cap on a reply the loop requires to be a tool call
+    /// (`RequestOptions::max_output_tokens`), or `None`: set for servers
+    /// whose forced call lets a model write until its context is full.
+    pub required_reply_tokens: Option<u32>,
 }
 
 /// A model client, the active tools and the run settings.

@@ -19,6 +19,9 @@ impl Agent {
     ) -> Result<Pass, RunError> {
         let mut options = self.config.options.clone();
         options.require_tool = require_tool;
+        if require_tool {
+            options.max_output_tokens = self.config.required_reply_tokens;
+        }
         let messages = match self.at(Point::Context) {
             None => state.history.clone(),
             Some(intercept) => {

@@ -168,7 +168,10 @@ pub fn build<'a>(
         });
     let max_tokens = match &thinking {
         Some(t) => max_tokens.max(t.budget_tokens.saturating_add(ANSWER_TOKENS_OVER_BUDGET)),
-        None => max_tokens,
+        None => request
+            .options
+            .max_output_tokens
+            .map_or(max_tokens, |cap| max_tokens.min(cap.max(1))),
     };
     let mut tools: Vec<WireTool<'a>> = request
         .tools
@@ -527,6 +530,12 @@ mod tests {
             serde_json::json!({"type": "any"})
         );
         assert!(body(&request, Some(2048)).get("tool_choice").is_none());
+        // A reply cap lowers max_tokens, never raises it.
+        let limit = body(&request, None)["max_tokens"].as_u64().unwrap();
+        request.options.max_output_tokens = Some(512);
+        assert_eq!(body(&request, None)["max_tokens"], 512);
+        request.options.max_output_tokens = Some(u32::MAX);
+        assert_eq!(body(&request, None)["max_tokens"], limit);
     }
 
     /// Roles alternate: consecutive tool results become one user message,

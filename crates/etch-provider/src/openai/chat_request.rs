@@ -39,6 +39,10 @@ pub struct ChatBody<'a> {
     /// one in half); omitted otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// `RequestOptions::max_output_tokens`; omitted when unset. Servers
+    /// that speak this API (llama.cpp, vLLM, Ollama) take `max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 /// `stream_options`.
@@ -195,6 +199,7 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
         }),
         tool_choice: require.then_some("required"),
         parallel_tool_calls: require.then_some(false),
+        max_tokens: request.options.max_output_tokens,
     }
 }
 
@@ -296,6 +301,10 @@ mod tests {
         let body = serde_json::to_value(build(&required, "m", true)).unwrap();
         assert_eq!(body["tool_choice"], "required");
         assert_eq!(body["parallel_tool_calls"], false);
+        assert!(body.get("max_tokens").is_none(), "no cap unless asked");
+        required.options.max_output_tokens = Some(512);
+        let body = serde_json::to_value(build(&required, "m", true)).unwrap();
+        assert_eq!(body["max_tokens"], 512);
         // A call whose arguments never parsed goes as `{}`.
         required.messages[1] = Message::Assistant {
             content: vec![ContentPart::ToolCall(ToolCall {

@@ -64,6 +64,9 @@ pub struct ResponsesBody<'a> {
     /// `required` when the answer must be a tool call; omitted otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<&'static str>,
+    /// `RequestOptions::max_output_tokens`; omitted when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// The `reasoning` object.
@@ -235,6 +238,7 @@ pub fn build_from<'a>(
         reasoning,
         include,
         tool_choice,
+        max_output_tokens: request.options.max_output_tokens,
     }
 }
 
@@ -464,6 +468,20 @@ mod tests {
                 "prompt_cache_key": "sess-1"
             })
         );
+    }
+
+    /// A reply that must be a call says so, and carries its cap when one
+    /// is set; neither appears otherwise.
+    #[test]
+    fn a_required_call_and_its_cap_are_sent_only_when_set() {
+        let mut request = request(vec![Message::user_text("read a")], "s");
+        let body = serde_json::to_value(build(&request, "m", None)).unwrap();
+        assert!(body.get("tool_choice").is_none() && body.get("max_output_tokens").is_none());
+        request.options.require_tool = true;
+        request.options.max_output_tokens = Some(512);
+        let body = serde_json::to_value(build(&request, "m", None)).unwrap();
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["max_output_tokens"], 512);
     }
 
     /// E-MOD-10: the cache key is the session id cut at 64 characters (on a

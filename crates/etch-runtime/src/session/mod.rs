@@ -390,6 +390,8 @@ impl Session {
                     .session
                     .grounding
                     .unwrap_or(self.context.tools.profile() == etch_tool::Profile::Compact),
+                required_reply_tokens: crate::context::local_endpoint(&self.settings, config)
+                    .then_some(crate::context::REQUIRED_REPLY_TOKENS),
             },
         );
         let agent = agent

@@ -45,7 +45,6 @@ fn workspace() -> Workspace {
         .map(|i| format!("{i},item{i},{}\n", (i * 37) % 100))
         .collect();
     std::fs::write(root.join("data.csv"), format!("id,name,score\n{rows}")).unwrap();
-    std::fs::create_dir_all(root.join("app")).unwrap();
     std::fs::write(
         root.join("run-tests.sh"),
         "#!/bin/sh\ncat <<'OUT'\n============ test session starts ============\n\
@@ -85,8 +84,12 @@ fn workspace() -> Workspace {
     ws
 }
 
-/// Puts the files the editing tasks change back as they were.
+/// Puts the files the editing tasks change back as they were, and drops
+/// whatever an earlier run created in `app/` (a stray `app/welcome.py`
+/// would otherwise be there for the next run to find).
 fn reset(root: &Path) {
+    let _ = std::fs::remove_dir_all(root.join("app"));
+    std::fs::create_dir_all(root.join("app")).unwrap();
     std::fs::write(
         root.join("app/greet.py"),
         "def greet_user(name):\n    return f\"Hello, {name}!\"\n",
