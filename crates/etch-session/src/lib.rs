@@ -52,4 +52,4 @@ pub use navigate::navigate;
 pub use projection::{dangling_tool_calls, project_messages, project_messages_at, project_path};
 pub use stats::{SessionStats, session_stats};
 pub use store::{Lineage, SessionStore};
-pub use writer::SessionWriter;
+pub use writer::{SessionWriter, Tap};

@@ -12,6 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -19,8 +20,13 @@ use crate::error::SessionError;
 use crate::event::EnvelopeOut;
 use crate::id::{new_id, now_rfc3339};
 
+/// Told of every line a writer appends, after it is on disk, with the
+/// session's id: how a server streams a log to its clients as it grows
+/// without reading the file again. It runs while the writer is borrowed,
+/// so it must only hand the line on (a channel send), never block.
+pub type Tap = Arc<dyn Fn(&str, &Appended) + Send + Sync>;
+
 /// An open, locked session file that events are appended to.
-#[derive(Debug)]
 pub struct SessionWriter {
     /// The open file (append mode, exclusively locked).
     file: File,
@@ -30,6 +36,19 @@ pub struct SessionWriter {
     session_id: String,
     /// Id of the last appended event: the parent of the next one.
     leaf: Option<String>,
+    /// Told of each appended line, if set.
+    tap: Option<Tap>,
+}
+
+impl std::fmt::Debug for SessionWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionWriter")
+            .field("path", &self.path)
+            .field("session_id", &self.session_id)
+            .field("leaf", &self.leaf)
+            .field("tap", &self.tap.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What an append produced: the new id and the exact line written.
@@ -108,6 +127,7 @@ impl SessionWriter {
             path: path.to_path_buf(),
             session_id: session_id.to_string(),
             leaf,
+            tap: None,
         })
     }
 
@@ -191,7 +211,21 @@ impl SessionWriter {
         // serde_json only ever produces UTF-8.
         let line = String::from_utf8_lossy(&buf).into_owned();
         self.leaf = Some(id.clone());
-        Ok(Appended { id, line })
+        let appended = Appended { id, line };
+        if let Some(tap) = &self.tap {
+            tap(&self.session_id, &appended);
+        }
+        Ok(appended)
+    }
+
+    /// Tells `tap` of every line appended from now on (`None` stops).
+    pub fn set_tap(&mut self, tap: Option<Tap>) {
+        self.tap = tap;
+    }
+
+    /// The tap set, for a writer that takes this one's place.
+    pub fn tap(&self) -> Option<Tap> {
+        self.tap.clone()
     }
 
     /// The session file's path.
@@ -214,5 +248,52 @@ impl SessionWriter {
     /// ([`crate::navigate`] does, and records the move).
     pub(crate) fn set_leaf(&mut self, id: String) {
         self.leaf = Some(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A tap hears every appended line after it is on disk, with the
+    /// session id, and a writer that takes its place can carry it on.
+    #[test]
+    fn a_tap_hears_each_line_after_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let heard: Arc<Mutex<Vec<(String, String, usize)>>> = Arc::default();
+        let mut writer = SessionWriter::create(&path, "s1").unwrap();
+        writer
+            .append("session.info", &serde_json::json!({"name": "before"}))
+            .unwrap();
+        let seen = Arc::clone(&heard);
+        let file = path.clone();
+        writer.set_tap(Some(Arc::new(move |session: &str, appended: &Appended| {
+            let on_disk = std::fs::read_to_string(&file).unwrap_or_default();
+            assert!(on_disk.contains(&appended.line), "tapped before the write");
+            seen.lock().unwrap().push((
+                session.to_owned(),
+                appended.id.clone(),
+                on_disk.lines().count(),
+            ));
+        })));
+        let a = writer
+            .append("session.info", &serde_json::json!({"name": "a"}))
+            .unwrap();
+        let carried = writer.tap();
+        writer.set_tap(None);
+        writer
+            .append("session.info", &serde_json::json!({"name": "unheard"}))
+            .unwrap();
+        writer.set_tap(carried);
+        let b = writer
+            .append("session.info", &serde_json::json!({"name": "b"}))
+            .unwrap();
+        assert_eq!(
+            *heard.lock().unwrap(),
+            [("s1".to_owned(), a.id, 2), ("s1".to_owned(), b.id, 4)]
+        );
     }
 }

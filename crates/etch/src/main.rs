@@ -36,6 +36,7 @@ mod prompt_input;
 mod provider;
 mod rpc_cmd;
 mod run;
+mod serve_cmd;
 mod session_arg;
 mod sessions;
 mod show;
@@ -148,6 +149,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             Command::Resume { .. }
                 | Command::Compact { .. }
                 | Command::Rpc { .. }
+                | Command::Serve { .. }
                 | Command::Acp { .. }
                 | Command::Chat { .. }
         )
@@ -213,6 +215,22 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         Some(Command::Acp { run }) => {
             runtime()?.block_on(acp_cmd::run(&place, global.session_dir.as_deref(), &run))
         }
+        Some(Command::Serve {
+            listen,
+            roots,
+            insecure_remote,
+            run,
+        }) => runtime()?.block_on(serve_cmd::run(
+            &place,
+            home.as_deref(),
+            global.session_dir.as_deref(),
+            &serve_cmd::Listen {
+                addr: &listen,
+                roots: &roots,
+                insecure_remote,
+            },
+            &run,
+        )),
         Some(Command::Rpc { session, run }) => {
             runtime()?.block_on(rpc_cmd::run(&place, session.as_deref(), &run))
         }

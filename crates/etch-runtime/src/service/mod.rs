@@ -77,6 +77,8 @@ pub struct SessionService {
     /// How `export` writes HTML, when the front end has a page richer
     /// than the escaped plain transcript.
     html: Option<HtmlRenderer>,
+    /// Told of every line a served session appends.
+    tap: Option<etch_session::Tap>,
 }
 
 impl SessionService {
@@ -90,6 +92,14 @@ impl SessionService {
     #[must_use]
     pub fn with_html(mut self, render: HtmlRenderer) -> Self {
         self.html = Some(render);
+        self
+    }
+
+    /// Tells `tap` of every line each session served from now on appends
+    /// (a server streaming logs as they grow).
+    #[must_use]
+    pub fn with_tap(mut self, tap: etch_session::Tap) -> Self {
+        self.tap = Some(tap);
         self
     }
 
@@ -172,7 +182,10 @@ impl SessionService {
     }
 
     /// Serves an open `session`, reporting to `sink`.
-    pub fn serve(&mut self, session: Session, sink: Sink) -> Local {
+    pub fn serve(&mut self, mut session: Session, sink: Sink) -> Local {
+        if self.tap.is_some() {
+            session.set_tap(self.tap.clone());
+        }
         let id = session.id().to_owned();
         let handle = Local::spawn(session, sink, self.html.clone());
         self.served.insert(id, handle.clone());

@@ -125,6 +125,12 @@ impl Session {
         Ok((session, first))
     }
 
+    /// Tells `tap` of every line this session (and a session it turns
+    /// into by `fork` or `new_session`) appends from now on.
+    pub fn set_tap(&mut self, tap: Option<etch_session::Tap>) {
+        self.writer.set_tap(tap);
+    }
+
     /// Creates the child session of a subagent `of` a parent file and its
     /// assistant event holding the `task` call: the child starts with the parent's model-visible
     /// history before that event (E-SUB-06, E-SUB-07) and is run like any

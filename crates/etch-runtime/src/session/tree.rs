@@ -141,7 +141,8 @@ impl Session {
 
     /// Another session file run like this one (same client, tools and
     /// prompt), with an empty history.
-    fn sibling(&self, writer: SessionWriter) -> Self {
+    fn sibling(&self, mut writer: SessionWriter) -> Self {
+        writer.set_tap(self.writer.tap());
         Self {
             place: self.place.clone(),
             settings: self.settings.clone(),

@@ -450,6 +450,40 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Serve sessions over HTTP and server-sent events: create sessions,
+    /// prompt them, send any `etch rpc` command, stream their events (with
+    /// replay from the last event id after a reconnect), read their
+    /// messages and logs.
+    #[command(after_help = "Examples:\n  \
+                      etch serve                          (http://127.0.0.1:7411, this directory)\n  \
+                      etch serve --listen 127.0.0.1:0 --json --root ~/src/a --root ~/src/b\n  \
+                      curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:7411/v1/sessions\n\n\
+                      The first line on stdout is the URL and the token (with --json:\n\
+                      {\"type\":\"listening\",\"url\":…,\"token\":…}). Every route but GET /health needs\n\
+                      Authorization: Bearer TOKEN. Routes: GET /v1/sessions, POST /v1/sessions {cwd?, provider?,\n\
+                      model?, thinking?, tools?}, POST /v1/sessions/ID/prompt {message, streamingBehavior?},\n\
+                      POST /v1/sessions/ID/commands (an etch rpc command), GET /v1/sessions/ID/messages,\n\
+                      GET /v1/sessions/ID/log, GET /v1/sessions/ID/events (SSE; Last-Event-ID or ?after=ID|0).\n\
+                      Run options (--provider, --model, --base-url, --tools...) are the defaults of new sessions.\n\
+                      Ctrl-C or SIGTERM stops accepting, aborts runs (logs stay valid) and exits 0.")]
+    Serve {
+        /// Address to listen on; port 0 picks a free one. An address off
+        /// this machine needs --insecure-remote.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7411")]
+        listen: String,
+        /// Serve the sessions of this directory (repeatable; default: the
+        /// current directory). New sessions' cwd must be inside one.
+        #[arg(long = "root", value_name = "DIR")]
+        roots: Vec<std::path::PathBuf>,
+        /// Listen off this machine over plain HTTP (etch serve has no TLS:
+        /// the token and every prompt cross the network unencrypted).
+        #[arg(long)]
+        insecure_remote: bool,
+        /// Run options: the defaults of new sessions (--json prints the
+        /// listening line as JSON).
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Continue a session with a new prompt, headless. The session's
     /// provider, model and endpoint are used again unless flags say otherwise.
     #[command(
@@ -494,6 +528,7 @@ impl Command {
             Self::Compact { .. } => "compact",
             Self::Config(_) => "config",
             Self::Rpc { .. } => "rpc",
+            Self::Serve { .. } => "serve",
             Self::Acp { .. } => "acp",
             Self::Chat { .. } => "chat",
         }

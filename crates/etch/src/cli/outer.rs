@@ -56,6 +56,17 @@ pub fn absorb_outer(
             run: merge(run)?,
         },
         Command::Acp { run } => Command::Acp { run: merge(run)? },
+        Command::Serve {
+            listen,
+            roots,
+            insecure_remote,
+            run,
+        } => Command::Serve {
+            listen,
+            roots,
+            insecure_remote,
+            run: merge(run)?,
+        },
         Command::Chat { session, run } => Command::Chat {
             session,
             run: merge(run)?,

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod http;
 pub mod rpc;
 pub mod tmux;
 

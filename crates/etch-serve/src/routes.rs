@@ -1,0 +1,350 @@
+//! The HTTP API. Bodies are JSON; every error is
+//! `{"error":{"code","message"}}` with its status: unknown routes 404,
+//! wrong methods 405, bodies over [`MAX_BODY`] 413, malformed JSON 400
+//! with the parser's words, an unknown session 404, a prompt while the
+//! session runs 409 (send `streamingBehavior`), more than
+//! `max_running` runs 429 with `Retry-After`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use etch_protocol::{Command, CommandBody};
+use etch_runtime::service::{SessionHandle, catalog};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth;
+use crate::error::ApiError;
+use crate::sse;
+use crate::state::App;
+
+/// The largest request body taken.
+pub const MAX_BODY: usize = 16 << 20;
+
+/// Seconds a client told 429 should wait.
+const RETRY_AFTER_SECS: u32 = 5;
+
+/// Every route, behind the token and origin guard.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/sessions", get(list).post(create))
+        .route("/v1/sessions/{id}/prompt", post(prompt))
+        .route("/v1/sessions/{id}/commands", post(commands))
+        .route("/v1/sessions/{id}/messages", get(messages))
+        .route("/v1/sessions/{id}/log", get(log))
+        .route("/v1/sessions/{id}/events", get(events))
+        .fallback(not_found)
+        .method_not_allowed_fallback(not_allowed)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            auth::guard,
+        ))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app)
+}
+
+/// Any route not listed.
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route; the API is under /v1 (GET /v1/sessions to start)",
+    )
+}
+
+/// A listed route with a method it does not take.
+async fn not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
+}
+
+/// `GET /health`, the one route without the token.
+async fn health() -> Response {
+    axum::Json(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})).into_response()
+}
+
+/// A JSON body, or the error saying what is wrong with it; an empty body
+/// is `{}`.
+fn body<T: serde::de::DeserializeOwned>(
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let bytes = bytes.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("request bodies are limited to {} MiB", MAX_BODY >> 20),
+            )
+        } else {
+            ApiError::bad("bad_body", rejection.body_text())
+        }
+    })?;
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad(
+            "bad_json",
+            format!("the body is not the JSON expected: {e}"),
+        )
+    })
+}
+
+/// `GET /v1/sessions`: the sessions of every served root, newest first,
+/// with whether each is served now and running.
+async fn list(State(app): State<Arc<App>>) -> Response {
+    let mut rows = Vec::new();
+    for place in app.places() {
+        for summary in catalog::sessions(&place.session_dir) {
+            let served = app.get(&summary.id);
+            let state = match &served {
+                Some(s) if s.channels.running.load(Ordering::SeqCst) => "running",
+                _ => "idle",
+            };
+            rows.push(json!({
+                "id": summary.id,
+                "title": summary.title,
+                "cwd": summary.cwd,
+                "createdAt": summary.created_at,
+                "state": state,
+                "served": served.is_some(),
+            }));
+        }
+    }
+    axum::Json(json!({"sessions": rows})).into_response()
+}
+
+/// `POST /v1/sessions`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct NewSession {
+    /// Working directory, inside a served root (default: the first).
+    cwd: Option<PathBuf>,
+    /// Provider name.
+    provider: Option<String>,
+    /// Model.
+    model: Option<String>,
+    /// Reasoning effort.
+    thinking: Option<String>,
+    /// Built-in tools to offer.
+    tools: Option<Vec<String>>,
+}
+
+/// `POST /v1/sessions`: 201 with the new session's id.
+async fn create(
+    State(app): State<Arc<App>>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let asked: NewSession = body(bytes)?;
+    let roots = &app.options.roots;
+    let cwd = asked
+        .cwd
+        .clone()
+        .or_else(|| roots.first().cloned())
+        .ok_or_else(|| ApiError::bad("no_root", "this server serves no directory"))?;
+    let real = cwd.canonicalize().map_err(|e| {
+        ApiError::bad(
+            "bad_cwd",
+            format!("cannot use {} as the cwd: {e}", cwd.display()),
+        )
+    })?;
+    let inside = roots
+        .iter()
+        .filter_map(|root| root.canonicalize().ok())
+        .any(|root| real.starts_with(root));
+    if !inside || !real.is_dir() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cwd_outside_roots",
+            format!(
+                "{} is not a directory inside a served root ({}); start etch serve with --root for it",
+                cwd.display(),
+                roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    let mut settings = app.options.defaults.clone();
+    if let Some(provider) = asked.provider {
+        settings.provider.provider = Some(provider);
+    }
+    if let Some(model) = asked.model {
+        settings.provider.model = Some(model);
+    }
+    if let Some(thinking) = asked.thinking {
+        settings.provider.reasoning_effort = Some(thinking);
+    }
+    if let Some(tools) = asked.tools {
+        settings.tools = Some(tools);
+    }
+    let served = app.create(&real, settings).await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({"id": served.handle.id()})),
+    )
+        .into_response())
+}
+
+/// A command built from a body object with `type` set to `kind`.
+fn command_of(mut value: Value, kind: &str) -> Result<Command, ApiError> {
+    let Some(object) = value.as_object_mut() else {
+        return Err(ApiError::bad("bad_json", "the body must be a JSON object"));
+    };
+    object.insert("type".to_owned(), Value::String(kind.to_owned()));
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::bad("bad_command", format!("not a {kind} command: {e}")))
+}
+
+/// `POST /v1/sessions/{id}/prompt`: 202 with the id the run's events
+/// carry, once the session took the prompt.
+async fn prompt(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let value: Value = body(bytes)?;
+    let command = command_of(value, "prompt")?;
+    let served = app.session(&id).await?;
+    let running = served.channels.running.load(Ordering::SeqCst);
+    if !running && app.running() >= app.options.max_running {
+        let mut error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "overloaded",
+            format!(
+                "{} runs are active, the most this server runs at once; retry later",
+                app.options.max_running
+            ),
+        );
+        error.retry_after = Some(RETRY_AFTER_SECS);
+        return Err(error);
+    }
+    let (ours, response) = served.ask_with_id(command).await?;
+    if response.success {
+        return Ok((StatusCode::ACCEPTED, axum::Json(json!({"commandId": ours}))).into_response());
+    }
+    let message = response
+        .error
+        .unwrap_or_else(|| "the prompt was refused".to_owned());
+    Err(if served.channels.running.load(Ordering::SeqCst) {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "session_running",
+            format!(
+                "{message} (send \"streamingBehavior\": \"steer\" or \"followUp\" to queue it)"
+            ),
+        )
+    } else {
+        ApiError::bad("prompt_refused", message)
+    })
+}
+
+/// `POST /v1/sessions/{id}/commands`: any `etch rpc` command, answered
+/// with the response `etch rpc` gives.
+async fn commands(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let command: Command = body(bytes)?;
+    let served = app.session(&id).await?;
+    let response = served.ask(command).await?;
+    Ok(axum::Json(response).into_response())
+}
+
+/// `GET /v1/sessions/{id}/messages`: the projection at the leaf (what
+/// the next request would send).
+async fn messages(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let served = app.session(&id).await?;
+    let response = served
+        .ask(Command {
+            id: None,
+            body: CommandBody::GetMessages,
+        })
+        .await?;
+    if !response.success {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot_project",
+            response.error.unwrap_or_default(),
+        ));
+    }
+    Ok(axum::Json(response.data.unwrap_or(Value::Null)).into_response())
+}
+
+/// The file of session `id`: the served one's, or the stored one's.
+fn file_of(app: &App, id: &str) -> Result<PathBuf, ApiError> {
+    match app.get(id) {
+        Some(served) => Ok(served.handle.file()),
+        None => app
+            .stored(id)
+            .map(|(_, file)| file)
+            .ok_or_else(|| ApiError::no_session(id)),
+    }
+}
+
+/// `GET /v1/sessions/{id}/log`: the JSONL as stored.
+async fn log(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let file = file_of(&app, &id)?;
+    let text = tokio::fs::read(&file).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot_read_log",
+            format!("cannot read {}: {e}", file.display()),
+        )
+    })?;
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], text).into_response())
+}
+
+/// `?after=`.
+#[derive(Debug, Deserialize)]
+struct After {
+    /// The last event id the client has, or `0`.
+    after: Option<String>,
+}
+
+/// `GET /v1/sessions/{id}/events`: the session's SSE stream, from the
+/// `Last-Event-ID` header or `?after=` when given.
+async fn events(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Query(query): Query<After>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let served = app.session(&id).await?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or(query.after);
+    let from = match last.as_deref() {
+        None => sse::From::Now,
+        Some("0") => sse::From::Start,
+        Some(id) => sse::From::After(id.to_owned()),
+    };
+    Ok(
+        sse::stream(&served, served.handle.file(), from, app.stopped())
+            .await?
+            .into_response(),
+    )
+}

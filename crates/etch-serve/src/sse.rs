@@ -1,0 +1,168 @@
+//! A session's event stream. Log lines go out as `event: entry` with
+//! `id: <event id>`; protocol events (deltas, tool progress, queue
+//! updates) as `event: live` without an id. A client that reconnects
+//! with `Last-Event-ID` (or `?after=ID`, `?after=0` for the whole log)
+//! first gets every log line after that event, read from the file, then
+//! the live frames: the stream subscribes before it reads, and skips
+//! live entries the file already gave, so nothing falls between the two
+//! and nothing comes twice. A client too slow for the session's bounded
+//! broadcast is dropped (its stream ends), never waited for.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use futures_util::stream::{self, StreamExt as _};
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+use crate::state::{Frame, Served};
+
+/// How often a quiet stream gets a comment, so proxies keep it open and
+/// a dead client is noticed.
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// Where a stream starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum From {
+    /// Live frames only.
+    Now,
+    /// The whole log, then live.
+    Start,
+    /// The log after this event id, then live.
+    After(String),
+}
+
+/// The stream of `served`, whose log is `file`, from `from`.
+pub async fn stream<S>(
+    served: &Served,
+    file: PathBuf,
+    from: From,
+    stopped: S,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>, ApiError>
+where
+    S: std::future::Future<Output = ()> + Send + 'static,
+{
+    let live = served.channels.frames.subscribe();
+    let (replay, seen) = match from {
+        From::Now => (Vec::new(), HashSet::new()),
+        start => {
+            let text = tokio::fs::read_to_string(&file).await.map_err(|e| {
+                ApiError::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "cannot_read_log",
+                    format!("cannot read {}: {e}", file.display()),
+                )
+            })?;
+            after(&text, &start)?
+        }
+    };
+    let replayed = stream::iter(replay.into_iter().map(|(id, line)| Ok(entry(&id, &line))));
+    let live = stream::unfold((live, seen), |(mut rx, seen)| async move {
+        loop {
+            match rx.recv().await {
+                Ok(Frame::Entry { id, line }) => {
+                    if seen.contains(&*id) {
+                        continue;
+                    }
+                    return Some((Ok(entry(&id, &line)), (rx, seen)));
+                }
+                Ok(Frame::Live(json)) => {
+                    return Some((Ok(Event::default().event("live").data(&*json)), (rx, seen)));
+                }
+                // Too slow (frames were lost) or the session is gone:
+                // the stream ends; the client reconnects from its last
+                // id and loses nothing.
+                Err(
+                    broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed,
+                ) => {
+                    return None;
+                }
+            }
+        }
+    });
+    let stream = replayed.chain(live).take_until(stopped);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
+}
+
+/// Log lines to send, each with its event id.
+type Lines = Vec<(String, String)>;
+
+/// The lines of `text` after `from` with their ids, and the ids of every
+/// line read (so live copies of them are skipped). Lines that are not
+/// events with a plain id are left out (a torn or foreign line).
+fn after(text: &str, from: &From) -> Result<(Lines, HashSet<String>), ApiError> {
+    let events: Vec<(String, &str)> = text
+        .lines()
+        .filter_map(|line| Some((event_id(line)?, line)))
+        .collect();
+    let seen: HashSet<String> = events.iter().map(|(id, _)| id.clone()).collect();
+    let start = match from {
+        From::Now => events.len(),
+        From::Start => 0,
+        From::After(id) => events.iter().position(|(e, _)| e == id).ok_or_else(|| {
+            ApiError::bad(
+                "unknown_event",
+                format!(
+                    "the session has no event {id}; reconnect with ?after=0 to get the whole log"
+                ),
+            )
+        })? + 1,
+    };
+    let replay = events[start..]
+        .iter()
+        .map(|(id, line)| (id.clone(), (*line).to_owned()))
+        .collect();
+    Ok((replay, seen))
+}
+
+/// A log line's event id, when it is a plain one (letters and digits:
+/// anything else could break the SSE framing).
+fn event_id(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let id = serde_json::from_str::<Id>(line).ok()?.id;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(id)
+}
+
+/// The frame of a log line.
+fn entry(id: &str, line: &str) -> Event {
+    Event::default().id(id).event("entry").data(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "{\"id\":\"A1\",\"type\":\"session.started\"}\n\
+                       torn {\n\
+                       {\"id\":\"B2\",\"type\":\"message.user\"}\n\
+                       {\"id\":\"bad\\nid\",\"type\":\"x\"}\n\
+                       {\"id\":\"C3\",\"type\":\"message.assistant\"}\n";
+
+    fn ids(replay: &[(String, String)]) -> Vec<&str> {
+        replay.iter().map(|(id, _)| id.as_str()).collect()
+    }
+
+    /// A replay starts after the given event, or at the start for
+    /// `after=0`; torn lines and ids that could break framing are
+    /// skipped; an unknown id is an error saying how to recover.
+    #[test]
+    fn replay_starts_after_the_last_event_seen() {
+        let (all, seen) = after(LOG, &From::Start).unwrap();
+        assert_eq!(ids(&all), ["A1", "B2", "C3"]);
+        assert_eq!(seen.len(), 3);
+        let (rest, _) = after(LOG, &From::After("B2".into())).unwrap();
+        assert_eq!(ids(&rest), ["C3"]);
+        let (none, _) = after(LOG, &From::After("C3".into())).unwrap();
+        assert!(none.is_empty());
+        let err = after(LOG, &From::After("Z9".into())).unwrap_err();
+        assert_eq!(err.code, "unknown_event");
+        assert!(err.message.contains("?after=0"), "{}", err.message);
+    }
+}

@@ -1,0 +1,428 @@
+//! `etch serve` end to end: the real binary serving a workspace on a
+//! loopback port, driven with plain HTTP requests and read as
+//! server-sent events. Runs that must stay open while a test acts are
+//! held by a gated fake model server (a file releases the answer), so
+//! no test waits on a guessed duration.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+use etch_test_support::{FakeServer, Reply, chat_text, chat_text_chunks};
+use serde_json::{Value, json};
+use support::http::{self, Events, Frame, Reply as HttpReply};
+use support::{Workspace, jsonl, model_args};
+
+/// A running `etch serve`, killed when dropped.
+struct Serve {
+    /// The process.
+    child: Child,
+    /// `host:port`.
+    addr: String,
+    /// The token.
+    token: String,
+}
+
+impl Serve {
+    /// Starts `etch serve --listen 127.0.0.1:0 --json` with `args` in `ws`
+    /// and reads its listening line.
+    fn start(ws: &Workspace, args: &[&str]) -> Self {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0", "--json"];
+        all.extend_from_slice(args);
+        let mut child = ws
+            .command(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let listening: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        assert_eq!(listening["type"], "listening");
+        let url = listening["url"].as_str().unwrap();
+        Self {
+            addr: url.trim_start_matches("http://").to_owned(),
+            token: listening["token"].as_str().unwrap().to_owned(),
+            child,
+        }
+    }
+
+    /// The authorization header.
+    fn auth(&self) -> String {
+        format!("Bearer {}", self.token)
+    }
+
+    /// A request with the token.
+    fn call(&self, method: &str, path: &str, body: &str) -> HttpReply {
+        let auth = self.auth();
+        http::request(
+            &self.addr,
+            method,
+            path,
+            &[("Authorization", &auth)],
+            body.as_bytes(),
+        )
+    }
+
+    /// Creates a session; its id.
+    fn create(&self) -> String {
+        let reply = self.call("POST", "/v1/sessions", "{}");
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        reply.json()["id"].as_str().unwrap().to_owned()
+    }
+
+    /// The session's event stream, from `last` when given.
+    fn events(&self, id: &str, last: Option<&str>) -> Events {
+        let auth = self.auth();
+        let mut headers = vec![("Authorization", auth.as_str())];
+        if let Some(last) = last {
+            headers.push(("Last-Event-ID", last));
+        }
+        let events = Events::open(&self.addr, &format!("/v1/sessions/{id}/events"), &headers);
+        assert_eq!(events.status, 200);
+        events
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a frame is the live `agent_end`.
+fn agent_end(frame: &Frame) -> bool {
+    frame.event.as_deref() == Some("live") && frame.json()["type"] == "agent_end"
+}
+
+/// The ids of the log entries among `frames`.
+fn entry_ids(frames: &[Frame]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f.event.as_deref() == Some("entry"))
+        .map(|f| {
+            let id = f.id.clone().unwrap();
+            assert_eq!(
+                f.json()["id"],
+                id.as_str(),
+                "an entry's SSE id is its event id"
+            );
+            id
+        })
+        .collect()
+}
+
+/// Every route answers, and each bad input gets its status and a JSON
+/// error saying what to do.
+#[test]
+fn routes_answer_and_bad_input_is_refused() {
+    let ws = Workspace::new();
+    let serve = Serve::start(&ws, &["--provider", "echo"]);
+    let addr = serve.addr.as_str();
+
+    let health = http::request(addr, "GET", "/health", &[], b"");
+    assert_eq!(health.status, 200);
+    assert_eq!(health.json()["ok"], true);
+
+    // The token is required, whole.
+    let none = http::request(addr, "GET", "/v1/sessions", &[], b"");
+    assert_eq!(none.status, 401);
+    assert_eq!(none.json()["error"]["code"], "unauthorized");
+    let wrong = http::request(
+        addr,
+        "GET",
+        "/v1/sessions",
+        &[("Authorization", "Bearer nope")],
+        b"",
+    );
+    assert_eq!(wrong.status, 401);
+    let cookie = format!("etch_token={}", serve.token);
+    let by_cookie = http::request(addr, "GET", "/v1/sessions", &[("Cookie", &cookie)], b"");
+    assert_eq!(by_cookie.status, 200);
+    // A page on another site may not drive it, even with the token.
+    let auth = serve.auth();
+    let foreign = http::request(
+        addr,
+        "GET",
+        "/v1/sessions",
+        &[("Authorization", &auth), ("Origin", "http://evil.example")],
+        b"",
+    );
+    assert_eq!(foreign.status, 403);
+    assert_eq!(foreign.json()["error"]["code"], "foreign_origin");
+    let own = format!("http://{addr}");
+    let same = http::request(
+        addr,
+        "GET",
+        "/v1/sessions",
+        &[("Authorization", &auth), ("Origin", &own)],
+        b"",
+    );
+    assert_eq!(same.status, 200);
+
+    // Create, prompt, read back.
+    let id = serve.create();
+    let mut events = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"hello"}"#,
+    );
+    assert_eq!(prompt.status, 202, "{}", prompt.body);
+    let command = prompt.json()["commandId"].as_str().unwrap().to_owned();
+    let frames = events.until(agent_end);
+    assert!(
+        frames
+            .iter()
+            .filter(|f| f.event.as_deref() == Some("live"))
+            .all(|f| f.json()["id"] == command.as_str()),
+        "the run's events carry the prompt's command id"
+    );
+    let messages = serve.call("GET", &format!("/v1/sessions/{id}/messages"), "");
+    assert_eq!(messages.status, 200);
+    assert_eq!(
+        messages.json()["messages"][1]["content"][0]["text"],
+        "hello"
+    );
+    let log = serve.call("GET", &format!("/v1/sessions/{id}/log"), "");
+    assert_eq!(log.status, 200);
+    let file = ws.only_session();
+    assert_eq!(log.body, std::fs::read_to_string(&file).unwrap());
+    let state = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/commands"),
+        r#"{"id":"mine","type":"get_state"}"#,
+    );
+    assert_eq!(state.status, 200);
+    let state = state.json();
+    assert_eq!(
+        (state["id"].as_str(), state["success"].as_bool()),
+        (Some("mine"), Some(true))
+    );
+    assert_eq!(state["data"]["sessionId"], id.as_str());
+    let list = serve.call("GET", "/v1/sessions", "").json();
+    assert_eq!(list["sessions"][0]["id"], id.as_str());
+    assert_eq!(list["sessions"][0]["state"], "idle");
+
+    // Bad input.
+    let code = |reply: &HttpReply| reply.json()["error"]["code"].as_str().unwrap().to_owned();
+    let cases: [(HttpReply, u16, &str); 8] = [
+        (serve.call("GET", "/nowhere", ""), 404, "not_found"),
+        (
+            serve.call("DELETE", "/v1/sessions", ""),
+            405,
+            "method_not_allowed",
+        ),
+        (
+            serve.call("POST", "/v1/sessions", "{not json"),
+            400,
+            "bad_json",
+        ),
+        (
+            serve.call("POST", "/v1/sessions", r#"{"colour":"red"}"#),
+            400,
+            "bad_json",
+        ),
+        (
+            serve.call("POST", "/v1/sessions", r#"{"cwd":"/"}"#),
+            403,
+            "cwd_outside_roots",
+        ),
+        (
+            serve.call(
+                "POST",
+                "/v1/sessions/01NOSUCHSESSION/prompt",
+                r#"{"message":"x"}"#,
+            ),
+            404,
+            "unknown_session",
+        ),
+        (
+            serve.call(
+                "POST",
+                &format!("/v1/sessions/{id}/prompt"),
+                r#"{"text":"x"}"#,
+            ),
+            400,
+            "bad_command",
+        ),
+        (
+            serve.call(
+                "POST",
+                &format!("/v1/sessions/{id}/commands"),
+                r#"{"type":"fly"}"#,
+            ),
+            400,
+            "bad_json",
+        ),
+    ];
+    for (reply, status, want) in &cases {
+        assert_eq!(
+            (reply.status, code(reply).as_str()),
+            (*status, *want),
+            "{}",
+            reply.body
+        );
+    }
+    let big = vec![b'x'; (16 << 20) + 1];
+    let too_big = http::request(
+        addr,
+        "POST",
+        "/v1/sessions",
+        &[("Authorization", &auth)],
+        &big,
+    );
+    assert_eq!(too_big.status, 413);
+    assert_eq!(code(&too_big), "too_large");
+}
+
+/// A client that reconnects with `Last-Event-ID` gets every log entry
+/// after it and then the live run, with no gap and no duplicate; while
+/// the run is held open, a second prompt is refused with 409 and how to
+/// queue it, and the list says the session runs.
+#[test]
+fn a_reconnect_resumes_after_the_last_event_without_gap_or_duplicate() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("release");
+    let mut chunks = chat_text_chunks("held answer", 4);
+    let rest = chunks.split_off(1);
+    let server = FakeServer::start(vec![
+        Reply::Gated {
+            events: chunks,
+            gate: gate.clone(),
+            rest,
+        },
+        Reply::sse(chat_text("second")),
+    ])
+    .unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let mut first = serve.events(&id, Some("0"));
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"go"}"#,
+    );
+    assert_eq!(prompt.status, 202, "{}", prompt.body);
+    // Mid-run: the first delta is out, the rest held by the gate.
+    let before =
+        first.until(|f| f.event.as_deref() == Some("live") && f.json()["type"] == "message_update");
+    let seen = entry_ids(&before);
+    assert!(
+        seen.len() >= 2,
+        "session.started and the prompt: {before:?}"
+    );
+    drop(first);
+
+    let busy = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"again"}"#,
+    );
+    assert_eq!(busy.status, 409, "{}", busy.body);
+    assert!(busy.body.contains("streamingBehavior"), "{}", busy.body);
+    assert_eq!(
+        serve.call("GET", "/v1/sessions", "").json()["sessions"][0]["state"],
+        "running"
+    );
+
+    // Reconnect from the last entry seen, then let the run finish.
+    let mut second = serve.events(&id, seen.last().map(String::as_str));
+    std::fs::write(&gate, "").unwrap();
+    let after = second.until(agent_end);
+    let rest = entry_ids(&after);
+    let file: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut both = seen.clone();
+    both.extend(rest.iter().cloned());
+    assert_eq!(both, file, "every entry once, in log order");
+
+    // After the end: a reconnect from the last entry gets nothing old.
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"more"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    let mut third = serve.events(&id, file.last().map(String::as_str));
+    let later = entry_ids(&third.until(agent_end));
+    let file_now: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(later, file_now[file.len()..], "only what came after");
+    // An id the log does not have is refused with the way back.
+    let auth = serve.auth();
+    let unknown = Events::open(
+        &serve.addr,
+        &format!("/v1/sessions/{id}/events?after=01NOTANEVENT"),
+        &[("Authorization", &auth)],
+    );
+    assert_eq!(unknown.status, 400);
+}
+
+/// SIGTERM stops the server: exit 0, and the log is whole.
+#[test]
+fn sigterm_exits_0_with_the_log_whole() {
+    let ws = Workspace::new();
+    let mut serve = Serve::start(&ws, &["--provider", "echo"]);
+    let id = serve.create();
+    let mut events = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"hi"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    events.until(agent_end);
+    let pid = serve.child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = serve.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    support::assert_whole(&ws.only_session());
+    let _ = json!(null);
+}
+
+/// Flags that make no sense for a server are refused before it starts,
+/// and so is an address off this machine without --insecure-remote.
+#[test]
+fn bad_flags_are_refused() {
+    let ws = Workspace::new();
+    let run = ws.run(&["serve", "-p", "hi"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr()
+            .contains("etch serve does not take -p/--prompt"),
+        "{}",
+        run.stderr()
+    );
+    let run = ws.run(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr().contains("--insecure-remote"),
+        "{}",
+        run.stderr()
+    );
+    let run = ws.run(&["serve", "--listen", "nowhere"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr().contains("is not an address"),
+        "{}",
+        run.stderr()
+    );
+}
