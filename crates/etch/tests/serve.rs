@@ -426,3 +426,52 @@ fn bad_flags_are_refused() {
         run.stderr()
     );
 }
+
+/// Beyond eight runs at once a prompt is answered 429 with
+/// `Retry-After`; the eight held runs finish once released.
+#[test]
+fn a_ninth_concurrent_run_is_told_to_retry() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("release");
+    let held = || {
+        let mut chunks = chat_text_chunks("held answer", 4);
+        let rest = chunks.split_off(1);
+        Reply::Gated {
+            events: chunks,
+            gate: gate.clone(),
+            rest,
+        }
+    };
+    let server = FakeServer::start((0..8).map(|_| held()).collect()).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let ids: Vec<String> = (0..9).map(|_| serve.create()).collect();
+    for id in &ids[..8] {
+        let prompt = serve.call(
+            "POST",
+            &format!("/v1/sessions/{id}/prompt"),
+            r#"{"message":"go"}"#,
+        );
+        assert_eq!(prompt.status, 202, "{}", prompt.body);
+    }
+    let running = || {
+        serve.call("GET", "/v1/sessions", "").json()["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["state"] == "running")
+            .count()
+    };
+    support::wait_until("eight runs active", || running() == 8);
+    let ninth = serve.call(
+        "POST",
+        &format!("/v1/sessions/{}/prompt", ids[8]),
+        r#"{"message":"go"}"#,
+    );
+    assert_eq!(ninth.status, 429, "{}", ninth.body);
+    assert_eq!(ninth.header("retry-after"), Some("5"));
+    assert_eq!(ninth.json()["error"]["code"], "overloaded");
+    std::fs::write(&gate, "").unwrap();
+    support::wait_until("the held runs finished", || running() == 0);
+}
