@@ -163,10 +163,7 @@ async fn create(
             format!("cannot use {} as the cwd: {e}", cwd.display()),
         )
     })?;
-    let inside = roots
-        .iter()
-        .filter_map(|root| root.canonicalize().ok())
-        .any(|root| real.starts_with(root));
+    let inside = roots.iter().any(|root| real.starts_with(root));
     if !inside || !real.is_dir() {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -238,6 +235,9 @@ async fn prompt(
     }
     let (ours, response) = served.ask_with_id(command).await?;
     if response.success {
+        // Counted as running from now, not from its `agent_start`, so
+        // the next prompt's check above already sees it.
+        served.channels.running.store(true, Ordering::SeqCst);
         return Ok((StatusCode::ACCEPTED, axum::Json(json!({"commandId": ours}))).into_response());
     }
     let message = response

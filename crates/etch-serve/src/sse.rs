@@ -49,7 +49,7 @@ where
     let live = served.channels.frames.subscribe();
     let (replay, seen) = match from {
         From::Now => (Vec::new(), HashSet::new()),
-        start => {
+        From::Start | From::After(_) => {
             let text = tokio::fs::read_to_string(&file).await.map_err(|e| {
                 ApiError::new(
                     axum::http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -57,7 +57,13 @@ where
                     format!("cannot read {}: {e}", file.display()),
                 )
             })?;
-            after(&text, &start)?
+            after(
+                &text,
+                match &from {
+                    From::After(id) => Some(id.as_str()),
+                    _ => None,
+                },
+            )?
         }
     };
     let replayed = stream::iter(replay.into_iter().map(|(id, line)| Ok(entry(&id, &line))));
@@ -91,19 +97,19 @@ where
 /// Log lines to send, each with its event id.
 type Lines = Vec<(String, String)>;
 
-/// The lines of `text` after `from` with their ids, and the ids of every
-/// line read (so live copies of them are skipped). Lines that are not
-/// events with a plain id are left out (a torn or foreign line).
-fn after(text: &str, from: &From) -> Result<(Lines, HashSet<String>), ApiError> {
+/// The lines of `text` after the event `last` (all of them for `None`)
+/// with their ids, and the ids of every line read (so live copies of
+/// them are skipped). Lines that are not events with a plain id are left
+/// out (a torn or foreign line).
+fn after(text: &str, last: Option<&str>) -> Result<(Lines, HashSet<String>), ApiError> {
     let events: Vec<(String, &str)> = text
         .lines()
         .filter_map(|line| Some((event_id(line)?, line)))
         .collect();
     let seen: HashSet<String> = events.iter().map(|(id, _)| id.clone()).collect();
-    let start = match from {
-        From::Now => events.len(),
-        From::Start => 0,
-        From::After(id) => events.iter().position(|(e, _)| e == id).ok_or_else(|| {
+    let start = match last {
+        None => 0,
+        Some(id) => events.iter().position(|(e, _)| e == id).ok_or_else(|| {
             ApiError::bad(
                 "unknown_event",
                 format!(
@@ -154,14 +160,14 @@ mod tests {
     /// skipped; an unknown id is an error saying how to recover.
     #[test]
     fn replay_starts_after_the_last_event_seen() {
-        let (all, seen) = after(LOG, &From::Start).unwrap();
+        let (all, seen) = after(LOG, None).unwrap();
         assert_eq!(ids(&all), ["A1", "B2", "C3"]);
         assert_eq!(seen.len(), 3);
-        let (rest, _) = after(LOG, &From::After("B2".into())).unwrap();
+        let (rest, _) = after(LOG, Some("B2")).unwrap();
         assert_eq!(ids(&rest), ["C3"]);
-        let (none, _) = after(LOG, &From::After("C3".into())).unwrap();
+        let (none, _) = after(LOG, Some("C3")).unwrap();
         assert!(none.is_empty());
-        let err = after(LOG, &From::After("Z9".into())).unwrap_err();
+        let err = after(LOG, Some("Z9")).unwrap_err();
         assert_eq!(err.code, "unknown_event");
         assert!(err.message.contains("?after=0"), "{}", err.message);
     }

@@ -31,8 +31,8 @@ pub struct Options {
     pub token: String,
     /// The `Origin` values allowed (the server's own URLs).
     pub origins: Vec<String>,
-    /// The directories whose sessions are served; a new session's cwd
-    /// must be inside one.
+    /// The directories whose sessions are served, canonical; a new
+    /// session's cwd must be inside one.
     pub roots: Vec<PathBuf>,
     /// The user's home (configuration, credentials), as every run has.
     pub home: Option<PathBuf>,

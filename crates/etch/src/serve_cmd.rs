@@ -51,7 +51,12 @@ pub async fn run(
         )));
     }
     let roots = if listen.roots.is_empty() {
-        vec![place.cwd.clone()]
+        vec![
+            place
+                .cwd
+                .canonicalize()
+                .unwrap_or_else(|_| place.cwd.clone()),
+        ]
     } else {
         let mut roots = Vec::with_capacity(listen.roots.len());
         for root in listen.roots {
