@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::config::{
     AcpConfig, AnthropicConfig, Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig,
-    PluginEntry, PriceConfig, PromptConfig, ProviderConfig, SessionConfig, SubagentProfile,
-    SubagentsConfig, ToolsConfig,
+    PluginEntry, PriceConfig, PromptConfig, ProviderConfig, ServeConfig, SessionConfig,
+    SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -90,6 +90,11 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
                 .set("ask")
                 .and_then(Value::as_strings)
                 .map(<[String]>::to_vec),
+        },
+        serve: ServeConfig {
+            token_file: get("serve").set_string("token_file"),
+            max_running: get("serve").u32("max_running"),
+            idle_unload_secs: get("serve").u64("idle_unload_secs"),
         },
         plugins: entries_of(entries, "plugins").map(plugin).collect(),
         mcp_servers: entries_of(entries, "mcp.servers").map(mcp_server).collect(),

@@ -29,6 +29,8 @@ pub struct Config {
     pub subagents: SubagentsConfig,
     /// `[acp]`: the editor front end (E-CFG-24, M2).
     pub acp: AcpConfig,
+    /// `[serve]`: the HTTP front end (M3).
+    pub serve: ServeConfig,
     /// `[[plugins]]` entries, user entries first (M2).
     pub plugins: Vec<PluginEntry>,
     /// `[[mcp.servers]]` entries, user entries first (E-CFG-23, M2).
@@ -195,6 +197,22 @@ impl AcpConfig {
             None => DEFAULT_ACP_ASK.iter().any(|p| matches(p)),
         }
     }
+}
+
+/// `[serve]` (M3): what `etch serve` reads at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// `token_file`: where the token is kept across starts; `None`
+    /// means a new random token each start. Relative paths resolve like
+    /// every path key (against the project root, else the cwd). A
+    /// project file needs trust to set it (a token a repository chose
+    /// is a token its author knows).
+    pub token_file: Option<String>,
+    /// `max_running`: runs at once.
+    pub max_running: u32,
+    /// `idle_unload_secs`: seconds before an unwatched, idle session is
+    /// unloaded; 0 never.
+    pub idle_unload_secs: u64,
 }
 
 /// `[subagents]` (E-CFG-13, M2).

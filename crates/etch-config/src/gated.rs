@@ -60,6 +60,11 @@ const GATED: &[(&str, Rule, &str)] = &[
         "chooses where your transcripts are written",
     ),
     (
+        "serve.token_file",
+        Rule::Withhold,
+        "chooses the token that lets a client drive your sessions through etch serve",
+    ),
+    (
         "acp.ask",
         Rule::OnlyAdd,
         "decides which tools run without asking the editor (until trusted, it may only add tools)",

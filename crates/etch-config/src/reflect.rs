@@ -53,6 +53,9 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "subagents.max_per_turn" => int(config.subagents.max_per_turn.into()),
         "subagents.max_concurrent" => int(config.subagents.max_concurrent.into()),
         "acp.ask" => config.acp.ask.clone().map(Value::StringArray),
+        "serve.token_file" => optional(&config.serve.token_file),
+        "serve.max_running" => int(config.serve.max_running.into()),
+        "serve.idle_unload_secs" => int(config.serve.idle_unload_secs),
         _ => None,
     }
 }

@@ -261,6 +261,8 @@ pub(crate) enum Milestone {
     M1,
     /// Parsed and validated now, used from milestone 2.
     M2,
+    /// Used from milestone 3 (`etch serve`).
+    M3,
 }
 
 impl Milestone {
@@ -269,6 +271,7 @@ impl Milestone {
         match self {
             Self::M1 => "M1",
             Self::M2 => "M2",
+            Self::M3 => "M3",
         }
     }
 }
@@ -610,6 +613,31 @@ const ACP: &[KeySpec] = &[KeySpec::string_array(
      (\"mcp__*\"). Default: [\"bash\", \"write\", \"edit\"]; [] asks for nothing.",
 )];
 
+/// `[serve]` keys: the HTTP front end, `etch serve`.
+const SERVE: &[KeySpec] = &[
+    KeySpec::string(
+        "token_file",
+        "File holding the token etch serve requires (kept 0600; created with a random token when \
+         missing). Unset: a new random token every start.",
+    )
+    .path(),
+    KeySpec::integer(
+        "max_running",
+        1,
+        U32_MAX,
+        "Most runs etch serve runs at once; a prompt beyond them is answered 429 with Retry-After.",
+    )
+    .default(Literal::Int(8)),
+    KeySpec::integer(
+        "idle_unload_secs",
+        0,
+        U32_MAX,
+        "Seconds a served session with no client and no run stays in memory before it is unloaded \
+         (its log remains; the next request reloads it); 0 never unloads.",
+    )
+    .default(Literal::Int(600)),
+];
+
 /// `[[subagents.profile]]` keys (E-CFG-14); unset keys inherit from the parent,
 /// and the budgets `max_tokens` and `max_seconds` bound nothing when unset.
 const SUBAGENT_PROFILE: &[KeySpec] = &[
@@ -879,6 +907,14 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "The editor front end, etch acp (Agent Client Protocol).",
         keys: ACP,
+        rule: None,
+    },
+    TableSpec {
+        name: "serve",
+        kind: TableKind::Table,
+        milestone: Milestone::M3,
+        description: "The HTTP front end, etch serve: its token, how many runs at once, when idle sessions leave memory.",
+        keys: SERVE,
         rule: None,
     },
     TableSpec {

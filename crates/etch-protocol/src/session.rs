@@ -26,6 +26,9 @@ pub struct SessionSummary {
     pub cwd: String,
     /// Its title (the first prompt, or a name given later).
     pub title: String,
+    /// The session it was forked or delegated from, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// One entry of a session's active branch, in log order.

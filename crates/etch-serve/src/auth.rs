@@ -4,6 +4,7 @@
 //! `Origin` is not the server's own is refused (a page on another site
 //! must not drive a local agent through the user's browser).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -22,6 +23,57 @@ pub fn new_token() -> Result<String, ServeError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| ServeError::Random(e.to_string()))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The shortest token taken from a file: a short one can be guessed.
+pub const MIN_TOKEN_LEN: usize = 32;
+
+/// The token kept in `file` (`[serve] token_file`): read when the file
+/// exists, which must be readable by its owner alone and hold at least
+/// [`MIN_TOKEN_LEN`] printable characters; otherwise a fresh token is
+/// written to a new file created with mode 0600.
+pub fn token_from_file(file: &Path) -> Result<String, ServeError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let failed = |why: String| ServeError::TokenFile {
+        file: file.to_path_buf(),
+        why,
+    };
+    match std::fs::metadata(file) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(failed(format!(
+                    "it is readable by others (mode {mode:o}); run chmod 600 on it"
+                )));
+            }
+            let text = std::fs::read_to_string(file).map_err(|e| failed(e.to_string()))?;
+            let token = text.trim();
+            if token.len() < MIN_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(failed(format!(
+                    "it must hold one token of at least {MIN_TOKEN_LEN} printable characters \
+                     without spaces; delete it to have a random one written"
+                )));
+            }
+            Ok(token.to_owned())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let token = new_token()?;
+            if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
+            }
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(file)
+                .map_err(|e| failed(e.to_string()))?;
+            out.write_all(format!("{token}\n").as_bytes())
+                .map_err(|e| failed(e.to_string()))?;
+            Ok(token)
+        }
+        Err(e) => Err(failed(e.to_string())),
+    }
 }
 
 /// Refuses foreign origins and requests without the token.
@@ -86,5 +138,28 @@ mod tests {
         assert!(same(a.as_bytes(), a.as_bytes()));
         assert!(!same(a.as_bytes(), b.as_bytes()));
         assert!(!same(a.as_bytes(), &a.as_bytes()[..63]));
+    }
+
+    /// A missing token file is created 0600 and read back the same next
+    /// start; one others can read, or one too short, is refused with
+    /// the fix.
+    #[test]
+    fn token_files_are_private_and_kept() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sub/token");
+        let first = token_from_file(&file).unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(token_from_file(&file).unwrap(), first);
+
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let open = token_from_file(&file).unwrap_err().to_string();
+        assert!(open.contains("chmod 600"), "{open}");
+
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&file, "short\n").unwrap();
+        let short = token_from_file(&file).unwrap_err().to_string();
+        assert!(short.contains("at least 32"), "{short}");
     }
 }

@@ -10,6 +10,14 @@ pub enum ServeError {
     /// No random bytes for the token.
     #[error("cannot make a token: the system's random source failed: {0}")]
     Random(String),
+    /// `[serve] token_file` cannot be used.
+    #[error("cannot use the token file {}: {why}", file.display())]
+    TokenFile {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        why: String,
+    },
     /// A served root's configuration has errors.
     #[error("the configuration for {} has errors: {errors}", root.display())]
     Config {

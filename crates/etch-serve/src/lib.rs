@@ -6,9 +6,11 @@
 //! - `state`: the served sessions, each with a bounded broadcast of its
 //!   frames (log lines as they are appended, with their event ids, and
 //!   the protocol's live events, deltas included) and the commands
-//!   waiting for their responses.
+//!   waiting for their responses; leases that keep a session loaded
+//!   while a request uses it, and the sweep that unloads idle ones.
 //! - `routes`: the HTTP API (`/health`, `/v1/sessions`, prompt,
-//!   commands, messages, log, events), its JSON errors.
+//!   commands, name, messages, log, events, the server-wide `/v1/events`),
+//!   its JSON errors.
 //! - `sse`: a session's event stream: the log after a client's last event
 //!   id, then the live frames, with no gap and no duplicate.
 //! - `auth`: the bearer token and the `Origin` check.
@@ -25,7 +27,7 @@ mod state;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use auth::new_token;
+pub use auth::{new_token, token_from_file};
 pub use error::ServeError;
 pub use state::Options;
 
@@ -45,10 +47,29 @@ pub async fn serve(
         shutdown.await;
         stopping.stop();
     };
+    if let Some(idle) = app.options.idle_unload {
+        tokio::spawn(sweep(Arc::downgrade(&app), idle));
+    }
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServeError::Serve);
     app.close_all().await;
     served
+}
+
+/// Unloads idle sessions until the server is gone, looking a few times
+/// per `idle` (at most every 30 s, at least every 250 ms).
+async fn sweep(app: std::sync::Weak<state::App>, idle: std::time::Duration) {
+    let period = (idle / 4).clamp(
+        std::time::Duration::from_millis(250),
+        std::time::Duration::from_secs(30),
+    );
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(app) = app.upgrade() else { return };
+        app.sweep(idle).await;
+    }
 }

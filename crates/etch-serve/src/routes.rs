@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::auth;
 use crate::error::ApiError;
 use crate::sse;
-use crate::state::App;
+use crate::state::{Access, App};
 
 /// The largest request body taken.
 pub const MAX_BODY: usize = 16 << 20;
@@ -43,6 +43,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}/messages", get(messages))
         .route("/v1/sessions/{id}/log", get(log))
         .route("/v1/sessions/{id}/events", get(events))
+        .route("/v1/sessions/{id}/name", post(name))
+        .route("/v1/events", get(lifecycle))
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -105,28 +107,74 @@ fn body<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// `GET /v1/sessions`: the sessions of every served root, newest first,
-/// with whether each is served now and running.
-async fn list(State(app): State<Arc<App>>) -> Response {
-    let mut rows = Vec::new();
-    for place in app.places() {
-        for summary in catalog::sessions(&place.session_dir) {
+/// `GET /v1/sessions`: the sessions of every served root, the one
+/// written last first, from each root's index (never from the logs; a
+/// file's time is one `stat`), with whether each is served now, running,
+/// and how many streams watch it.
+async fn list(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
+    let dirs: Vec<PathBuf> = app
+        .places()
+        .iter()
+        .map(|place| place.session_dir.clone())
+        .collect();
+    let mut rows = tokio::task::spawn_blocking(move || {
+        let mut rows = Vec::new();
+        for dir in dirs {
+            let sessions = catalog::sessions(&dir);
+            let mut children = std::collections::HashMap::<&str, usize>::new();
+            for summary in &sessions {
+                if let Some(parent) = &summary.parent {
+                    *children.entry(parent.as_str()).or_default() += 1;
+                }
+            }
+            for summary in &sessions {
+                let modified = std::fs::metadata(&summary.path)
+                    .and_then(|m| m.modified())
+                    .ok();
+                let kids = children.get(summary.id.as_str()).copied().unwrap_or(0);
+                rows.push((modified, summary.clone(), kids));
+            }
+        }
+        rows
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot_list",
+            format!("listing the sessions failed: {e}"),
+        )
+    })?;
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
+    let sessions: Vec<Value> = rows
+        .into_iter()
+        .map(|(modified, summary, children)| {
             let served = app.get(&summary.id);
             let state = match &served {
                 Some(s) if s.channels.running.load(Ordering::SeqCst) => "running",
                 _ => "idle",
             };
-            rows.push(json!({
+            let updated = modified.map(|t| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis())
+            });
+            json!({
                 "id": summary.id,
                 "title": summary.title,
                 "cwd": summary.cwd,
+                "parent": summary.parent,
                 "createdAt": summary.created_at,
+                "updatedMs": updated,
                 "state": state,
                 "served": served.is_some(),
-            }));
-        }
-    }
-    axum::Json(json!({"sessions": rows})).into_response()
+                "counts": {
+                    "children": children,
+                    "clients": served.as_ref().map_or(0, |s| s.channels.clients()),
+                },
+            })
+        })
+        .collect();
+    Ok(axum::Json(json!({"sessions": sessions})).into_response())
 }
 
 /// `POST /v1/sessions`.
@@ -257,39 +305,92 @@ async fn prompt(
 }
 
 /// `POST /v1/sessions/{id}/commands`: any `etch rpc` command, answered
-/// with the response `etch rpc` gives.
+/// with the response `etch rpc` gives. A fork moves the handle to the
+/// new session, which is served under its own id from then on.
 async fn commands(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let command: Command = body(bytes)?;
+    if matches!(
+        command.body,
+        CommandBody::NewSession { .. } | CommandBody::SwitchSession { .. }
+    ) {
+        return Err(ApiError::bad(
+            "not_served_here",
+            format!(
+                "{} would move this URL to another session; create one with POST /v1/sessions \
+                 and address each session by its own id",
+                command.body.name()
+            ),
+        ));
+    }
     let served = app.session(&id).await?;
+    let old_file = served.handle.file();
     let response = served.ask(command).await?;
+    app.rekey(&id, &old_file, &served);
     Ok(axum::Json(response).into_response())
 }
 
+/// `POST /v1/sessions/{id}/name`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Name {
+    /// The new title.
+    name: String,
+}
+
+/// `POST /v1/sessions/{id}/name`: names the session; answers the name as
+/// stored (one line, cut to the index's length).
+async fn name(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let asked: Name = body(bytes)?;
+    if asked.name.trim().is_empty() {
+        return Err(ApiError::bad("bad_name", "the name must not be empty"));
+    }
+    let served = app.session(&id).await?;
+    let stored = served
+        .handle
+        .rename(asked.name)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "cannot_name", e))?;
+    app.named(&id, &stored);
+    Ok(axum::Json(json!({"name": stored})).into_response())
+}
+
 /// `GET /v1/sessions/{id}/messages`: the projection at the leaf (what
-/// the next request would send).
+/// the next request would send); read from the log when another process
+/// holds the session.
 async fn messages(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let served = app.session(&id).await?;
-    let response = served
-        .ask(Command {
-            id: None,
-            body: CommandBody::GetMessages,
-        })
-        .await?;
-    if !response.success {
-        return Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "cannot_project",
-            response.error.unwrap_or_default(),
-        ));
-    }
-    Ok(axum::Json(response.data.unwrap_or(Value::Null)).into_response())
+    let answer = match app.access(&id).await? {
+        Access::Held { file, .. } => tokio::task::spawn_blocking(move || catalog::messages(&file))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r),
+        Access::Served(served) => {
+            let response = served
+                .ask(Command {
+                    id: None,
+                    body: CommandBody::GetMessages,
+                })
+                .await?;
+            if response.success {
+                Ok(response.data.unwrap_or(Value::Null))
+            } else {
+                Err(response.error.unwrap_or_default())
+            }
+        }
+    };
+    answer
+        .map(|data| axum::Json(data).into_response())
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "cannot_project", e))
 }
 
 /// The file of session `id`: the served one's, or the stored one's.
@@ -331,7 +432,6 @@ async fn events(
     Query(query): Query<After>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let served = app.session(&id).await?;
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -342,9 +442,17 @@ async fn events(
         Some("0") => sse::From::Start,
         Some(id) => sse::From::After(id.to_owned()),
     };
-    Ok(
-        sse::stream(&served, served.handle.file(), from, app.stopped())
-            .await?
-            .into_response(),
-    )
+    let (live, file) = match app.access(&id).await? {
+        Access::Served(served) => (Some(Arc::clone(&served.channels)), served.handle.file()),
+        Access::Held { file, .. } => (None, file),
+    };
+    Ok(sse::stream(live, file, from, app.stopped())
+        .await?
+        .into_response())
+}
+
+/// `GET /v1/events`: every session's lifecycle (created, loaded, run
+/// started and ended, named, closed), live.
+async fn lifecycle(State(app): State<Arc<App>>) -> Response {
+    sse::lifecycle(app.lifecycle(), app.stopped()).into_response()
 }

@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -19,7 +20,7 @@ use futures_util::stream::{self, StreamExt as _};
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-use crate::state::{Frame, Served};
+use crate::state::{Channels, Frame};
 
 /// How often a quiet stream gets a comment, so proxies keep it open and
 /// a dead client is noticed.
@@ -36,9 +37,12 @@ pub enum From {
     After(String),
 }
 
-/// The stream of `served`, whose log is `file`, from `from`.
+/// The stream of the session whose log is `file`, from `from`: its
+/// replay, then the live frames of `live` until the handle moves to
+/// another session; a session held by another process (`live` is
+/// `None`) has its replay only.
 pub async fn stream<S>(
-    served: &Served,
+    live: Option<Arc<Channels>>,
     file: PathBuf,
     from: From,
     stopped: S,
@@ -46,7 +50,11 @@ pub async fn stream<S>(
 where
     S: std::future::Future<Output = ()> + Send + 'static,
 {
-    let live = served.channels.frames.subscribe();
+    // Subscribed before the file is read: a line appended meanwhile is
+    // in both, and the copy from the broadcast is skipped.
+    let rx = live
+        .as_ref()
+        .map(|channels| (channels.frames.subscribe(), channels.generation()));
     let (replay, seen) = match from {
         From::Now => (Vec::new(), HashSet::new()),
         From::Start | From::After(_) => {
@@ -67,17 +75,37 @@ where
         }
     };
     let replayed = stream::iter(replay.into_iter().map(|(id, line)| Ok(entry(&id, &line))));
-    let live = stream::unfold((live, seen), |(mut rx, seen)| async move {
+    let state = live.zip(rx).map(|(channels, (rx, generation))| Live {
+        rx,
+        channels,
+        generation,
+        seen,
+    });
+    let stream = replayed.chain(live_frames(state)).take_until(stopped);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
+}
+
+/// The live frames of `state` (none for `None`), until the handle moves
+/// to another session or the client falls too far behind.
+fn live_frames(state: Option<Live>) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(state, |state| async move {
+        let mut state = state?;
         loop {
-            match rx.recv().await {
+            let frame = state.rx.recv().await;
+            if state.channels.generation() != state.generation {
+                // The handle moved to another session (a fork): this
+                // stream's session is no longer served here.
+                return None;
+            }
+            match frame {
                 Ok(Frame::Entry { id, line }) => {
-                    if seen.contains(&*id) {
+                    if state.seen.contains(&*id) {
                         continue;
                     }
-                    return Some((Ok(entry(&id, &line)), (rx, seen)));
+                    return Some((Ok(entry(&id, &line)), Some(state)));
                 }
                 Ok(Frame::Live(json)) => {
-                    return Some((Ok(Event::default().event("live").data(&*json)), (rx, seen)));
+                    return Some((Ok(Event::default().event("live").data(&*json)), Some(state)));
                 }
                 // Too slow (frames were lost) or the session is gone:
                 // the stream ends; the client reconnects from its last
@@ -89,9 +117,37 @@ where
                 }
             }
         }
+    })
+}
+
+/// A live stream's state.
+struct Live {
+    /// The session's frames.
+    rx: broadcast::Receiver<Frame>,
+    /// The session's channels, for its generation.
+    channels: Arc<Channels>,
+    /// The generation the stream started in.
+    generation: u64,
+    /// Entries the replay sent.
+    seen: HashSet<String>,
+}
+
+/// The server-wide lifecycle stream: `event: session` frames, live only.
+pub fn lifecycle<S>(
+    rx: broadcast::Receiver<Arc<str>>,
+    stopped: S,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>
+where
+    S: std::future::Future<Output = ()> + Send + 'static,
+{
+    let events = stream::unfold(rx, |mut rx| async move {
+        match rx.recv().await {
+            Ok(json) => Some((Ok(Event::default().event("session").data(&*json)), rx)),
+            // A client too slow for the server's events is dropped.
+            Err(_) => None,
+        }
     });
-    let stream = replayed.chain(live).take_until(stopped);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
+    Sse::new(events.take_until(stopped)).keep_alive(KeepAlive::new().interval(HEARTBEAT))
 }
 
 /// Log lines to send, each with its event id.
@@ -144,6 +200,47 @@ fn entry(id: &str, line: &str) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Live state over fresh channels.
+    fn watching(channels: &Arc<Channels>) -> Live {
+        Live {
+            rx: channels.frames.subscribe(),
+            channels: Arc::clone(channels),
+            generation: channels.generation(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// A client that stops reading loses its stream once it is a queue
+    /// behind, and the sender never waited for it; a client that keeps
+    /// up gets every frame; a fork's move ends the streams of the old
+    /// session.
+    #[tokio::test]
+    async fn a_stalled_client_is_dropped_and_others_keep_every_frame() {
+        let channels = Channels::new(broadcast::channel(4).0);
+        let mut stalled = Box::pin(live_frames(Some(watching(&channels))));
+        let mut reading = Box::pin(live_frames(Some(watching(&channels))));
+        let total = crate::state::FRAMES_PER_SESSION + 10;
+        for n in 0..total {
+            // Never blocks, however far behind `stalled` is.
+            channels
+                .frames
+                .send(Frame::Live(format!("{{\"n\":{n}}}").into()))
+                .unwrap();
+            assert!(reading.next().await.is_some(), "frame {n}");
+        }
+        assert!(
+            stalled.next().await.is_none(),
+            "the stalled client is cut off"
+        );
+
+        channels.moved();
+        channels.frames.send(Frame::Live("{}".into())).unwrap();
+        assert!(
+            reading.next().await.is_none(),
+            "a moved handle ends the stream"
+        );
+    }
 
     const LOG: &str = "{\"id\":\"A1\",\"type\":\"session.started\"}\n\
                        torn {\n\

@@ -5,17 +5,26 @@
 //! service's writer tap, right after they are on disk, so a stream can
 //! send each with its event id; the session's protocol events (deltas
 //! too) through its sink.
+//!
+//! A request holds its session with an [`InUse`] lease; a session with
+//! no lease, no stream, no run and no command waiting for longer than
+//! `idle_unload` is closed ([`App::sweep`]): its log is all that
+//! remains, and the next request opens it again. Leases are taken under
+//! the map's read lock and the sweep decides under its write lock, so a
+//! request never gets a session the sweep is closing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use etch_protocol::{Command, EventBody, Response};
 use etch_runtime::host::Output;
 use etch_runtime::service::{Local, Scope, SessionHandle, SessionService, Spec, Stored, catalog};
 use etch_runtime::{Context, Place, RunSettings};
+use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::error::{ApiError, ServeError};
@@ -24,11 +33,17 @@ use crate::error::{ApiError, ServeError};
 /// falls further behind is dropped.
 pub const FRAMES_PER_SESSION: usize = 1024;
 
+/// Lifecycle events the server-wide stream holds for its slowest client.
+const LIFECYCLE_FRAMES: usize = 1024;
+
 /// What the server was started with.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The token every request but `/health` must carry.
     pub token: String,
+    /// The server's URL, named in the notes it leaves beside the
+    /// sessions it holds.
+    pub url: String,
     /// The `Origin` values allowed (the server's own URLs).
     pub origins: Vec<String>,
     /// The directories whose sessions are served, canonical; a new
@@ -42,6 +57,9 @@ pub struct Options {
     pub defaults: RunSettings,
     /// Runs at once; a prompt beyond them is answered 429.
     pub max_running: usize,
+    /// How long an unwatched, idle session stays loaded; `None` keeps
+    /// every session until the server stops.
+    pub idle_unload: Option<Duration>,
 }
 
 /// One frame of a session's stream.
@@ -64,20 +82,37 @@ pub struct Channels {
     pub frames: broadcast::Sender<Frame>,
     /// Commands sent over HTTP, by the id the server gave them.
     pending: Mutex<HashMap<String, oneshot::Sender<Response>>>,
-    /// Whether a run is active (between `agent_start` and `agent_end`).
+    /// Whether a run is active (from the prompt's acceptance to
+    /// `agent_end`).
     pub running: AtomicBool,
     /// Why the session cannot go on, once it broke.
     broken: Mutex<Option<String>>,
+    /// The session's id, for the lifecycle events.
+    id: RwLock<String>,
+    /// The server-wide lifecycle stream.
+    lifecycle: broadcast::Sender<Arc<str>>,
+    /// Requests holding the session now.
+    users: AtomicUsize,
+    /// When the last request let go of it or its last run ended.
+    last_used: Mutex<Instant>,
+    /// Bumped when the handle moves to another session (`fork`): the
+    /// streams of the old one end.
+    generation: AtomicU64,
 }
 
 impl Channels {
     /// Channels with nothing sent yet.
-    fn new() -> Arc<Self> {
+    pub(crate) fn new(lifecycle: broadcast::Sender<Arc<str>>) -> Arc<Self> {
         Arc::new(Self {
             frames: broadcast::channel(FRAMES_PER_SESSION).0,
             pending: Mutex::default(),
             running: AtomicBool::new(false),
             broken: Mutex::default(),
+            id: RwLock::default(),
+            lifecycle,
+            users: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+            generation: AtomicU64::new(0),
         })
     }
 
@@ -100,14 +135,22 @@ impl Channels {
             }
             Output::Event(event) => {
                 match event.body {
-                    EventBody::AgentStart => self.running.store(true, Ordering::SeqCst),
-                    EventBody::AgentEnd { .. } => self.running.store(false, Ordering::SeqCst),
+                    EventBody::AgentStart => {
+                        self.running.store(true, Ordering::SeqCst);
+                        self.announce("run_started", json!({}));
+                    }
+                    EventBody::AgentEnd { .. } => {
+                        self.running.store(false, Ordering::SeqCst);
+                        self.touch();
+                        self.announce("run_ended", json!({}));
+                    }
                     _ => {}
                 }
                 self.live(&Output::Event(event).to_line());
             }
             Output::Broken(why) => {
-                self.live(&serde_json::json!({"type": "broken", "message": why}).to_string());
+                self.live(&json!({"type": "broken", "message": why}).to_string());
+                self.announce("session_broken", json!({"message": why}));
                 if let Ok(mut broken) = self.broken.lock() {
                     *broken = Some(why);
                 }
@@ -124,6 +167,57 @@ impl Channels {
     fn live(&self, line: &str) {
         let _ = self.frames.send(Frame::Live(line.into()));
     }
+
+    /// Tells the server-wide stream `kind` happened to this session.
+    fn announce(&self, kind: &str, extra: Value) {
+        let id = self.id.read().map(|id| id.clone()).unwrap_or_default();
+        announce(&self.lifecycle, kind, &id, extra);
+    }
+
+    /// Marks the session used now.
+    fn touch(&self) {
+        if let Ok(mut last) = self.last_used.lock() {
+            *last = Instant::now();
+        }
+    }
+
+    /// The handle's generation; it changes when the handle moves to
+    /// another session.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Marks the handle moved to another session: the streams of the
+    /// one it was on end.
+    pub(crate) fn moved(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many event streams watch the session.
+    pub fn clients(&self) -> usize {
+        self.frames.receiver_count()
+    }
+
+    /// Whether nothing uses the session and nothing has for `idle`.
+    fn idle_for(&self, idle: Duration) -> bool {
+        self.users.load(Ordering::SeqCst) == 0
+            && !self.running.load(Ordering::SeqCst)
+            && self.frames.receiver_count() == 0
+            && self.pending.lock().is_ok_and(|p| p.is_empty())
+            && self
+                .last_used
+                .lock()
+                .is_ok_and(|last| last.elapsed() >= idle)
+    }
+}
+
+/// Sends one lifecycle event: `{"type", "sessionId", ...extra}`.
+fn announce(lifecycle: &broadcast::Sender<Arc<str>>, kind: &str, id: &str, extra: Value) {
+    let mut event = json!({"type": kind, "sessionId": id});
+    if let (Some(event), Value::Object(extra)) = (event.as_object_mut(), extra) {
+        event.extend(extra);
+    }
+    let _ = lifecycle.send(event.to_string().into());
 }
 
 /// A served session: its handle and its outputs.
@@ -174,6 +268,46 @@ impl Served {
     }
 }
 
+/// A request's hold on a served session: while any is held, the session
+/// is not unloaded.
+pub struct InUse(Served);
+
+impl InUse {
+    /// Takes a lease on `served`.
+    fn new(served: Served) -> Self {
+        served.channels.users.fetch_add(1, Ordering::SeqCst);
+        Self(served)
+    }
+}
+
+impl std::ops::Deref for InUse {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        &self.0
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        self.0.channels.touch();
+        self.0.channels.users.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How a request may reach a session.
+pub enum Access {
+    /// Served by this server.
+    Served(InUse),
+    /// Stored in a served root but held by another process: readable
+    /// from its log only.
+    Held {
+        /// The session file.
+        file: PathBuf,
+        /// Who holds it, as its note says (or "another etch process").
+        by: String,
+    },
+}
+
 /// The server's state.
 pub struct App {
     /// What it was started with.
@@ -186,6 +320,8 @@ pub struct App {
     places: Vec<Place>,
     /// Turns true when the server stops; event streams end then.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// The server-wide lifecycle stream.
+    lifecycle: broadcast::Sender<Arc<str>>,
 }
 
 impl App {
@@ -209,13 +345,8 @@ impl App {
             let tap_app = app.clone();
             let tap: etch_session::Tap = Arc::new(move |session, appended| {
                 let Some(app) = tap_app.upgrade() else { return };
-                let frames = app
-                    .served
-                    .read()
-                    .ok()
-                    .and_then(|served| served.get(session).map(|s| s.channels.frames.clone()));
-                if let Some(frames) = frames {
-                    let _ = frames.send(Frame::Entry {
+                if let Some(served) = app.find(session) {
+                    let _ = served.channels.frames.send(Frame::Entry {
                         id: appended.id.as_str().into(),
                         line: appended.line.as_str().into(),
                     });
@@ -227,6 +358,7 @@ impl App {
                 served: RwLock::default(),
                 places,
                 stopping: tokio::sync::watch::channel(false).0,
+                lifecycle: broadcast::channel(LIFECYCLE_FRAMES).0,
             }
         }))
     }
@@ -244,14 +376,36 @@ impl App {
         }
     }
 
+    /// The server-wide lifecycle stream, from now.
+    pub fn lifecycle(&self) -> broadcast::Receiver<Arc<str>> {
+        self.lifecycle.subscribe()
+    }
+
     /// The places of the served roots.
     pub fn places(&self) -> &[Place] {
         &self.places
     }
 
-    /// The served session `id`, if it is served now.
+    /// The served session `id`, if it is served now (no lease: for a
+    /// look at its state).
     pub fn get(&self, id: &str) -> Option<Served> {
         self.served.read().ok()?.get(id).cloned()
+    }
+
+    /// The served session whose handle is now on session `id` (its key,
+    /// or, in the moment between a fork and its re-keying, its handle's
+    /// id).
+    fn find(&self, id: &str) -> Option<Served> {
+        let map = self.served.read().ok()?;
+        map.get(id)
+            .or_else(|| map.values().find(|s| s.handle.id() == id))
+            .cloned()
+    }
+
+    /// A lease on the served session `id`, if it is served now.
+    fn lease(&self, id: &str) -> Option<InUse> {
+        let map = self.served.read().ok()?;
+        map.get(id).cloned().map(InUse::new)
     }
 
     /// How many served sessions are running.
@@ -271,17 +425,33 @@ impl App {
             .find_map(|place| catalog::file_of(&place.session_dir, id).map(|file| (place, file)))
     }
 
-    /// The served session `id`, opening it from its root when it is
-    /// stored but not served.
-    pub async fn session(&self, id: &str) -> Result<Served, ApiError> {
-        if let Some(served) = self.get(id) {
-            return Ok(served);
+    /// The served session `id`; a stored one held by another process is
+    /// refused (409) with who holds it.
+    pub async fn session(&self, id: &str) -> Result<InUse, ApiError> {
+        match self.access(id).await? {
+            Access::Served(served) => Ok(served),
+            Access::Held { by, .. } => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "session_held",
+                format!(
+                    "session {id} is held by {by}; this server shows it read-only (its log, \
+                     messages and events), and only its holder can run it"
+                ),
+            )),
+        }
+    }
+
+    /// The session `id`: served, opening it from its root when it is
+    /// stored but not served, or read-only when another process holds it.
+    pub async fn access(&self, id: &str) -> Result<Access, ApiError> {
+        if let Some(served) = self.lease(id) {
+            return Ok(Access::Served(served));
         }
         let (place, file) = self.stored(id).ok_or_else(|| ApiError::no_session(id))?;
         let mut service = self.service.lock().await;
         // Another request may have opened it meanwhile.
-        if let Some(served) = self.get(id) {
-            return Ok(served);
+        if let Some(served) = self.lease(id) {
+            return Ok(Access::Served(served));
         }
         let settings = self.options.defaults.clone();
         let context = Context::build(place, &settings).map_err(|e| {
@@ -296,30 +466,37 @@ impl App {
             settings,
             context,
         };
-        let channels = Channels::new();
+        let channels = Channels::new(self.lifecycle.clone());
         let sink = sink(&channels);
-        let opened = service
+        let opened = match service
             .open(spec, Stored::Path(&file), Scope::WHOLE, sink)
             .await
-            .map_err(|e| {
-                let (status, code) = match e {
-                    etch_runtime::OpenError::Session(etch_session::SessionError::Busy {
-                        ..
-                    }) => (StatusCode::CONFLICT, "session_busy"),
-                    _ => (StatusCode::INTERNAL_SERVER_ERROR, "cannot_open"),
-                };
-                ApiError::new(status, code, format!("cannot open session {id}: {e}"))
-            })?;
+        {
+            Ok(opened) => opened,
+            Err(etch_runtime::OpenError::Session(etch_session::SessionError::Busy { .. })) => {
+                let by = etch_session::holder::read(&file)
+                    .unwrap_or_else(|| "another etch process".to_owned());
+                return Ok(Access::Held { file, by });
+            }
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "cannot_open",
+                    format!("cannot open session {id}: {e}"),
+                ));
+            }
+        };
         let served = Served {
             handle: opened.handle,
             channels,
         };
-        self.insert(&served);
-        Ok(served)
+        let lease = self.insert(&served);
+        announce(&self.lifecycle, "session_loaded", id, json!({}));
+        Ok(Access::Served(lease))
     }
 
     /// Creates a session in `cwd` with `settings`.
-    pub async fn create(&self, cwd: &Path, settings: RunSettings) -> Result<Served, ApiError> {
+    pub async fn create(&self, cwd: &Path, settings: RunSettings) -> Result<InUse, ApiError> {
         let (place, _) = Place::load(
             cwd,
             self.options.home.as_deref(),
@@ -342,7 +519,7 @@ impl App {
             settings,
             context,
         };
-        let channels = Channels::new();
+        let channels = Channels::new(self.lifecycle.clone());
         let sink = sink(&channels);
         let (handle, _) = self
             .service
@@ -359,23 +536,110 @@ impl App {
                 ),
             })?;
         let served = Served { handle, channels };
-        self.insert(&served);
-        Ok(served)
+        let lease = self.insert(&served);
+        announce(
+            &self.lifecycle,
+            "session_created",
+            &served.handle.id(),
+            json!({"cwd": cwd}),
+        );
+        Ok(lease)
     }
 
-    /// Records `served` under its id.
-    fn insert(&self, served: &Served) {
+    /// Records `served` under its id, leaves the note that this server
+    /// holds it, and leases it to the caller.
+    fn insert(&self, served: &Served) -> InUse {
+        let id = served.handle.id();
+        if let Ok(mut own) = served.channels.id.write() {
+            own.clone_from(&id);
+        }
+        // Best effort: without the note, `etch resume` still refuses the
+        // session (its lock is taken), only less helpfully.
+        let _ = etch_session::holder::mark(&served.handle.file(), &self.holder());
+        let lease = InUse::new(served.clone());
         if let Ok(mut map) = self.served.write() {
-            map.insert(served.handle.id(), served.clone());
+            map.insert(id, served.clone());
+        }
+        lease
+    }
+
+    /// How this server describes itself in the notes it leaves.
+    fn holder(&self) -> String {
+        format!(
+            "etch serve (pid {}, {})",
+            std::process::id(),
+            self.options.url
+        )
+    }
+
+    /// Files `served` under the session its handle is on now, when a
+    /// command (`fork`) moved it from `old` (the session it was served
+    /// as): the old session is no longer served (the next request opens
+    /// it again from its log) and its streams end.
+    pub fn rekey(&self, old: &str, old_file: &Path, served: &Served) {
+        let new = served.handle.id();
+        if new == old {
+            return;
+        }
+        served.channels.moved();
+        if let Ok(mut map) = self.served.write() {
+            map.remove(old);
+        }
+        etch_session::holder::clear(old_file);
+        drop(self.insert(served));
+        announce(
+            &self.lifecycle,
+            "session_created",
+            &new,
+            json!({"parent": old}),
+        );
+    }
+
+    /// Tells the server-wide stream session `id` is now called `name`.
+    pub fn named(&self, id: &str, name: &str) {
+        announce(&self.lifecycle, "session_named", id, json!({"name": name}));
+    }
+
+    /// Unloads every session nothing has used for `idle`.
+    pub async fn sweep(&self, idle: Duration) {
+        // The service's lock first: a request opening a session waits
+        // until the one it replaces has let go of its file.
+        let mut service = self.service.lock().await;
+        let idle_ones: Vec<Served> = match self.served.write() {
+            Ok(mut map) => {
+                let ids: Vec<String> = map
+                    .iter()
+                    .filter(|(_, s)| s.channels.idle_for(idle))
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.iter().filter_map(|id| map.remove(id)).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        for served in idle_ones {
+            let id = served.handle.id();
+            let file = served.handle.file();
+            service.close(&id).await;
+            etch_session::holder::clear(&file);
+            announce(
+                &self.lifecycle,
+                "session_closed",
+                &id,
+                json!({"reason": "idle"}),
+            );
         }
     }
 
     /// Closes every served session (runs aborted, logs left valid).
     pub async fn close_all(&self) {
-        if let Ok(mut map) = self.served.write() {
-            map.clear();
-        }
+        let all: Vec<Served> = match self.served.write() {
+            Ok(mut map) => map.drain().map(|(_, s)| s).collect(),
+            Err(_) => Vec::new(),
+        };
         self.service.lock().await.close_all().await;
+        for served in all {
+            etch_session::holder::clear(&served.handle.file());
+        }
     }
 }
 

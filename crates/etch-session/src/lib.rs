@@ -17,6 +17,7 @@
 pub mod error;
 pub mod event;
 pub mod gitignore;
+pub mod holder;
 pub mod id;
 pub mod index;
 pub mod loader;

@@ -44,6 +44,17 @@ pub fn print_notice(notice: Notice) {
 
 /// The exit code and message of a session that could not be opened.
 pub fn open_failure(err: OpenError) -> Failure {
+    if let OpenError::Session(etch_session::SessionError::Busy { path }) = &err
+        && let Some(who) = etch_session::holder::read(path)
+    {
+        // Only the holder writes a session; say where it is, so the user
+        // goes there instead of waiting for a lock that stays taken.
+        return Failure::usage(format!(
+            "session {} is served by {who}; send its prompts there (or attach a chat to it), \
+             or stop that server to resume it here",
+            path.display()
+        ));
+    }
     if err.is_usage() {
         Failure::usage(err.to_string())
     } else {

@@ -10,9 +10,6 @@ use crate::cli::RunArgs;
 use crate::exit::{self, Failure};
 use crate::run::{Place, settings};
 
-/// Runs at once by default; a prompt beyond them is answered 429.
-const MAX_RUNNING: usize = 8;
-
 /// Where and what to serve.
 pub struct Listen<'a> {
     /// `--listen`.
@@ -92,16 +89,23 @@ pub async fn run(
     if bound.ip().is_loopback() {
         origins.push(format!("http://localhost:{}", bound.port()));
     }
-    let token =
-        etch_serve::new_token().map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))?;
+    let serve = &place.config.serve;
+    let token = match &serve.token_file {
+        Some(file) => etch_serve::token_from_file(&token_path(file, &place.cwd, home)),
+        None => etch_serve::new_token(),
+    }
+    .map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))?;
     let options = etch_serve::Options {
         token: token.clone(),
+        url: url.clone(),
         origins,
         roots,
         home: home.map(Path::to_path_buf),
         session_dir: session_dir.map(Path::to_path_buf),
         defaults: settings(args),
-        max_running: MAX_RUNNING,
+        max_running: usize::try_from(serve.max_running).unwrap_or(usize::MAX),
+        idle_unload: (serve.idle_unload_secs > 0)
+            .then(|| std::time::Duration::from_secs(serve.idle_unload_secs)),
     };
     if args.json {
         println!(
@@ -115,6 +119,15 @@ pub async fn run(
     etch_serve::serve(listener, options, stop)
         .await
         .map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))
+}
+
+/// `[serve] token_file` as a path: `~/` is the home, a relative path is
+/// against the project root (else the cwd), like every path key.
+fn token_path(file: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+    match (file.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => etch_runtime::paths::project_root(cwd).join(file),
+    }
 }
 
 /// Resolves at the first Ctrl-C or SIGTERM.

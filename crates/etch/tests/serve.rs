@@ -467,3 +467,306 @@ fn a_ninth_concurrent_run_is_told_to_retry() {
     std::fs::write(&gate, "").unwrap();
     support::wait_until("the held runs finished", || running() == 0);
 }
+
+/// The server-wide stream tells of every session's life; a session
+/// nothing uses for `[serve] idle_unload_secs` is unloaded (and says so
+/// there) and comes back, log intact, on the next request; while served,
+/// `etch resume` on it says which server has it and exits 2.
+#[test]
+fn idle_sessions_unload_and_reload_and_resume_is_told_where_they_are() {
+    let ws = Workspace::new();
+    ws.user_config("[serve]\nidle_unload_secs = 1\n");
+    let serve = Serve::start(&ws, &["--provider", "echo"]);
+    let auth = serve.auth();
+    let mut lifecycle = Events::open(&serve.addr, "/v1/events", &[("Authorization", &auth)]);
+    assert_eq!(lifecycle.status, 200);
+    let of_kind = |kind: &'static str| move |f: &Frame| f.json()["type"] == kind;
+
+    let id = serve.create();
+    let created = lifecycle.until(of_kind("session_created"));
+    assert_eq!(created.last().unwrap().json()["sessionId"], id.as_str());
+    assert_eq!(created.last().unwrap().event.as_deref(), Some("session"));
+
+    // While it is served, another process is told where it is.
+    let resume = ws.run(&["resume", &id, "-p", "hi", "--provider", "echo"]);
+    assert_eq!(resume.code(), 2, "{}", resume.stderr());
+    let pid = serve.child.id();
+    assert!(
+        resume.stderr().contains(&format!(
+            "served by etch serve (pid {pid}, http://{})",
+            serve.addr
+        )),
+        "{}",
+        resume.stderr()
+    );
+
+    let mut events = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"hello"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    events.until(agent_end);
+    lifecycle.until(of_kind("run_started"));
+    lifecycle.until(of_kind("run_ended"));
+    let named = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/name"),
+        r#"{"name":"greeting"}"#,
+    );
+    assert_eq!(named.status, 200, "{}", named.body);
+    let frames = lifecycle.until(of_kind("session_named"));
+    assert_eq!(frames.last().unwrap().json()["name"], "greeting");
+    let row = serve.call("GET", "/v1/sessions", "").json()["sessions"][0].clone();
+    assert_eq!(
+        (
+            row["title"].as_str(),
+            row["served"].as_bool(),
+            row["counts"]["clients"].as_u64()
+        ),
+        (Some("greeting"), Some(true), Some(1))
+    );
+    let before = std::fs::read_to_string(ws.only_session()).unwrap();
+
+    // A watched session stays; once its last stream goes it unloads.
+    drop(events);
+    let closed = lifecycle.until(of_kind("session_closed"));
+    let closed = closed.last().unwrap().json();
+    assert_eq!(
+        (closed["sessionId"].as_str(), closed["reason"].as_str()),
+        (Some(id.as_str()), Some("idle"))
+    );
+    assert_eq!(
+        serve.call("GET", "/v1/sessions", "").json()["sessions"][0]["served"],
+        false
+    );
+    assert_eq!(std::fs::read_to_string(ws.only_session()).unwrap(), before);
+
+    // The next request loads it again from its log.
+    let messages = serve.call("GET", &format!("/v1/sessions/{id}/messages"), "");
+    assert_eq!(messages.status, 200, "{}", messages.body);
+    assert_eq!(
+        messages.json()["messages"][1]["content"][0]["text"],
+        "hello"
+    );
+    let loaded = lifecycle.until(of_kind("session_loaded"));
+    assert_eq!(loaded.last().unwrap().json()["sessionId"], id.as_str());
+    let mut events = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"again"}"#,
+    );
+    assert_eq!(prompt.status, 202, "{}", prompt.body);
+    events.until(agent_end);
+    support::assert_whole(&ws.only_session());
+}
+
+/// A second server over the same sessions shows one the first holds
+/// read-only (messages, log, the replay of its events) and refuses to
+/// run it, naming the holder.
+#[test]
+fn a_session_held_elsewhere_is_served_read_only() {
+    let ws = Workspace::new();
+    let first = Serve::start(&ws, &["--provider", "echo"]);
+    let id = first.create();
+    let mut events = first.events(&id, None);
+    let prompt = first.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"hello"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    events.until(agent_end);
+
+    let second = Serve::start(&ws, &["--provider", "echo"]);
+    let messages = second.call("GET", &format!("/v1/sessions/{id}/messages"), "");
+    assert_eq!(messages.status, 200, "{}", messages.body);
+    assert_eq!(
+        messages.json()["messages"][1]["content"][0]["text"],
+        "hello"
+    );
+    let log = second.call("GET", &format!("/v1/sessions/{id}/log"), "");
+    assert_eq!(
+        log.body,
+        std::fs::read_to_string(ws.only_session()).unwrap()
+    );
+    let refused = second.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"mine now"}"#,
+    );
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], "session_held");
+    let holder = format!(
+        "etch serve (pid {}, http://{})",
+        first.child.id(),
+        first.addr
+    );
+    assert!(refused.body.contains(&holder), "{}", refused.body);
+    // Its events: the log's, then the stream ends (no live frames).
+    let mut replay = second.events(&id, Some("0"));
+    let frames = replay.rest();
+    let file: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(entry_ids(&frames), file);
+}
+
+/// Two clients on one session both see a run live; a prompt from the
+/// second while the first's runs is queued by the one writer and runs
+/// next, seen by both.
+#[test]
+fn two_clients_share_one_session() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("release");
+    let server =
+        FakeServer::start(vec![held(&gate), Reply::sse(chat_text("second answer"))]).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let mut a = serve.events(&id, None);
+    let mut b = serve.events(&id, None);
+    let first = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"from a"}"#,
+    );
+    assert_eq!(first.status, 202);
+    let started =
+        |f: &Frame| f.event.as_deref() == Some("live") && f.json()["type"] == "agent_start";
+    a.until(started);
+    b.until(started);
+    let queued = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"from b","streamingBehavior":"followUp"}"#,
+    );
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    std::fs::write(&gate, "").unwrap();
+    let text_of = |frames: &[Frame]| -> Vec<String> {
+        frames
+            .iter()
+            .filter(|f| f.event.as_deref() == Some("entry"))
+            .map(Frame::json)
+            .filter(|e| e["type"] == "message.user")
+            .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for client in [&mut a, &mut b] {
+        let mut frames = client.until(agent_end);
+        // The follow-up runs in the same run or the next one.
+        if !text_of(&frames).contains(&"from b".to_owned()) {
+            frames.extend(client.until(agent_end));
+        }
+        let texts = text_of(&frames);
+        assert!(texts.contains(&"from b".to_owned()), "{texts:?}");
+    }
+    let users: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(users, ["from a", "from b"]);
+}
+
+/// A server killed with SIGKILL mid-run leaves a log that `etch resume`
+/// opens and continues: no lock left behind, no torn history.
+#[test]
+fn a_killed_server_leaves_a_log_resume_continues() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("never");
+    let server = FakeServer::start(vec![held(&gate), Reply::sse(chat_text("resumed"))]).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let mut events = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"start"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    events.until(|f| f.event.as_deref() == Some("live") && f.json()["type"] == "message_update");
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+
+    let mut resume_args = vec!["resume", id.as_str(), "-p", "go on"];
+    resume_args.extend_from_slice(&args);
+    let run = ws.run(&resume_args);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(run.stdout().contains("resumed"), "{}", run.stdout());
+    support::assert_whole(&ws.only_session());
+    let users: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(users, ["start", "go on"]);
+}
+
+/// A fork over HTTP moves the served handle to the new session, served
+/// under its own id from then (the streams of the old one end, and the
+/// old one opens again from its log); commands that would move a URL to
+/// another session are refused.
+#[test]
+fn a_fork_is_served_under_its_own_id() {
+    let ws = Workspace::new();
+    let serve = Serve::start(&ws, &["--provider", "echo"]);
+    let id = serve.create();
+    let mut events = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"first"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    events.until(agent_end);
+    let points = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/commands"),
+        r#"{"type":"get_fork_messages"}"#,
+    );
+    let entry = points.json()["data"]["messages"][0]["entryId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fork = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/commands"),
+        &format!(r#"{{"type":"fork","entryId":"{entry}"}}"#),
+    );
+    assert_eq!(fork.status, 200, "{}", fork.body);
+    let forked = fork.json()["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(forked, id);
+    // The old session's stream ends at its next frame or the move.
+    let state = serve.call(
+        "POST",
+        &format!("/v1/sessions/{forked}/commands"),
+        r#"{"type":"get_state"}"#,
+    );
+    assert_eq!(state.json()["data"]["sessionId"], forked.as_str());
+    let old = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/commands"),
+        r#"{"type":"get_state"}"#,
+    );
+    assert_eq!(old.status, 200, "{}", old.body);
+    assert_eq!(old.json()["data"]["sessionId"], id.as_str());
+    drop(events);
+
+    let refused = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/commands"),
+        r#"{"type":"new_session"}"#,
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], "not_served_here");
+}

@@ -7,12 +7,11 @@ use std::path::PathBuf;
 use std::sync::PoisonError;
 
 use etch_core::NoopObserver;
-use etch_protocol::{CommandBody, EventBody, QueueMode, ThinkingLevel, WireMessage};
-use etch_session::{load_session, project_messages};
+use etch_protocol::{CommandBody, EventBody, QueueMode, ThinkingLevel};
+use etch_session::load_session;
 use serde_json::{Value, json};
 
 use super::{Answer, Host, Snapshot};
-use crate::events::wire_message;
 use crate::session::{Session, Target};
 
 impl Host {
@@ -54,16 +53,10 @@ impl Host {
     /// The messages of the active branch in the wire shape: the session's
     /// history when idle, the log's projection while a run appends to it.
     pub(super) fn messages(&self) -> Result<Value, String> {
-        let wire = |messages: &[etch_model::Message]| -> Vec<WireMessage> {
-            messages.iter().filter_map(wire_message).collect()
-        };
-        let messages = if let Some(session) = &self.session {
-            wire(session.history())
-        } else {
-            let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
-            wire(&project_messages(&loaded).messages)
-        };
-        Ok(json!({ "messages": messages }))
+        match &self.session {
+            Some(session) => Ok(crate::service::catalog::messages_of(session.history())),
+            None => crate::service::catalog::messages(&self.snapshot.path),
+        }
     }
 
     /// The answer to `get_fork_messages`: each user message of the active

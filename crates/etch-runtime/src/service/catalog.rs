@@ -23,6 +23,7 @@ pub fn sessions(dir: &Path) -> Vec<SessionSummary> {
             created_at: row.created_at,
             cwd: row.cwd,
             title: row.title,
+            parent: row.parent_session_id,
         })
         .collect()
 }
@@ -42,6 +43,25 @@ pub fn file_of(dir: &Path, id: &str) -> Option<PathBuf> {
         return None;
     }
     Some(etch_session::index::session_path(dir, id)).filter(|file| file.is_file())
+}
+
+/// The `get_messages` answer for the session stored in `file`, read
+/// from the log alone (for a session no handle serves, such as one
+/// another process holds): `{"messages": [...]}` at the leaf.
+pub fn messages(file: &Path) -> Result<serde_json::Value, String> {
+    let loaded = etch_session::load_session(file).map_err(|e| e.to_string())?;
+    Ok(messages_of(
+        &etch_session::project_messages(&loaded).messages,
+    ))
+}
+
+/// The `get_messages` answer for `history`.
+pub(crate) fn messages_of(history: &[etch_model::Message]) -> serde_json::Value {
+    let messages: Vec<_> = history
+        .iter()
+        .filter_map(crate::events::wire_message)
+        .collect();
+    serde_json::json!({ "messages": messages })
 }
 
 /// The file of the top-level session written to most recently.

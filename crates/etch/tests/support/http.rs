@@ -222,4 +222,9 @@ impl Events {
             }
         }
     }
+
+    /// Every frame until the server ends the stream.
+    pub fn rest(&mut self) -> Vec<Frame> {
+        std::iter::from_fn(|| self.next()).collect()
+    }
 }
