@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// One command with its optional correlation id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Command {
     /// Correlation id chosen by the client, echoed back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -21,6 +22,7 @@ pub struct Command {
 
 /// The commands, tagged by `type` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -196,6 +198,7 @@ impl CommandBody {
 
 /// What a prompt sent during an active run becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum StreamingBehavior {
     /// Admitted at the next boundary after a tool batch.
@@ -206,6 +209,7 @@ pub enum StreamingBehavior {
 
 /// How a queue is drained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueMode {
     /// Every pending text at once (etch's default).
@@ -217,6 +221,7 @@ pub enum QueueMode {
 
 /// Reasoning effort levels a client may pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     /// No reasoning settings sent.

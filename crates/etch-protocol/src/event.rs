@@ -18,6 +18,7 @@ use crate::message::WireMessage;
 
 /// One event with the id of the command that caused it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     /// The causing command's id, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,6 +30,7 @@ pub struct Event {
 
 /// The events, tagged by `type` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -190,6 +192,7 @@ pub enum EventBody {
 
 /// A piece of the streaming assistant message, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Delta {
     /// More answer text.
@@ -218,6 +221,7 @@ pub enum Delta {
 
 /// How a compaction ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(
     tag = "kind",
     rename_all = "snake_case",
@@ -245,6 +249,7 @@ pub enum CompactionOutcome {
 
 /// Severity of a notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeLevel {
     /// Worth knowing.

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 /// One message of a conversation, tagged by `role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(
     tag = "role",
     rename_all = "camelCase",
@@ -48,6 +49,7 @@ pub enum WireMessage {
 
 /// One part of a message, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum WirePart {
     /// Text.
@@ -73,6 +75,7 @@ pub enum WirePart {
 
 /// Why a model pass ended (the session log's `stopReason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
     /// The model finished its answer.

@@ -13,6 +13,7 @@ const RESPONSE: &str = "response";
 
 /// One response line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Response {
     /// Always `response`.

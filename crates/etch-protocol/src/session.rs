@@ -14,6 +14,7 @@ use serde_json::Value;
 
 /// One stored session, as a list shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
     /// Session id.
@@ -33,6 +34,7 @@ pub struct SessionSummary {
 
 /// One entry of a session's active branch, in log order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ReplayEntry {
     /// A prompt (or text a hook added as the user).
@@ -76,6 +78,7 @@ pub enum ReplayEntry {
 
 /// A tool call of an answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplayCall {
     /// The call id its result names.
     pub id: String,
@@ -88,6 +91,7 @@ pub struct ReplayCall {
 /// The tokens of one request, with the model in use when it was made
 /// (a front end prices it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageRecord {
     /// The model named last before the record.
@@ -102,6 +106,7 @@ pub struct UsageRecord {
 
 /// A session's counters over its whole log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Totals {
     /// Input tokens.
@@ -120,6 +125,7 @@ pub struct Totals {
 
 /// A session told again.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Replay {
     /// The session id.
@@ -154,6 +160,7 @@ pub struct Replay {
 /// One row of a session's conversation tree: prompts and answers in file
 /// order, depth-first from the root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TreeRow {
     /// The event id (what `navigate` takes).
@@ -175,6 +182,7 @@ pub struct TreeRow {
 
 /// A prompt of the active branch a fork can start before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ForkPoint {
     /// The prompt's event id (what `fork` takes).

@@ -72,7 +72,12 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        let body = crate::api::ErrorBody {
+            error: crate::api::ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(seconds) = self.retry_after {
             response

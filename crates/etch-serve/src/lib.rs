@@ -13,13 +13,18 @@
 //!   its JSON errors.
 //! - `sse`: a session's event stream: the log after a client's last event
 //!   id, then the live frames, with no gap and no duplicate.
+//! - `api`: the bodies as types, read and written by the routes.
+//! - `openapi`: `/openapi.json`, generated from the route table and the
+//!   bodies' types.
 //! - `auth`: the bearer token and the `Origin` check.
 //!
 //! This crate must not know how options reach it (the binary parses
 //! flags), how a terminal draws anything, or what a provider is.
 
+mod api;
 mod auth;
 mod error;
+mod openapi;
 mod routes;
 mod sse;
 mod state;

@@ -16,12 +16,13 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use etch_protocol::{Command, CommandBody};
 use etch_runtime::service::{SessionHandle, catalog};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::api;
 use crate::auth;
 use crate::error::ApiError;
 use crate::sse;
@@ -33,18 +34,100 @@ pub const MAX_BODY: usize = 16 << 20;
 /// Seconds a client told 429 should wait.
 const RETRY_AFTER_SECS: u32 = 5;
 
+/// One operation of the API: the router and the OpenAPI description
+/// are both built from [`Op::ALL`], so neither lists a route the other
+/// does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `GET /health`.
+    Health,
+    /// `GET /openapi.json`.
+    OpenApi,
+    /// `GET /v1/sessions`.
+    List,
+    /// `POST /v1/sessions`.
+    Create,
+    /// `POST /v1/sessions/{id}/prompt`.
+    Prompt,
+    /// `POST /v1/sessions/{id}/commands`.
+    Commands,
+    /// `POST /v1/sessions/{id}/name`.
+    Name,
+    /// `GET /v1/sessions/{id}/messages`.
+    Messages,
+    /// `GET /v1/sessions/{id}/log`.
+    Log,
+    /// `GET /v1/sessions/{id}/events`.
+    Events,
+    /// `GET /v1/events`.
+    Lifecycle,
+}
+
+impl Op {
+    /// Every operation, in the order the description lists them.
+    pub const ALL: [Self; 11] = [
+        Self::Health,
+        Self::OpenApi,
+        Self::List,
+        Self::Create,
+        Self::Prompt,
+        Self::Commands,
+        Self::Name,
+        Self::Messages,
+        Self::Log,
+        Self::Events,
+        Self::Lifecycle,
+    ];
+
+    /// Its method and path (axum's `{id}` syntax, also OpenAPI's).
+    pub const fn route(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Health => ("GET", "/health"),
+            Self::OpenApi => ("GET", "/openapi.json"),
+            Self::List => ("GET", "/v1/sessions"),
+            Self::Create => ("POST", "/v1/sessions"),
+            Self::Prompt => ("POST", "/v1/sessions/{id}/prompt"),
+            Self::Commands => ("POST", "/v1/sessions/{id}/commands"),
+            Self::Name => ("POST", "/v1/sessions/{id}/name"),
+            Self::Messages => ("GET", "/v1/sessions/{id}/messages"),
+            Self::Log => ("GET", "/v1/sessions/{id}/log"),
+            Self::Events => ("GET", "/v1/sessions/{id}/events"),
+            Self::Lifecycle => ("GET", "/v1/events"),
+        }
+    }
+
+    /// Whether it needs the token (all but `/health`).
+    pub const fn guarded(self) -> bool {
+        !matches!(self, Self::Health)
+    }
+
+    /// Its handler.
+    fn handler(self) -> MethodRouter<Arc<App>> {
+        match self {
+            Self::Health => get(health),
+            Self::OpenApi => get(openapi),
+            Self::List => get(list),
+            Self::Create => post(create),
+            Self::Prompt => post(prompt),
+            Self::Commands => post(commands),
+            Self::Name => post(name),
+            Self::Messages => get(messages),
+            Self::Log => get(log),
+            Self::Events => get(events),
+            Self::Lifecycle => get(lifecycle),
+        }
+    }
+}
+
 /// Every route, behind the token and origin guard.
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/health", get(health))
-        .route("/v1/sessions", get(list).post(create))
-        .route("/v1/sessions/{id}/prompt", post(prompt))
-        .route("/v1/sessions/{id}/commands", post(commands))
-        .route("/v1/sessions/{id}/messages", get(messages))
-        .route("/v1/sessions/{id}/log", get(log))
-        .route("/v1/sessions/{id}/events", get(events))
-        .route("/v1/sessions/{id}/name", post(name))
-        .route("/v1/events", get(lifecycle))
+    let mut router = Router::new();
+    for op in Op::ALL {
+        // Two operations on one path (GET and POST /v1/sessions) merge
+        // into one route.
+        router = router.route(op.route().1, op.handler());
+    }
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -75,7 +158,16 @@ async fn not_allowed() -> ApiError {
 
 /// `GET /health`, the one route without the token.
 async fn health() -> Response {
-    axum::Json(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})).into_response()
+    axum::Json(api::Health {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+    .into_response()
+}
+
+/// `GET /openapi.json`: this API's OpenAPI 3.1 description.
+async fn openapi() -> Response {
+    axum::Json(crate::openapi::document()).into_response()
 }
 
 /// A JSON body, or the error saying what is wrong with it; an empty body
@@ -146,51 +238,35 @@ async fn list(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
         )
     })?;
     rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
-    let sessions: Vec<Value> = rows
+    let sessions = rows
         .into_iter()
         .map(|(modified, summary, children)| {
             let served = app.get(&summary.id);
             let state = match &served {
-                Some(s) if s.channels.running.load(Ordering::SeqCst) => "running",
-                _ => "idle",
+                Some(s) if s.channels.running.load(Ordering::SeqCst) => api::RunState::Running,
+                _ => api::RunState::Idle,
             };
-            let updated = modified.map(|t| {
-                t.duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis())
+            let updated_ms = modified.and_then(|t| {
+                let since = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+                u64::try_from(since.as_millis()).ok()
             });
-            json!({
-                "id": summary.id,
-                "title": summary.title,
-                "cwd": summary.cwd,
-                "parent": summary.parent,
-                "createdAt": summary.created_at,
-                "updatedMs": updated,
-                "state": state,
-                "served": served.is_some(),
-                "counts": {
-                    "children": children,
-                    "clients": served.as_ref().map_or(0, |s| s.channels.clients()),
+            api::SessionRow {
+                id: summary.id,
+                title: summary.title,
+                cwd: summary.cwd,
+                parent: summary.parent,
+                created_at: summary.created_at,
+                updated_ms,
+                state,
+                served: served.is_some(),
+                counts: api::Counts {
+                    children,
+                    clients: served.as_ref().map_or(0, |s| s.channels.clients()),
                 },
-            })
+            }
         })
         .collect();
-    Ok(axum::Json(json!({"sessions": sessions})).into_response())
-}
-
-/// `POST /v1/sessions`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct NewSession {
-    /// Working directory, inside a served root (default: the first).
-    cwd: Option<PathBuf>,
-    /// Provider name.
-    provider: Option<String>,
-    /// Model.
-    model: Option<String>,
-    /// Reasoning effort.
-    thinking: Option<String>,
-    /// Built-in tools to offer.
-    tools: Option<Vec<String>>,
+    Ok(axum::Json(api::SessionList { sessions }).into_response())
 }
 
 /// `POST /v1/sessions`: 201 with the new session's id.
@@ -198,7 +274,7 @@ async fn create(
     State(app): State<Arc<App>>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let asked: NewSession = body(bytes)?;
+    let asked: api::NewSession = body(bytes)?;
     let roots = &app.options.roots;
     let cwd = asked
         .cwd
@@ -243,19 +319,11 @@ async fn create(
     let served = app.create(&real, settings).await?;
     Ok((
         StatusCode::CREATED,
-        axum::Json(json!({"id": served.handle.id()})),
+        axum::Json(api::Created {
+            id: served.handle.id(),
+        }),
     )
         .into_response())
-}
-
-/// A command built from a body object with `type` set to `kind`.
-fn command_of(mut value: Value, kind: &str) -> Result<Command, ApiError> {
-    let Some(object) = value.as_object_mut() else {
-        return Err(ApiError::bad("bad_json", "the body must be a JSON object"));
-    };
-    object.insert("type".to_owned(), Value::String(kind.to_owned()));
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::bad("bad_command", format!("not a {kind} command: {e}")))
 }
 
 /// `POST /v1/sessions/{id}/prompt`: 202 with the id the run's events
@@ -265,8 +333,14 @@ async fn prompt(
     Path(id): Path<String>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let value: Value = body(bytes)?;
-    let command = command_of(value, "prompt")?;
+    let asked: api::Prompt = body(bytes)?;
+    let command = Command {
+        id: None,
+        body: CommandBody::Prompt {
+            message: asked.message,
+            streaming_behavior: asked.streaming_behavior,
+        },
+    };
     let served = app.session(&id).await?;
     let running = served.channels.running.load(Ordering::SeqCst);
     if !running && app.running() >= app.options.max_running {
@@ -286,7 +360,11 @@ async fn prompt(
         // Counted as running from now, not from its `agent_start`, so
         // the next prompt's check above already sees it.
         served.channels.running.store(true, Ordering::SeqCst);
-        return Ok((StatusCode::ACCEPTED, axum::Json(json!({"commandId": ours}))).into_response());
+        return Ok((
+            StatusCode::ACCEPTED,
+            axum::Json(api::Accepted { command_id: ours }),
+        )
+            .into_response());
     }
     let message = response
         .error
@@ -333,14 +411,6 @@ async fn commands(
     Ok(axum::Json(response).into_response())
 }
 
-/// `POST /v1/sessions/{id}/name`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Name {
-    /// The new title.
-    name: String,
-}
-
 /// `POST /v1/sessions/{id}/name`: names the session; answers the name as
 /// stored (one line, cut to the index's length).
 async fn name(
@@ -348,7 +418,7 @@ async fn name(
     Path(id): Path<String>,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let asked: Name = body(bytes)?;
+    let asked: api::Name = body(bytes)?;
     if asked.name.trim().is_empty() {
         return Err(ApiError::bad("bad_name", "the name must not be empty"));
     }
@@ -359,7 +429,7 @@ async fn name(
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "cannot_name", e))?;
     app.named(&id, &stored);
-    Ok(axum::Json(json!({"name": stored})).into_response())
+    Ok(axum::Json(api::Named { name: stored }).into_response())
 }
 
 /// `GET /v1/sessions/{id}/messages`: the projection at the leaf (what
@@ -388,9 +458,10 @@ async fn messages(
             }
         }
     };
-    answer
-        .map(|data| axum::Json(data).into_response())
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "cannot_project", e))
+    let messages: api::Messages = answer
+        .and_then(|data| serde_json::from_value(data).map_err(|e| e.to_string()))
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "cannot_project", e))?;
+    Ok(axum::Json(messages).into_response())
 }
 
 /// The file of session `id`: the served one's, or the stored one's.

@@ -24,9 +24,10 @@ use etch_protocol::{Command, EventBody, Response};
 use etch_runtime::host::Output;
 use etch_runtime::service::{Local, Scope, SessionHandle, SessionService, Spec, Stored, catalog};
 use etch_runtime::{Context, Place, RunSettings};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::{broadcast, oneshot};
 
+use crate::api::Lifecycle;
 use crate::error::{ApiError, ServeError};
 
 /// Frames a session's broadcast holds for its slowest client; one that
@@ -137,12 +138,12 @@ impl Channels {
                 match event.body {
                     EventBody::AgentStart => {
                         self.running.store(true, Ordering::SeqCst);
-                        self.announce("run_started", json!({}));
+                        self.announce(|session_id| Lifecycle::RunStarted { session_id });
                     }
                     EventBody::AgentEnd { .. } => {
                         self.running.store(false, Ordering::SeqCst);
                         self.touch();
-                        self.announce("run_ended", json!({}));
+                        self.announce(|session_id| Lifecycle::RunEnded { session_id });
                     }
                     _ => {}
                 }
@@ -150,7 +151,11 @@ impl Channels {
             }
             Output::Broken(why) => {
                 self.live(&json!({"type": "broken", "message": why}).to_string());
-                self.announce("session_broken", json!({"message": why}));
+                let message = why.clone();
+                self.announce(|session_id| Lifecycle::SessionBroken {
+                    session_id,
+                    message,
+                });
                 if let Ok(mut broken) = self.broken.lock() {
                     *broken = Some(why);
                 }
@@ -168,10 +173,10 @@ impl Channels {
         let _ = self.frames.send(Frame::Live(line.into()));
     }
 
-    /// Tells the server-wide stream `kind` happened to this session.
-    fn announce(&self, kind: &str, extra: Value) {
+    /// Tells the server-wide stream what happened to this session.
+    fn announce(&self, event: impl FnOnce(String) -> Lifecycle) {
         let id = self.id.read().map(|id| id.clone()).unwrap_or_default();
-        announce(&self.lifecycle, kind, &id, extra);
+        announce(&self.lifecycle, &event(id));
     }
 
     /// Marks the session used now.
@@ -211,13 +216,11 @@ impl Channels {
     }
 }
 
-/// Sends one lifecycle event: `{"type", "sessionId", ...extra}`.
-fn announce(lifecycle: &broadcast::Sender<Arc<str>>, kind: &str, id: &str, extra: Value) {
-    let mut event = json!({"type": kind, "sessionId": id});
-    if let (Some(event), Value::Object(extra)) = (event.as_object_mut(), extra) {
-        event.extend(extra);
+/// Sends one lifecycle event to the server-wide stream.
+fn announce(lifecycle: &broadcast::Sender<Arc<str>>, event: &Lifecycle) {
+    if let Ok(json) = serde_json::to_string(event) {
+        let _ = lifecycle.send(json.into());
     }
-    let _ = lifecycle.send(event.to_string().into());
 }
 
 /// A served session: its handle and its outputs.
@@ -491,7 +494,12 @@ impl App {
             channels,
         };
         let lease = self.insert(&served);
-        announce(&self.lifecycle, "session_loaded", id, json!({}));
+        announce(
+            &self.lifecycle,
+            &Lifecycle::SessionLoaded {
+                session_id: id.to_owned(),
+            },
+        );
         Ok(Access::Served(lease))
     }
 
@@ -539,9 +547,11 @@ impl App {
         let lease = self.insert(&served);
         announce(
             &self.lifecycle,
-            "session_created",
-            &served.handle.id(),
-            json!({"cwd": cwd}),
+            &Lifecycle::SessionCreated {
+                session_id: served.handle.id(),
+                cwd: Some(cwd.to_path_buf()),
+                parent: None,
+            },
         );
         Ok(lease)
     }
@@ -589,15 +599,23 @@ impl App {
         drop(self.insert(served));
         announce(
             &self.lifecycle,
-            "session_created",
-            &new,
-            json!({"parent": old}),
+            &Lifecycle::SessionCreated {
+                session_id: new,
+                cwd: None,
+                parent: Some(old.to_owned()),
+            },
         );
     }
 
     /// Tells the server-wide stream session `id` is now called `name`.
     pub fn named(&self, id: &str, name: &str) {
-        announce(&self.lifecycle, "session_named", id, json!({"name": name}));
+        announce(
+            &self.lifecycle,
+            &Lifecycle::SessionNamed {
+                session_id: id.to_owned(),
+                name: name.to_owned(),
+            },
+        );
     }
 
     /// Unloads every session nothing has used for `idle`.
@@ -623,9 +641,10 @@ impl App {
             etch_session::holder::clear(&file);
             announce(
                 &self.lifecycle,
-                "session_closed",
-                &id,
-                json!({"reason": "idle"}),
+                &Lifecycle::SessionClosed {
+                    session_id: id,
+                    reason: "idle".to_owned(),
+                },
             );
         }
     }

@@ -263,7 +263,7 @@ fn routes_answer_and_bad_input_is_refused() {
                 r#"{"text":"x"}"#,
             ),
             400,
-            "bad_command",
+            "bad_json",
         ),
         (
             serve.call(
@@ -769,4 +769,75 @@ fn a_fork_is_served_under_its_own_id() {
     );
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(refused.json()["error"]["code"], "not_served_here");
+}
+
+/// `/openapi.json` describes the routes the server has: each documented
+/// operation, called, answers one of its documented statuses, and a JSON
+/// answer has the required fields of its schema and no others.
+#[test]
+fn the_openapi_description_matches_the_routes() {
+    let ws = Workspace::new();
+    let serve = Serve::start(&ws, &["--provider", "echo"]);
+    let doc = serve.call("GET", "/openapi.json", "");
+    assert_eq!(doc.status, 200);
+    let doc = doc.json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let id = serve.create();
+    let components = doc["components"]["schemas"].clone();
+    let resolve = |schema: &Value| -> Value {
+        match schema["$ref"].as_str() {
+            Some(target) => components[target.trim_start_matches("#/components/schemas/")].clone(),
+            None => schema.clone(),
+        }
+    };
+    let mut called = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let method = method.to_ascii_uppercase();
+            let url = path.replace("{id}", &id);
+            let body = match operation["operationId"].as_str().unwrap() {
+                "Create" => "{}",
+                "Prompt" => r#"{"message":"hi"}"#,
+                "Commands" => r#"{"type":"get_state"}"#,
+                "Name" => r#"{"name":"described"}"#,
+                _ => "",
+            };
+            let event_stream =
+                operation["responses"]["200"]["content"]["text/event-stream"].is_object();
+            let status = if event_stream {
+                let auth = serve.auth();
+                Events::open(&serve.addr, &url, &[("Authorization", &auth)]).status
+            } else {
+                let reply = serve.call(&method, &url, body);
+                let documented = &operation["responses"][reply.status.to_string()];
+                let schema = &documented["content"]["application/json"]["schema"];
+                if schema.is_object() {
+                    let schema = resolve(schema);
+                    let value = reply.json();
+                    let object = value.as_object().unwrap();
+                    for required in schema["required"].as_array().into_iter().flatten() {
+                        assert!(
+                            object.contains_key(required.as_str().unwrap()),
+                            "{method} {path}: {required} missing from {value}"
+                        );
+                    }
+                    if let Some(properties) = schema["properties"].as_object() {
+                        for key in object.keys() {
+                            assert!(
+                                properties.contains_key(key),
+                                "{method} {path}: {key} is not described"
+                            );
+                        }
+                    }
+                }
+                reply.status
+            };
+            assert!(
+                operation["responses"][status.to_string()].is_object(),
+                "{method} {path} answered {status}, which is not described"
+            );
+            called += 1;
+        }
+    }
+    assert_eq!(called, 11);
 }
