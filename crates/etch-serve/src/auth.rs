@@ -95,8 +95,18 @@ pub async fn guard(
             ));
         }
     }
-    if request.uri().path() == "/health" {
+    let path = request.uri().path();
+    if path == "/health" {
         return Ok(next.run(request).await);
+    }
+    if path == "/"
+        && let Some(given) = query_token(request.uri().query())
+    {
+        return Ok(if same(given.as_bytes(), app.options.token.as_bytes()) {
+            crate::page::signed_in(&app.options.token)
+        } else {
+            crate::page::sign_in_first()
+        });
     }
     let bearer = headers
         .get(header::AUTHORIZATION)
@@ -110,6 +120,9 @@ pub async fn guard(
         .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='));
     let given = bearer.or(cookie);
     if !given.is_some_and(|t| same(t.as_bytes(), app.options.token.as_bytes())) {
+        if matches!(path, "/" | "/page.js" | "/page.css") {
+            return Ok(crate::page::sign_in_first());
+        }
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -117,6 +130,14 @@ pub async fn guard(
         ));
     }
     Ok(next.run(request).await)
+}
+
+/// The `token` parameter of a query string, when there is one (a token
+/// is hex or printable ASCII: no decoding needed).
+fn query_token(query: Option<&str>) -> Option<&str> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
 }
 
 /// Compares without stopping at the first difference.

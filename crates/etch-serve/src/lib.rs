@@ -16,6 +16,8 @@
 //! - `api`: the bodies as types, read and written by the routes.
 //! - `openapi`: `/openapi.json`, generated from the route table and the
 //!   bodies' types.
+//! - `page`: the web page (HTML, CSS, one script, embedded), and how it
+//!   gets the token into an `HttpOnly` cookie.
 //! - `auth`: the bearer token and the `Origin` check.
 //!
 //! This crate must not know how options reach it (the binary parses
@@ -25,6 +27,7 @@ mod api;
 mod auth;
 mod error;
 mod openapi;
+mod page;
 mod routes;
 mod sse;
 mod state;

@@ -128,6 +128,9 @@ pub fn router(app: Arc<App>) -> Router {
         router = router.route(op.route().1, op.handler());
     }
     router
+        .route("/", get(crate::page::index))
+        .route("/page.js", get(crate::page::script))
+        .route("/page.css", get(crate::page::style))
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -334,6 +337,7 @@ async fn prompt(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let asked: api::Prompt = body(bytes)?;
+    let title = asked.message.clone();
     let command = Command {
         id: None,
         body: CommandBody::Prompt {
@@ -360,6 +364,12 @@ async fn prompt(
         // Counted as running from now, not from its `agent_start`, so
         // the next prompt's check above already sees it.
         served.channels.running.store(true, Ordering::SeqCst);
+        if served.channels.first_prompt() {
+            // Named as `etch -p` names a session: by its first prompt.
+            if let Ok(name) = served.handle.rename(title).await {
+                app.named(&id, &name);
+            }
+        }
         return Ok((
             StatusCode::ACCEPTED,
             axum::Json(api::Accepted { command_id: ours }),

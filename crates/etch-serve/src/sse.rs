@@ -26,6 +26,9 @@ use crate::state::{Channels, Frame};
 /// a dead client is noticed.
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
 
+/// How soon a client should reconnect after a stream breaks.
+pub const RECONNECT: Duration = Duration::from_secs(1);
+
 /// Where a stream starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum From {
@@ -81,7 +84,13 @@ where
         generation,
         seen,
     });
-    let stream = replayed.chain(live_frames(state)).take_until(stopped);
+    // A browser reconnects after this long (its default is a few
+    // seconds): a restarted server is found again soon.
+    let retry = stream::once(async { Ok(Event::default().retry(RECONNECT)) });
+    let stream = retry
+        .chain(replayed)
+        .chain(live_frames(state))
+        .take_until(stopped);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(HEARTBEAT)))
 }
 

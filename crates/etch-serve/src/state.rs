@@ -34,6 +34,9 @@ use crate::error::{ApiError, ServeError};
 /// falls further behind is dropped.
 pub const FRAMES_PER_SESSION: usize = 1024;
 
+/// The title of a session created here until its first prompt names it.
+const UNTITLED: &str = "(new session)";
+
 /// Lifecycle events the server-wide stream holds for its slowest client.
 const LIFECYCLE_FRAMES: usize = 1024;
 
@@ -99,6 +102,9 @@ pub struct Channels {
     /// Bumped when the handle moves to another session (`fork`): the
     /// streams of the old one end.
     generation: AtomicU64,
+    /// Whether the session still has the placeholder title it was
+    /// created with; its first prompt names it.
+    untitled: AtomicBool,
 }
 
 impl Channels {
@@ -114,6 +120,7 @@ impl Channels {
             users: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
             generation: AtomicU64::new(0),
+            untitled: AtomicBool::new(false),
         })
     }
 
@@ -196,6 +203,12 @@ impl Channels {
     /// one it was on end.
     pub(crate) fn moved(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether this is the first prompt of a session created untitled
+    /// (true once).
+    pub fn first_prompt(&self) -> bool {
+        self.untitled.swap(false, Ordering::SeqCst)
     }
 
     /// How many event streams watch the session.
@@ -533,7 +546,7 @@ impl App {
             .service
             .lock()
             .await
-            .create(spec, None, "served session".to_owned(), sink)
+            .create(spec, None, UNTITLED.to_owned(), sink)
             .await
             .map_err(|e| match e {
                 etch_runtime::OpenError::Usage(m) => ApiError::bad("bad_options", m),
@@ -543,6 +556,7 @@ impl App {
                     other.to_string(),
                 ),
             })?;
+        channels.untitled.store(true, Ordering::SeqCst);
         let served = Served { handle, channels };
         let lease = self.insert(&served);
         announce(

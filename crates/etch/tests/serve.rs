@@ -13,6 +13,7 @@ use std::process::{Child, Stdio};
 
 use etch_test_support::{FakeServer, Reply, chat_text, chat_text_chunks};
 use serde_json::Value;
+use support::browser::Browser;
 use support::http::{self, Events, Frame, Reply as HttpReply};
 use support::{Workspace, jsonl, model_args};
 
@@ -30,7 +31,12 @@ impl Serve {
     /// Starts `etch serve --listen 127.0.0.1:0 --json` with `args` in `ws`
     /// and reads its listening line.
     fn start(ws: &Workspace, args: &[&str]) -> Self {
-        let mut all = vec!["serve", "--listen", "127.0.0.1:0", "--json"];
+        Self::start_at(ws, "127.0.0.1:0", args)
+    }
+
+    /// [`Self::start`] listening on `listen`.
+    fn start_at(ws: &Workspace, listen: &str, args: &[&str]) -> Self {
+        let mut all = vec!["serve", "--listen", listen, "--json"];
         all.extend_from_slice(args);
         let mut child = ws
             .command(&all)
@@ -222,6 +228,10 @@ fn routes_answer_and_bad_input_is_refused() {
     let list = serve.call("GET", "/v1/sessions", "").json();
     assert_eq!(list["sessions"][0]["id"], id.as_str());
     assert_eq!(list["sessions"][0]["state"], "idle");
+    assert_eq!(
+        list["sessions"][0]["title"], "hello",
+        "named by its first prompt"
+    );
 
     // Bad input.
     let code = |reply: &HttpReply| reply.json()["error"]["code"].as_str().unwrap().to_owned();
@@ -840,4 +850,107 @@ fn the_openapi_description_matches_the_routes() {
         }
     }
     assert_eq!(called, 11);
+}
+
+/// The web page in a real headless browser: opened once with the token
+/// (kept in an HttpOnly cookie, gone from the address), it creates a
+/// session, sends a prompt and shows the streamed answer sanitized as
+/// the chat does; when the server is killed and started again it
+/// reconnects from the last event it had and shows nothing twice.
+#[test]
+fn the_page_streams_a_session_and_resumes_after_a_restart() {
+    let ws = Workspace::new();
+    let token_file = ws.path().join("serve-token");
+    ws.user_config(&format!(
+        "[serve]\ntoken_file = \"{}\"\n",
+        token_file.display()
+    ));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text_chunks(
+            "Hello \u{1b}[31mfrom\u{1b}[0m the \u{202e}model",
+            4,
+        )),
+        Reply::sse(chat_text("second answer")),
+    ])
+    .unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let addr = serve.addr.clone();
+    let browser = Browser::start();
+    browser.go(&format!("http://{addr}/?token={}", serve.token));
+    browser.wait(
+        "the page without the token in its address",
+        &format!("return location.href === 'http://{addr}/'"),
+    );
+    assert_eq!(browser.text("return document.cookie"), "", "HttpOnly");
+
+    browser.eval("document.getElementById('new').click()");
+    browser.wait(
+        "a new session open",
+        "return document.getElementById('status').textContent === 'connected'",
+    );
+    browser.eval(
+        "document.getElementById('message').value = 'hi from the page'; \
+         document.getElementById('send').click()",
+    );
+    browser.wait(
+        "the streamed answer",
+        "return document.querySelectorAll('#log .assistant:not(.streaming)').length === 1",
+    );
+    let log = browser.text("return document.getElementById('log').textContent");
+    assert!(log.contains("Hello from the model"), "{log}");
+    assert!(
+        !log.contains('\u{1b}') && !log.contains('\u{202e}'),
+        "sanitized as the chat does: {log:?}"
+    );
+    browser.wait(
+        "the session listed",
+        "return document.querySelectorAll('#sessions li').length === 1",
+    );
+
+    // Kill the server; the page notices, and finds the new one.
+    drop(serve);
+    browser.wait(
+        "the page notices the server is gone",
+        "return document.getElementById('status').textContent !== 'connected'",
+    );
+    let again = Serve::start_at(&ws, &addr, &args);
+    assert_eq!(
+        again.token,
+        std::fs::read_to_string(&token_file).unwrap().trim()
+    );
+    browser.wait(
+        "the page reconnected",
+        "return document.getElementById('status').textContent === 'connected'",
+    );
+    browser.eval(
+        "document.getElementById('message').value = 'and again'; \
+         document.getElementById('send').click()",
+    );
+    browser.wait(
+        "the second answer",
+        "return document.getElementById('log').textContent.includes('second answer')",
+    );
+    let count = |selector: &str| {
+        browser
+            .eval(&format!(
+                "return document.querySelectorAll('{selector}').length"
+            ))
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        (
+            count("#log .user"),
+            count("#log .assistant"),
+            count("#log .note")
+        ),
+        (2, 2, 1),
+        "every entry once: {}",
+        browser.text("return document.getElementById('log').innerText")
+    );
+    // The server resumed after the page's last event: nothing was sent
+    // twice for the page to drop.
+    assert_eq!(browser.eval("return view.repeated"), 0);
 }

@@ -110,6 +110,18 @@ pub fn request(
         while let Some(chunk) = next_chunk(&mut reader) {
             bytes.extend(chunk);
         }
+    } else if let Some(length) = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+    {
+        // Not every server closes after its answer (chromedriver keeps
+        // the connection), so a body with a length is read to it.
+        bytes.resize(length, 0);
+        let read = reader.read_exact(&mut bytes);
+        if read.is_err() {
+            bytes.clear();
+        }
     } else {
         let _ = reader.read_to_end(&mut bytes);
     }

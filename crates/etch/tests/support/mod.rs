@@ -13,6 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod browser;
 pub mod http;
 pub mod rpc;
 pub mod tmux;
@@ -47,7 +48,12 @@ fn ensure_system_programs() {
                 .status()
                 .is_ok_and(|s| s.success())
         };
-        let missing: Vec<&str> = [("tmux", "tmux"), ("kill", "procps")]
+        let missing: Vec<&str> = [
+            ("tmux", "tmux"),
+            ("kill", "procps"),
+            ("chromium", "chromium"),
+            ("chromedriver", "chromium-driver"),
+        ]
             .into_iter()
             .filter(|(program, _)| {
                 // `kill` must be a program, not only the shell's builtin.
@@ -73,7 +79,7 @@ fn ensure_system_programs() {
             missing.join(" ")
         );
         let script = format!(
-            "flock /tmp/etch-tests-apt.lock sh -c 'apt-get update -qq && apt-get install -y -qq {}' >/dev/null",
+            "flock /tmp/etch-tests-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq {}' >/dev/null",
             missing.join(" ")
         );
         let installed = Command::new("sh")
