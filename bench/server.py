@@ -8,7 +8,8 @@ plugin's `plugin_echo`), `mcp-rounds-N` (N calls of server-everything's
 `echo` through etch's MCP bridge), `task-N` and `slowtask-N` (N `task`
 calls of the `bench` subagent profile, whose requests carry model
 `child` and are answered at once, or after 200 ms), `big` (512 KB of
-streamed text). Prints the port
+streamed text), `paced` (20 short pieces 10 ms apart: a model that
+takes its time, as real ones do). Prints the port
 it listens on."""
 import json, sys, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -59,6 +60,10 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 frames.append(chunk({"content": "done"}))
                 frames.append(chunk({}, "stop"))
+        elif scenario == "paced":
+            for i in range(20):
+                frames.append(chunk({"content": f"word{i} "}))
+            frames.append(chunk({}, "stop"))
         elif scenario == "big":
             piece = "x" * 8191 + "\n"
             for _ in range(64):
@@ -73,7 +78,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if scenario == "paced":
+            for frame in frames:
+                self.wfile.write(b"data: " + json.dumps(frame).encode() + b"\n\n")
+                self.wfile.flush()
+                time.sleep(0.01)
+            self.wfile.write(b"data: [DONE]\n\n")
+        else:
+            self.wfile.write(data)
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
