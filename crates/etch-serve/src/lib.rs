@@ -32,12 +32,26 @@ mod routes;
 mod sse;
 mod state;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture as _};
 use std::sync::Arc;
+use std::time::Duration;
+
+use axum::serve::ListenerExt as _;
 
 pub use auth::{new_token, token_from_file};
 pub use error::ServeError;
-pub use state::Options;
+pub use state::{Notify, Options};
+
+/// How long a client that stopped reading may keep data unsent before
+/// its connection is closed (`TCP_USER_TIMEOUT`: the kernel gives up on
+/// a connection whose window stayed shut that long). Its stream is
+/// never waited for meanwhile; this only frees the connection.
+pub const STALLED_CLIENT: Duration = Duration::from_secs(30);
+
+/// How long stopping waits for open connections (a client that stopped
+/// reading never lets its last bytes go) before it closes the sessions
+/// and returns anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// Serves `options`' roots on `listener` until `shutdown` resolves, then
 /// stops accepting, aborts every run (the logs stay valid) and returns.
@@ -58,12 +72,25 @@ pub async fn serve(
     if let Some(idle) = app.options.idle_unload {
         tokio::spawn(sweep(Arc::downgrade(&app), idle));
     }
-    let served = axum::serve(listener, router)
+    let listener = listener.tap_io(|tcp| {
+        // Best effort: without it a stalled client's connection stays
+        // open (its stream still never slows anyone).
+        let _ = socket2::SockRef::from(&*tcp).set_tcp_user_timeout(Some(STALLED_CLIENT));
+    });
+    let server = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(ServeError::Serve);
+        .into_future();
+    let stopped = app.stopped();
+    let grace = async move {
+        stopped.await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    let outcome = tokio::select! {
+        ended = server => ended.map_err(ServeError::Serve),
+        () = grace => Ok(()),
+    };
     app.close_all().await;
-    served
+    outcome
 }
 
 /// Unloads idle sessions until the server is gone, looking a few times

@@ -31,9 +31,6 @@ use crate::state::{Access, App};
 /// The largest request body taken.
 pub const MAX_BODY: usize = 16 << 20;
 
-/// Seconds a client told 429 should wait.
-const RETRY_AFTER_SECS: u32 = 5;
-
 /// One operation of the API: the router and the OpenAPI description
 /// are both built from [`Op::ALL`], so neither lists a route the other
 /// does not.
@@ -346,24 +343,15 @@ async fn prompt(
         },
     };
     let served = app.session(&id).await?;
-    let running = served.channels.running.load(Ordering::SeqCst);
-    if !running && app.running() >= app.options.max_running {
-        let mut error = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "overloaded",
-            format!(
-                "{} runs are active, the most this server runs at once; retry later",
-                app.options.max_running
-            ),
-        );
-        error.retry_after = Some(RETRY_AFTER_SECS);
-        return Err(error);
-    }
-    let (ours, response) = served.ask_with_id(command).await?;
+    let was_running = app.admit(&served)?;
+    let (ours, response) = match served.ask_with_id(command).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            App::release(&served, was_running);
+            return Err(e);
+        }
+    };
     if response.success {
-        // Counted as running from now, not from its `agent_start`, so
-        // the next prompt's check above already sees it.
-        served.channels.running.store(true, Ordering::SeqCst);
         if served.channels.first_prompt() {
             // Named as `etch -p` names a session: by its first prompt.
             if let Ok(name) = served.handle.rename(title).await {
@@ -376,10 +364,11 @@ async fn prompt(
         )
             .into_response());
     }
+    App::release(&served, was_running);
     let message = response
         .error
         .unwrap_or_else(|| "the prompt was refused".to_owned());
-    Err(if served.channels.running.load(Ordering::SeqCst) {
+    Err(if was_running {
         ApiError::new(
             StatusCode::CONFLICT,
             "session_running",
@@ -524,7 +513,10 @@ async fn events(
         Some(id) => sse::From::After(id.to_owned()),
     };
     let (live, file) = match app.access(&id).await? {
-        Access::Served(served) => (Some(Arc::clone(&served.channels)), served.handle.file()),
+        Access::Served(served) => (
+            Some((Arc::clone(&served.channels), app.options.notify.clone())),
+            served.handle.file(),
+        ),
         Access::Held { file, .. } => (None, file),
     };
     Ok(sse::stream(live, file, from, app.stopped())

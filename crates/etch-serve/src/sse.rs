@@ -20,7 +20,7 @@ use futures_util::stream::{self, StreamExt as _};
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-use crate::state::{Channels, Frame};
+use crate::state::{Channels, FRAMES_PER_SESSION, Frame, Notify};
 
 /// How often a quiet stream gets a comment, so proxies keep it open and
 /// a dead client is noticed.
@@ -45,7 +45,7 @@ pub enum From {
 /// another session; a session held by another process (`live` is
 /// `None`) has its replay only.
 pub async fn stream<S>(
-    live: Option<Arc<Channels>>,
+    live: Option<(Arc<Channels>, Notify)>,
     file: PathBuf,
     from: From,
     stopped: S,
@@ -57,7 +57,7 @@ where
     // in both, and the copy from the broadcast is skipped.
     let rx = live
         .as_ref()
-        .map(|channels| (channels.frames.subscribe(), channels.generation()));
+        .map(|(channels, _)| (channels.frames.subscribe(), channels.generation()));
     let (replay, seen) = match from {
         From::Now => (Vec::new(), HashSet::new()),
         From::Start | From::After(_) => {
@@ -78,12 +78,20 @@ where
         }
     };
     let replayed = stream::iter(replay.into_iter().map(|(id, line)| Ok(entry(&id, &line))));
-    let state = live.zip(rx).map(|(channels, (rx, generation))| Live {
-        rx,
-        channels,
-        generation,
-        seen,
-    });
+    let session = file
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let state = live
+        .zip(rx)
+        .map(|((channels, notify), (rx, generation))| Live {
+            rx,
+            channels,
+            generation,
+            seen,
+            session,
+            notify,
+        });
     // A browser reconnects after this long (its default is a few
     // seconds): a restarted server is found again soon.
     let retry = stream::once(async { Ok(Event::default().retry(RECONNECT)) });
@@ -116,14 +124,19 @@ fn live_frames(state: Option<Live>) -> impl Stream<Item = Result<Event, Infallib
                 Ok(Frame::Live(json)) => {
                     return Some((Ok(Event::default().event("live").data(&*json)), Some(state)));
                 }
-                // Too slow (frames were lost) or the session is gone:
-                // the stream ends; the client reconnects from its last
-                // id and loses nothing.
-                Err(
-                    broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed,
-                ) => {
+                // Too slow (frames were lost): the stream ends, and the
+                // client reconnects from its last id and loses nothing.
+                Err(broadcast::error::RecvError::Lagged(lost)) => {
+                    state.notify.say(&format!(
+                        "dropped an event stream of session {}: it fell {lost} frames behind \
+                         (the most kept is {FRAMES_PER_SESSION}); it can reconnect from its last \
+                         event id",
+                        state.session
+                    ));
                     return None;
                 }
+                // The session is gone.
+                Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     })
@@ -139,6 +152,25 @@ struct Live {
     generation: u64,
     /// Entries the replay sent.
     seen: HashSet<String>,
+    /// The session's id, for the report of a dropped client.
+    session: String,
+    /// Where that report goes.
+    notify: Notify,
+}
+
+impl Drop for Live {
+    /// A stream dropped while its client is more than a queue behind
+    /// was closed for not reading (its connection gave up): say so.
+    fn drop(&mut self) {
+        let behind = self.rx.len();
+        if behind > FRAMES_PER_SESSION {
+            self.notify.say(&format!(
+                "closed an event stream of session {}: its client stopped reading ({behind} \
+                 frames behind)",
+                self.session
+            ));
+        }
+    }
 }
 
 /// The server-wide lifecycle stream: `event: session` frames, live only.
@@ -210,13 +242,18 @@ fn entry(id: &str, line: &str) -> Event {
 mod tests {
     use super::*;
 
-    /// Live state over fresh channels.
-    fn watching(channels: &Arc<Channels>) -> Live {
+    /// Live state over fresh channels, its reports kept in `said`.
+    fn watching(channels: &Arc<Channels>, said: &Arc<std::sync::Mutex<Vec<String>>>) -> Live {
+        let said = Arc::clone(said);
         Live {
             rx: channels.frames.subscribe(),
             channels: Arc::clone(channels),
             generation: channels.generation(),
             seen: HashSet::new(),
+            session: "S1".to_owned(),
+            notify: Notify(Arc::new(move |m: &str| {
+                said.lock().unwrap().push(m.to_owned());
+            })),
         }
     }
 
@@ -227,8 +264,9 @@ mod tests {
     #[tokio::test]
     async fn a_stalled_client_is_dropped_and_others_keep_every_frame() {
         let channels = Channels::new(broadcast::channel(4).0);
-        let mut stalled = Box::pin(live_frames(Some(watching(&channels))));
-        let mut reading = Box::pin(live_frames(Some(watching(&channels))));
+        let said = Arc::default();
+        let mut stalled = Box::pin(live_frames(Some(watching(&channels, &said))));
+        let mut reading = Box::pin(live_frames(Some(watching(&channels, &said))));
         let total = crate::state::FRAMES_PER_SESSION + 10;
         for n in 0..total {
             // Never blocks, however far behind `stalled` is.

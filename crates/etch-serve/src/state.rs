@@ -34,6 +34,9 @@ use crate::error::{ApiError, ServeError};
 /// falls further behind is dropped.
 pub const FRAMES_PER_SESSION: usize = 1024;
 
+/// Seconds a client told 429 should wait.
+const RETRY_AFTER_SECS: u32 = 5;
+
 /// The title of a session created here until its first prompt names it.
 const UNTITLED: &str = "(new session)";
 
@@ -64,6 +67,26 @@ pub struct Options {
     /// How long an unwatched, idle session stays loaded; `None` keeps
     /// every session until the server stops.
     pub idle_unload: Option<Duration>,
+    /// Where the server reports what the operator should know (a client
+    /// dropped for falling behind); the binary prints it.
+    pub notify: Notify,
+}
+
+/// Tells the operator something (this crate never prints).
+#[derive(Clone)]
+pub struct Notify(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Notify {
+    /// Reports `message`.
+    pub fn say(&self, message: &str) {
+        (self.0)(message);
+    }
+}
+
+impl std::fmt::Debug for Notify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Notify")
+    }
 }
 
 /// One frame of a session's stream.
@@ -338,6 +361,9 @@ pub struct App {
     stopping: tokio::sync::watch::Sender<bool>,
     /// The server-wide lifecycle stream.
     lifecycle: broadcast::Sender<Arc<str>>,
+    /// Held while a prompt is admitted, so two prompts never both take
+    /// the last free run.
+    admission: Mutex<()>,
 }
 
 impl App {
@@ -375,6 +401,7 @@ impl App {
                 places,
                 stopping: tokio::sync::watch::channel(false).0,
                 lifecycle: broadcast::channel(LIFECYCLE_FRAMES).0,
+                admission: Mutex::new(()),
             }
         }))
     }
@@ -432,6 +459,41 @@ impl App {
                 .filter(|s| s.channels.running.load(Ordering::SeqCst))
                 .count()
         })
+    }
+
+    /// Admits a prompt for `served`: when it runs already, the prompt is
+    /// for that run (steer, follow-up, or refused by the session);
+    /// otherwise it takes one of the `max_running` runs from now, before
+    /// the session even sees it (a run may end before the prompt's
+    /// answer comes back), or is refused with 429. Whether it was
+    /// running.
+    pub fn admit(&self, served: &Served) -> Result<bool, ApiError> {
+        let _one_at_a_time = self.admission.lock();
+        let was_running = served.channels.running.load(Ordering::SeqCst);
+        if !was_running {
+            if self.running() >= self.options.max_running {
+                let mut error = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "overloaded",
+                    format!(
+                        "{} runs are active, the most this server runs at once; retry later",
+                        self.options.max_running
+                    ),
+                );
+                error.retry_after = Some(RETRY_AFTER_SECS);
+                return Err(error);
+            }
+            served.channels.running.store(true, Ordering::SeqCst);
+        }
+        Ok(was_running)
+    }
+
+    /// Gives back the run [`Self::admit`] took for a prompt the session
+    /// refused.
+    pub fn release(served: &Served, was_running: bool) {
+        if !was_running {
+            served.channels.running.store(false, Ordering::SeqCst);
+        }
     }
 
     /// The file of the stored session `id` in one of the roots.

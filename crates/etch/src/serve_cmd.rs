@@ -106,6 +106,9 @@ pub async fn run(
         max_running: usize::try_from(serve.max_running).unwrap_or(usize::MAX),
         idle_unload: (serve.idle_unload_secs > 0)
             .then(|| std::time::Duration::from_secs(serve.idle_unload_secs)),
+        notify: etch_serve::Notify(std::sync::Arc::new(|message: &str| {
+            diag!("etch serve: {}", etch_sanitize::sanitize(message));
+        })),
     };
     if args.json {
         println!(

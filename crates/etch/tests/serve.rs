@@ -954,3 +954,124 @@ fn the_page_streams_a_session_and_resumes_after_a_restart() {
     // twice for the page to drop.
     assert_eq!(browser.eval("return view.repeated"), 0);
 }
+
+/// Reconnecting with `Last-Event-ID` at each point of a run (after the
+/// prompt before the model's first delta, while a tool runs) gets every
+/// entry after it and nothing twice: the pieces join into the log.
+#[test]
+fn a_reconnect_at_each_point_of_a_run_joins_into_the_log() {
+    let ws = Workspace::new();
+    let model_gate = ws.path().join("model-go");
+    let tool_gate = ws.path().join("tool-go");
+    let wait = format!(
+        "while [ ! -f {} ]; do sleep 0.02; done; echo tool-done",
+        tool_gate.display()
+    );
+    let arguments = serde_json::json!({ "command": wait }).to_string();
+    let server = FakeServer::start(vec![
+        Reply::Gated {
+            events: Vec::new(),
+            gate: model_gate.clone(),
+            rest: etch_test_support::chat_tool_call("call_1", "bash", &arguments),
+        },
+        Reply::sse(chat_text("all done")),
+    ])
+    .unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let is_live = |kind: &'static str| {
+        move |f: &Frame| f.event.as_deref() == Some("live") && f.json()["type"] == kind
+    };
+
+    let mut first = serve.events(&id, Some("0"));
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"run it"}"#,
+    );
+    assert_eq!(prompt.status, 202, "{}", prompt.body);
+    // Before the first delta: the prompt is logged, the model holds.
+    let mut ids = entry_ids(
+        &first.until(|f| f.event.as_deref() == Some("entry") && f.json()["type"] == "message.user"),
+    );
+    drop(first);
+
+    let mut second = serve.events(&id, ids.last().map(String::as_str));
+    std::fs::write(&model_gate, "").unwrap();
+    // Mid-tool: the call is logged and running, held by its gate.
+    ids.extend(entry_ids(&second.until(is_live("tool_execution_start"))));
+    drop(second);
+
+    let mut third = serve.events(&id, ids.last().map(String::as_str));
+    std::fs::write(&tool_gate, "").unwrap();
+    ids.extend(entry_ids(&third.until(agent_end)));
+
+    let file: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, file, "every entry once, in log order");
+    let log = std::fs::read_to_string(ws.only_session()).unwrap();
+    assert!(
+        log.contains("tool-done") && log.contains("all done"),
+        "{log}"
+    );
+}
+
+/// A client that stops reading slows neither the run nor the client
+/// that reads, and does not keep the server from stopping: SIGTERM
+/// still exits 0 with the log whole.
+#[test]
+fn a_stalled_client_slows_nothing_and_does_not_block_the_stop() {
+    let ws = Workspace::new();
+    let big = "x".repeat(8 << 20);
+    let server = FakeServer::start(vec![Reply::sse(chat_text_chunks(&big, 32 << 10))]).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut serve = Serve::start(&ws, &args);
+    let id = serve.create();
+
+    // Subscribed, with a 4 KiB receive window, and never read.
+    let stalled = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    stalled.set_recv_buffer_size(4096).unwrap();
+    let addr: std::net::SocketAddr = serve.addr.parse().unwrap();
+    stalled.connect(&addr.into()).unwrap();
+    let mut stalled = std::net::TcpStream::from(stalled);
+    let request = format!(
+        "GET /v1/sessions/{id}/events HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\r\n",
+        serve.addr,
+        serve.auth()
+    );
+    std::io::Write::write_all(&mut stalled, request.as_bytes()).unwrap();
+    support::wait_until("the stalled client subscribed", || {
+        serve.call("GET", "/v1/sessions", "").json()["sessions"][0]["counts"]["clients"] == 1
+    });
+
+    let mut reading = serve.events(&id, None);
+    let prompt = serve.call(
+        "POST",
+        &format!("/v1/sessions/{id}/prompt"),
+        r#"{"message":"big"}"#,
+    );
+    assert_eq!(prompt.status, 202);
+    let frames = reading.until(agent_end);
+    assert!(frames.len() > 256, "every delta reached the reader");
+
+    let pid = serve.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let child = std::cell::RefCell::new(&mut serve.child);
+    support::wait_until("the server stopped", || {
+        child.borrow_mut().try_wait().unwrap().is_some()
+    });
+    assert_eq!(serve.child.wait().unwrap().code(), Some(0));
+    support::assert_whole(&ws.only_session());
+    drop(stalled);
+}
