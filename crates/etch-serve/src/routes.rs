@@ -404,8 +404,24 @@ async fn commands(
         ));
     }
     let served = app.session(&id).await?;
+    // A prompt sent as a command takes a run like one sent to /prompt.
+    let admitted = match command.body {
+        CommandBody::Prompt { .. } => Some(app.admit(&served)?),
+        _ => None,
+    };
     let old_file = served.handle.file();
-    let response = served.ask(command).await?;
+    let response = match served.ask(command).await {
+        Ok(response) => response,
+        Err(e) => {
+            if let Some(was_running) = admitted {
+                App::release(&served, was_running);
+            }
+            return Err(e);
+        }
+    };
+    if let (Some(was_running), false) = (admitted, response.success) {
+        App::release(&served, was_running);
+    }
     app.rekey(&id, &old_file, &served);
     Ok(axum::Json(response).into_response())
 }

@@ -209,7 +209,17 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         session,
         reload,
         selection: chosen,
+        attach: None,
     };
+    drive(launch, start, &plugins).await
+}
+
+/// Runs the chat `launch` and `start` describe; how it ended as an exit.
+async fn drive(
+    launch: Launch,
+    start: Start,
+    plugins: &etch_plugins::PluginSet,
+) -> Result<(), Failure> {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
     let outcome = if dumb {
@@ -224,6 +234,103 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         Ended::Signal(_) | Ended::TerminalClosed => Err(Failure::silent(exit::INTERRUPTED)),
         Ended::Failed(why) => Err(Failure::new(exit::FAILED, anyhow::anyhow!(why))),
     }
+}
+
+/// `etch chat --attach URL`: the chat on a session `etch serve` holds,
+/// through the remote handle; the server runs it, this chat draws it.
+pub async fn attach(place: &Place, url: &str, args: &RunArgs) -> Result<(), Failure> {
+    /// Run options that belong to the server, not to an attached chat.
+    const NOT_FOR_ATTACH: [&str; 2] = ["--json", "--skill"];
+    if let Some(what) = args
+        .given()
+        .into_iter()
+        .find(|f| NOT_FOR_ATTACH.contains(f))
+    {
+        return Err(Failure::usage(format!(
+            "etch chat --attach does not take {what}"
+        )));
+    }
+    let token = std::env::var("ETCH_SERVE_TOKEN").ok();
+    let target =
+        etch_attach::Target::parse(url, token).map_err(|e| Failure::usage(e.to_string()))?;
+    if !wanted() {
+        return Err(Failure::usage(
+            "the chat needs a terminal on stdin and stdout; to drive a served session from a \
+             script, use its HTTP API (GET /openapi.json)",
+        ));
+    }
+    let attached = etch_attach::attach(&target)
+        .await
+        .map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))?;
+    let settings = settings(args);
+    // Skills and the context report are the local project's; the server
+    // runs the session with its own.
+    let context = Context::build(place, &settings).map_err(open_failure)?;
+    let plugins = std::sync::Arc::clone(&context.plugins);
+    let cwd = home_relative(&place.cwd);
+    let prices = prices(&place.config);
+    let mut start = Start {
+        header: vec![
+            format!(
+                "etch {} · attached to session {} at {}",
+                env!("CARGO_PKG_VERSION"),
+                attached.id,
+                target.base
+            ),
+            format!(
+                "{} · {} · /help for commands · Ctrl-D to let go (the session stays served)",
+                attached.provider, attached.model
+            ),
+        ],
+        footer: Footer {
+            provider: attached.provider.clone(),
+            model: attached.model.clone(),
+            cwd,
+            budget: place.config.context.auto_compact_threshold_tokens,
+            branch: etch_runtime::git::branch(&place.cwd),
+            thinking: attached.thinking.clone(),
+            prices,
+            ..Footer::default()
+        },
+        skills: context
+            .assembled
+            .skills
+            .iter()
+            .map(|s| s.name.clone())
+            .collect(),
+        cwd: place.cwd.clone(),
+        ..Start::default()
+    };
+    start.session = Some(attached.id.clone());
+    start.session_file = Some(attached.file.clone());
+    let replay = etch_chat::replay::replay(
+        &etch_runtime::projection::replay_in(
+            &attached.log,
+            etch_chat::replay::scope(&start.footer.prices),
+        ),
+        &start.footer.prices,
+    );
+    start.replay.extend(replay.blocks);
+    start.history.extend(replay.history);
+    start.footer.counters = replay.counters;
+    let base = place.clone();
+    let reload = Box::new(move || Ok((base.clone(), Vec::new())));
+    let server = format!("etch serve at {}", target.base);
+    let launch = Launch {
+        place: place.clone(),
+        settings,
+        context,
+        session: None,
+        reload,
+        selection: None,
+        attach: Some((
+            Box::new(move |sink| {
+                Box::new(attached.serve(sink)) as Box<dyn etch_runtime::service::SessionHandle>
+            }),
+            server,
+        )),
+    };
+    drive(launch, start, &plugins).await
 }
 
 /// The reasoning effort the footer names: one asked for (a flag, a

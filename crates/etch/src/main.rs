@@ -209,7 +209,12 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             &run,
         )),
         Some(Command::Config(_)) => Ok(()),
-        Some(Command::Chat { session, run }) => {
+        Some(Command::Chat {
+            attach: Some(url),
+            run,
+            ..
+        }) => runtime()?.block_on(chat_cmd::attach(&place, &url, &run)),
+        Some(Command::Chat { session, run, .. }) => {
             runtime()?.block_on(chat_cmd::run(&place, session.as_deref(), &run))
         }
         Some(Command::Acp { run }) => {

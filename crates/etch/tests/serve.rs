@@ -429,6 +429,20 @@ fn bad_flags_are_refused() {
         "{}",
         run.stderr()
     );
+    let run = ws.run(&["chat", "--attach", "https://127.0.0.1:1/?token=x"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr().contains("it must start with http://"),
+        "{}",
+        run.stderr()
+    );
+    let run = ws.run(&["chat", "--attach", "http://127.0.0.1:1/"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr().contains("ETCH_SERVE_TOKEN"),
+        "{}",
+        run.stderr()
+    );
     let run = ws.run(&["serve", "--listen", "nowhere"]);
     assert_eq!(run.code(), 2);
     assert!(
@@ -1074,4 +1088,56 @@ fn a_stalled_client_slows_nothing_and_does_not_block_the_stop() {
     assert_eq!(serve.child.wait().unwrap().code(), Some(0));
     support::assert_whole(&ws.only_session());
     drop(stalled);
+}
+
+/// Two chats attached to one served session (`etch chat --attach`) both
+/// see a run live; a prompt typed in the second while the first's run is
+/// held is queued by the server, the one writer, and both see its
+/// answer. /new is refused: an attached chat stays on its session.
+#[test]
+fn two_attached_chats_share_one_session() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("release");
+    let server =
+        FakeServer::start(vec![held(&gate), Reply::sse(chat_text("queued answer"))]).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let url = format!("http://{}/?token={}#{id}", serve.addr, serve.token);
+    let chat = || {
+        let tmux = support::tmux::Tmux::start(&ws, &["chat", "--attach", &url], &[], 100, 30);
+        tmux.wait_for("/help for commands");
+        tmux
+    };
+    let a = chat();
+    let b = chat();
+    a.wait_for(&format!("attached to session {id}"));
+
+    a.line("first from a");
+    a.wait_for("held");
+    b.wait_for("held");
+    b.line("second from b");
+    support::wait_until("the second prompt queued at the server", || {
+        let state = serve.call(
+            "POST",
+            &format!("/v1/sessions/{id}/commands"),
+            r#"{"type":"get_state"}"#,
+        );
+        state.json()["data"]["pendingMessageCount"] == 1
+    });
+    std::fs::write(&gate, "").unwrap();
+    for chat in [&a, &b] {
+        chat.wait_for("held answer");
+        chat.wait_for("queued answer");
+    }
+    let users: Vec<String> = jsonl(&ws.only_session())
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(users, ["first from a", "second from b"]);
+
+    b.line("/new");
+    b.wait_for("/new is for a chat of its own");
 }

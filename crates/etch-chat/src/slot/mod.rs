@@ -24,6 +24,10 @@ mod slash;
 /// configuration and the warnings to show, or why it cannot be used.
 pub type Reload = Box<dyn Fn() -> Result<(Place, Vec<String>), String> + Send>;
 
+/// Drives a session another process holds (`etch chat --attach`): given
+/// the chat's sink, the handle its outputs come through.
+pub type Attach = Box<dyn FnOnce(Sink) -> Box<dyn SessionHandle> + Send>;
+
 /// Everything the chat needs to open sessions.
 pub struct Launch {
     /// Where it runs.
@@ -39,6 +43,9 @@ pub struct Launch {
     /// The client chosen for `settings` at start, used by the first
     /// session (dropped when the settings change before it).
     pub selection: Option<etch_runtime::Selection>,
+    /// A served session to drive instead of a local one, with where it
+    /// is served (said when the chat refuses to leave it).
+    pub attach: Option<(Attach, String)>,
 }
 
 /// What a slash command's background work brings back later.
@@ -75,6 +82,9 @@ pub struct Slot {
     /// Where background work reports ([`Late`]); without it, none is
     /// started.
     late: Option<tokio::sync::mpsc::UnboundedSender<Late>>,
+    /// The server of the attached session, when the chat drives one: it
+    /// stays on it (no `/new`, `/resume` here).
+    attached: Option<String>,
 }
 
 impl Slot {
@@ -82,16 +92,24 @@ impl Slot {
     /// served at once. Call it within a Tokio runtime.
     pub fn new(mut launch: Launch, sink: Sink) -> Self {
         let mut service = SessionService::new();
-        let handle = launch
-            .session
-            .take()
-            .map(|s| Box::new(service.serve(s, sink.clone())) as Box<dyn SessionHandle>);
+        let mut attached = None;
+        let handle = match launch.attach.take() {
+            Some((attach, server)) => {
+                attached = Some(server);
+                Some(attach(sink.clone()))
+            }
+            None => launch
+                .session
+                .take()
+                .map(|s| Box::new(service.serve(s, sink.clone())) as Box<dyn SessionHandle>),
+        };
         Self {
             launch,
             service,
             handle,
             sink,
             late: None,
+            attached,
         }
     }
 
@@ -207,6 +225,22 @@ impl Slot {
         }
     }
 
+    /// Whether the chat drives a served session, which it does not leave:
+    /// says so for `what` when it does.
+    fn stays_attached(&self, app: &mut App, what: &str) -> bool {
+        let Some(server) = &self.attached else {
+            return false;
+        };
+        app.notice(
+            Level::Info,
+            format!(
+                "{what} is for a chat of its own: this one drives a session served by {server} \
+                 (quit, then run etch chat, or etch chat --attach with another session)"
+            ),
+        );
+        true
+    }
+
     /// Leaves the current session (`/new`, `/resume`): what is still
     /// queued goes back to the editor, and the next session is created
     /// with the model and effort this one had reached.
@@ -237,7 +271,12 @@ impl Slot {
     /// Stops the active run or command, if any; returns the queued texts
     /// that will not run.
     pub async fn close(&mut self) -> Vec<String> {
-        self.handle = None;
+        if let Some(handle) = self.handle.take()
+            && self.attached.is_some()
+        {
+            // The served session goes on; only this chat lets go of it.
+            return handle.close().await.unsent;
+        }
         self.service
             .close_all()
             .await

@@ -67,6 +67,9 @@ impl Slot {
 
     /// `/resume`: the session `target` names replaces the current one.
     pub(super) async fn resume(&mut self, app: &mut App, target: Target<'_>) {
+        if self.stays_attached(app, "/resume") {
+            return;
+        }
         let wanted = match target {
             Target::Path(path) => Some(path.to_path_buf()),
             Target::Prefix(prefix) => catalog::resolve(&self.launch.place.session_dir, prefix).ok(),

@@ -49,6 +49,8 @@ impl Slot {
         match command {
             Slash::Status => self.status(app).await,
             Slash::Context | Slash::ContextDump(_) => self.context_report(app, &command),
+            Slash::New if self.stays_attached(app, "/new") => {}
+            Slash::Resume(_) if self.stays_attached(app, "/resume") => {}
             Slash::New => {
                 self.leave(app).await;
                 app.new_session();

@@ -403,14 +403,21 @@ pub enum Command {
     /// Open the interactive chat (what `etch` with no prompt does on a
     /// terminal): a new session, or the one --session names.
     #[command(
-        after_help = "Examples:\n  etch chat\n  etch chat --session 01JX\n  etch chat --provider openai --model gpt-5.5\n\n\
+        after_help = "Examples:\n  etch chat\n  etch chat --session 01JX\n  etch chat --provider openai --model gpt-5.5\n  \
+                      etch chat --attach 'http://127.0.0.1:7411/?token=...#01JX'\n\n\
                       Enter sends; while a run is active it steers the run. Esc cancels. /help lists the\n\
                       commands, /hotkeys the keys; Ctrl-D quits and prints how to resume."
     )]
     Chat {
         /// Continue this session (id prefix) instead of starting a new one.
-        #[arg(long, value_name = "PREFIX")]
+        #[arg(long, value_name = "PREFIX", conflicts_with = "attach")]
         session: Option<String>,
+        /// Drive a session `etch serve` holds: the URL it printed
+        /// (http://127.0.0.1:7411/?token=...), with #ID or
+        /// /v1/sessions/ID for a session (else a new one there). The token
+        /// may come from ETCH_SERVE_TOKEN instead.
+        #[arg(long, value_name = "URL")]
+        attach: Option<String>,
         /// Run options.
         #[command(flatten)]
         run: RunArgs,

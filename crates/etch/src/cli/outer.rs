@@ -67,8 +67,13 @@ pub fn absorb_outer(
             insecure_remote,
             run: merge(run)?,
         },
-        Command::Chat { session, run } => Command::Chat {
+        Command::Chat {
             session,
+            attach,
+            run,
+        } => Command::Chat {
+            session,
+            attach,
             run: merge(run)?,
         },
         Command::Sessions { json } => Command::Sessions {

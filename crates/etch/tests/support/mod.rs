@@ -18,12 +18,14 @@ pub mod http;
 pub mod rpc;
 pub mod tmux;
 
-/// Credential variables removed from every child environment.
-const CREDENTIALS: [&str; 4] = [
+/// Credential variables removed from every child environment (and
+/// etch serve's token, which `etch chat --attach` reads).
+const CREDENTIALS: [&str; 5] = [
     "OPENAI_API_KEY",
     "OPENROUTER_API_KEY",
     "CODEX_ACCESS_TOKEN",
     "ANTHROPIC_API_KEY",
+    "ETCH_SERVE_TOKEN",
 ];
 
 /// A temp workspace with its own HOME.
