@@ -15,14 +15,15 @@
 #   4. GET /v1/sessions over 10,000 session files, against 100 (target:
 #      under 200 ms).
 #
-# Usage: bench/serve.sh   (figures only; a few minutes on 2 cores)
+# Usage: bench/serve.sh [PARTS]   (default 1234; a few minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+parts="${1:-1234}"
 . bench/lib.sh
-python3 - "$etch" "$port" "$work" <<'PY'
+python3 - "$etch" "$port" "$work" "$parts" <<'PY'
 import http.client, json, os, random, socket, statistics, subprocess, sys, threading, time
 
-etch, port, work = sys.argv[1], sys.argv[2], sys.argv[3]
+etch, port, work, parts = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
 def flags(scenario):
     return ["--provider", "openai", "--api-key", "unused", "--model", "bench",
@@ -81,6 +82,12 @@ class Serve:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) / 1024
 
+    def cpu_ms(self):
+        """User and system CPU time of the server so far."""
+        with open(f"/proc/{self.p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         self.p.terminate()
         self.p.wait()
@@ -109,42 +116,49 @@ def workspace(name):
     return d
 
 # 1. Memory of idle sessions.
-serve = Serve(workspace("memory"))
-serve.create()
-one = serve.rss_mib()
-for _ in range(1000):
-    serve.create()
-thousand = serve.rss_mib()
-serve.stop()
-print(f"1. RSS with 1 session:                {one:8.1f} MiB")
-print(f"   RSS with 1,000 idle sessions:      {thousand:8.1f} MiB  ({(thousand - one) * 1024 / 1000:.0f} KiB per session; "
-      f"target < 200 MiB; OpenCode ~630 MB at 229)")
+if "1" in parts:
+  serve = Serve(workspace("memory"))
+  serve.create()
+  one = serve.rss_mib()
+  for _ in range(1000):
+      serve.create()
+  thousand = serve.rss_mib()
+  serve.stop()
+  print(f"1. RSS with 1 session:                {one:8.1f} MiB")
+  print(f"   RSS with 1,000 idle sessions:      {thousand:8.1f} MiB  ({(thousand - one) * 1024 / 1000:.0f} KiB per session; "
+        f"target < 200 MiB; OpenCode ~630 MB at 229)")
 
 # 2. Concurrent streamed runs.
-serve = Serve(workspace("runs"), "paced", "[serve]\nmax_running = 128\n")
-singles = []
-for _ in range(12):
-    sid = serve.create()
-    frames = serve.events(sid)
-    singles.append(timed_run(serve, sid, frames))
-singles = singles[2:]
-sessions = [serve.create() for _ in range(100)]
-streams = [serve.events(sid) for sid in sessions]
-start = threading.Barrier(100)
-times = [0.0] * 100
-def one_run(i):
-    times[i] = timed_run(serve, sessions[i], streams[i], start)
-threads = [threading.Thread(target=one_run, args=(i,)) for i in range(100)]
-[t.start() for t in threads]
-[t.join() for t in threads]
-serve.stop()
-single = statistics.median(singles)
-times.sort()
-median, p99 = statistics.median(times), times[98]
-print(f"2. one run at a time, median:         {single:8.1f} ms")
-print(f"   100 at once, median:               {median:8.1f} ms  ({median / single:.2f}x; target 1.5x)")
-print(f"   100 at once, p99:                  {p99:8.1f} ms  ({p99 / single:.2f}x; target 3x)")
-print(f"   100 at once, slowest:              {times[-1]:8.1f} ms  ({times[-1] / single:.2f}x)")
+if "2" in parts:
+  serve = Serve(workspace("runs"), "paced", "[serve]\nmax_running = 128\n")
+  singles = []
+  for _ in range(12):
+      sid = serve.create()
+      frames = serve.events(sid)
+      singles.append(timed_run(serve, sid, frames))
+  singles = singles[2:]
+  sessions = [serve.create() for _ in range(100)]
+  streams = [serve.events(sid) for sid in sessions]
+  start = threading.Barrier(100)
+  times = [0.0] * 100
+  def one_run(i):
+      times[i] = timed_run(serve, sessions[i], streams[i], start)
+  threads = [threading.Thread(target=one_run, args=(i,)) for i in range(100)]
+  cpu, client, wall = serve.cpu_ms(), time.process_time(), time.perf_counter()
+  [t.start() for t in threads]
+  [t.join() for t in threads]
+  cpu, client = serve.cpu_ms() - cpu, (time.process_time() - client) * 1000
+  wall = (time.perf_counter() - wall) * 1000
+  serve.stop()
+  single = statistics.median(singles)
+  times.sort()
+  median, p99 = statistics.median(times), times[98]
+  print(f"2. one run at a time, median:         {single:8.1f} ms")
+  print(f"   100 at once, median:               {median:8.1f} ms  ({median / single:.2f}x; target 1.5x)")
+  print(f"   100 at once, p99:                  {p99:8.1f} ms  ({p99 / single:.2f}x; target 3x)")
+  print(f"   100 at once, slowest:              {times[-1]:8.1f} ms  ({times[-1] / single:.2f}x)")
+  print(f"   CPU in those {wall:.0f} ms on {os.cpu_count()} cores: etch serve {cpu:.0f} ms, "
+        f"this client {client:.0f} ms (the model server besides)")
 
 # 3. Many clients on one running session.
 def fan_out(stalled):
@@ -180,13 +194,14 @@ def fan_out(stalled):
         hold.close()
     return counts, (max(done) - t) * 1000
 
-clean_counts, clean = fan_out(False)
-stalled_counts, with_stalled = fan_out(True)
-same = len(set(clean_counts)) == 1 and len(set(stalled_counts)) == 1
-print(f"3. 100 clients, 5 big runs:           {clean:8.1f} ms to the last client's last frame "
-      f"({clean_counts[0]} frames each)")
-print(f"   the same with a stalled client:    {with_stalled:8.1f} ms  ({with_stalled / clean:.2f}x); "
-      f"every client every frame: {'yes' if same else 'NO'}")
+if "3" in parts:
+  clean_counts, clean = fan_out(False)
+  stalled_counts, with_stalled = fan_out(True)
+  same = len(set(clean_counts)) == 1 and len(set(stalled_counts)) == 1
+  print(f"3. 100 clients, 5 big runs:           {clean:8.1f} ms to the last client's last frame "
+        f"({clean_counts[0]} frames each)")
+  print(f"   the same with a stalled client:    {with_stalled:8.1f} ms  ({with_stalled / clean:.2f}x); "
+        f"every client every frame: {'yes' if same else 'NO'}")
 
 # 4. The list over many session files.
 def ulid():
@@ -221,7 +236,8 @@ def listed(count):
     serve.stop()
     return statistics.median(times)
 
-small, large = listed(100), listed(10000)
-print(f"4. GET /v1/sessions, 100 sessions:    {small:8.1f} ms")
-print(f"   GET /v1/sessions, 10,000 sessions: {large:8.1f} ms  ({large / small:.1f}x; target < 200 ms)")
+if "4" in parts:
+  small, large = listed(100), listed(10000)
+  print(f"4. GET /v1/sessions, 100 sessions:    {small:8.1f} ms")
+  print(f"   GET /v1/sessions, 10,000 sessions: {large:8.1f} ms  ({large / small:.1f}x; target < 200 ms)")
 PY

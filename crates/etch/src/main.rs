@@ -225,7 +225,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             roots,
             insecure_remote,
             run,
-        }) => runtime()?.block_on(serve_cmd::run(
+        }) => server_runtime()?.block_on(serve_cmd::run(
             &place,
             home.as_deref(),
             global.session_dir.as_deref(),
@@ -290,6 +290,21 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             runtime()?.block_on(run::run_new(&place, &outer, prompt))
         }
     }
+}
+
+/// The runtime of `etch serve`: a worker per core, since many sessions
+/// run at once there and a burst of them (a hundred prompts at once)
+/// should not queue behind one thread.
+fn server_runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Failure::new(
+                exit::FAILED,
+                anyhow::anyhow!("could not start the async runtime: {e}"),
+            )
+        })
 }
 
 /// A current-thread runtime: starts in microseconds and keeps the process
