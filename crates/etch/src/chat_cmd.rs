@@ -155,12 +155,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
             prices: prices(&place.config),
             ..Footer::default()
         },
-        skills: context
-            .assembled
-            .skills
-            .iter()
-            .map(|s| s.name.clone())
-            .collect(),
+        skills: skill_names(&context),
         cwd: place.cwd.clone(),
         // Up brings back prompts of earlier chats, this project's nearest.
         history: place.home.as_deref().map_or_else(Vec::new, |home| {
@@ -179,16 +174,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         start.session = Some(session.id().to_owned());
         start.session_file = Some(session.path().to_path_buf());
         if let Some(loaded) = &log {
-            let replay = etch_chat::replay::replay(
-                &etch_runtime::projection::replay_in(
-                    loaded,
-                    etch_chat::replay::scope(&start.footer.prices),
-                ),
-                &start.footer.prices,
-            );
-            start.replay.extend(replay.blocks);
-            start.history.extend(replay.history);
-            start.footer.counters = replay.counters;
+            replay_into(&mut start, loaded);
         }
     }
     let base = place.clone();
@@ -292,27 +278,13 @@ pub async fn attach(place: &Place, url: &str, args: &RunArgs) -> Result<(), Fail
             prices,
             ..Footer::default()
         },
-        skills: context
-            .assembled
-            .skills
-            .iter()
-            .map(|s| s.name.clone())
-            .collect(),
+        skills: skill_names(&context),
         cwd: place.cwd.clone(),
         ..Start::default()
     };
     start.session = Some(attached.id.clone());
     start.session_file = Some(attached.file.clone());
-    let replay = etch_chat::replay::replay(
-        &etch_runtime::projection::replay_in(
-            &attached.log,
-            etch_chat::replay::scope(&start.footer.prices),
-        ),
-        &start.footer.prices,
-    );
-    start.replay.extend(replay.blocks);
-    start.history.extend(replay.history);
-    start.footer.counters = replay.counters;
+    replay_into(&mut start, &attached.log);
     let base = place.clone();
     let reload = Box::new(move || Ok((base.clone(), Vec::new())));
     let server = format!("etch serve at {}", target.base);
@@ -331,6 +303,31 @@ pub async fn attach(place: &Place, url: &str, args: &RunArgs) -> Result<(), Fail
         )),
     };
     drive(launch, start, &plugins).await
+}
+
+/// The session `loaded` told again at the start of the chat: its
+/// blocks, its prompts for Up, its counters.
+fn replay_into(start: &mut Start, loaded: &etch_session::LoadedSession) {
+    let replay = etch_chat::replay::replay(
+        &etch_runtime::projection::replay_in(
+            loaded,
+            etch_chat::replay::scope(&start.footer.prices),
+        ),
+        &start.footer.prices,
+    );
+    start.replay.extend(replay.blocks);
+    start.history.extend(replay.history);
+    start.footer.counters = replay.counters;
+}
+
+/// The names of the skills `context` offers (`/skill:NAME`).
+fn skill_names(context: &Context) -> Vec<String> {
+    context
+        .assembled
+        .skills
+        .iter()
+        .map(|s| s.name.clone())
+        .collect()
 }
 
 /// The reasoning effort the footer names: one asked for (a flag, a

@@ -296,27 +296,21 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
 /// run at once there and a burst of them (a hundred prompts at once)
 /// should not queue behind one thread.
 fn server_runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Failure::new(
-                exit::FAILED,
-                anyhow::anyhow!("could not start the async runtime: {e}"),
-            )
-        })
+    built(tokio::runtime::Builder::new_multi_thread())
 }
 
 /// A current-thread runtime: starts in microseconds and keeps the process
 /// small; concurrency inside a run is cooperative.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Failure::new(
-                exit::FAILED,
-                anyhow::anyhow!("could not start the async runtime: {e}"),
-            )
-        })
+    built(tokio::runtime::Builder::new_current_thread())
+}
+
+/// The runtime `builder` makes, with timers and I/O.
+fn built(mut builder: tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, Failure> {
+    builder.enable_all().build().map_err(|e| {
+        Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("could not start the async runtime: {e}"),
+        )
+    })
 }
