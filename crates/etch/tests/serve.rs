@@ -360,14 +360,15 @@ fn a_reconnect_resumes_after_the_last_event_without_gap_or_duplicate() {
     both.extend(rest.iter().cloned());
     assert_eq!(both, file, "every entry once, in log order");
 
-    // After the end: a reconnect from the last entry gets nothing old.
+    // After the end: a reconnect from the last entry gets nothing old
+    // (connected before the next prompt, whose run may end at once).
+    let mut third = serve.events(&id, file.last().map(String::as_str));
     let prompt = serve.call(
         "POST",
         &format!("/v1/sessions/{id}/prompt"),
         r#"{"message":"more"}"#,
     );
     assert_eq!(prompt.status, 202);
-    let mut third = serve.events(&id, file.last().map(String::as_str));
     let later = entry_ids(&third.until(agent_end));
     let file_now: Vec<String> = jsonl(&ws.only_session())
         .iter()

@@ -460,17 +460,22 @@ pub enum Command {
     /// Serve sessions over HTTP and server-sent events: create sessions,
     /// prompt them, send any `etch rpc` command, stream their events (with
     /// replay from the last event id after a reconnect), read their
-    /// messages and logs.
+    /// messages and logs; a web page at / and `etch chat --attach`.
     #[command(after_help = "Examples:\n  \
                       etch serve                          (http://127.0.0.1:7411, this directory)\n  \
                       etch serve --listen 127.0.0.1:0 --json --root ~/src/a --root ~/src/b\n  \
-                      curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:7411/v1/sessions\n\n\
-                      The first line on stdout is the URL and the token (with --json:\n\
-                      {\"type\":\"listening\",\"url\":…,\"token\":…}). Every route but GET /health needs\n\
+                      curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:7411/v1/sessions\n  \
+                      etch chat --attach 'http://127.0.0.1:7411/?token=...#SESSION'\n\n\
+                      The first line on stdout is the URL with the token: open it for the web page (with\n\
+                      --json: {\"type\":\"listening\",\"url\":…,\"token\":…}). Every route but GET /health needs\n\
                       Authorization: Bearer TOKEN. Routes: GET /v1/sessions, POST /v1/sessions {cwd?, provider?,\n\
                       model?, thinking?, tools?}, POST /v1/sessions/ID/prompt {message, streamingBehavior?},\n\
-                      POST /v1/sessions/ID/commands (an etch rpc command), GET /v1/sessions/ID/messages,\n\
-                      GET /v1/sessions/ID/log, GET /v1/sessions/ID/events (SSE; Last-Event-ID or ?after=ID|0).\n\
+                      POST /v1/sessions/ID/commands (an etch rpc command), POST /v1/sessions/ID/name {name},\n\
+                      GET /v1/sessions/ID/messages, GET /v1/sessions/ID/log, GET /v1/sessions/ID/events (SSE;\n\
+                      Last-Event-ID or ?after=ID|0), GET /v1/events (every session's lifecycle, SSE); the whole\n\
+                      API as OpenAPI 3.1 at GET /openapi.json.\n\
+                      [serve] in the configuration: token_file (keep one token across starts), max_running\n\
+                      (runs at once, default 8; more get 429), idle_unload_secs (default 600).\n\
                       Run options (--provider, --model, --base-url, --tools...) are the defaults of new sessions.\n\
                       Ctrl-C or SIGTERM stops accepting, aborts runs (logs stay valid) and exits 0.")]
     Serve {

@@ -166,6 +166,11 @@ impl Frame {
     }
 }
 
+/// How long a stream may go without a frame with data: heartbeats keep
+/// the connection's reads from timing out, so a test waiting for a frame
+/// that never comes fails here instead of hanging.
+const QUIET_LIMIT: Duration = Duration::from_secs(60);
+
 /// An open event stream.
 pub struct Events {
     /// The connection.
@@ -195,7 +200,12 @@ impl Events {
     /// The next frame with data (comments skipped); `None` when the stream
     /// ended.
     pub fn next(&mut self) -> Option<Frame> {
+        let since = std::time::Instant::now();
         loop {
+            assert!(
+                since.elapsed() < QUIET_LIMIT,
+                "no event came for {QUIET_LIMIT:?} (only heartbeats)"
+            );
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
                 let mut frame = Frame::default();
