@@ -76,6 +76,16 @@ impl Serve {
         )
     }
 
+    /// `POST /v1/sessions/ID/prompt` with `body`.
+    fn prompt(&self, id: &str, body: &str) -> HttpReply {
+        self.call("POST", &format!("/v1/sessions/{id}/prompt"), body)
+    }
+
+    /// `POST /v1/sessions/ID/commands` with `body`.
+    fn command(&self, id: &str, body: &str) -> HttpReply {
+        self.call("POST", &format!("/v1/sessions/{id}/commands"), body)
+    }
+
     /// Creates a session; its id.
     fn create(&self) -> String {
         let reply = self.call("POST", "/v1/sessions", "{}");
@@ -188,11 +198,7 @@ fn routes_answer_and_bad_input_is_refused() {
     // Create, prompt, read back.
     let id = serve.create();
     let mut events = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"hello"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"hello"}"#);
     assert_eq!(prompt.status, 202, "{}", prompt.body);
     let command = prompt.json()["commandId"].as_str().unwrap().to_owned();
     let frames = events.until(agent_end);
@@ -213,11 +219,7 @@ fn routes_answer_and_bad_input_is_refused() {
     assert_eq!(log.status, 200);
     let file = ws.only_session();
     assert_eq!(log.body, std::fs::read_to_string(&file).unwrap());
-    let state = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/commands"),
-        r#"{"id":"mine","type":"get_state"}"#,
-    );
+    let state = serve.command(&id, r#"{"id":"mine","type":"get_state"}"#);
     assert_eq!(state.status, 200);
     let state = state.json();
     assert_eq!(
@@ -266,24 +268,8 @@ fn routes_answer_and_bad_input_is_refused() {
             404,
             "unknown_session",
         ),
-        (
-            serve.call(
-                "POST",
-                &format!("/v1/sessions/{id}/prompt"),
-                r#"{"text":"x"}"#,
-            ),
-            400,
-            "bad_json",
-        ),
-        (
-            serve.call(
-                "POST",
-                &format!("/v1/sessions/{id}/commands"),
-                r#"{"type":"fly"}"#,
-            ),
-            400,
-            "bad_json",
-        ),
+        (serve.prompt(&id, r#"{"text":"x"}"#), 400, "bad_json"),
+        (serve.command(&id, r#"{"type":"fly"}"#), 400, "bad_json"),
     ];
     for (reply, status, want) in &cases {
         assert_eq!(
@@ -319,11 +305,7 @@ fn a_reconnect_resumes_after_the_last_event_without_gap_or_duplicate() {
     let serve = Serve::start(&ws, &args);
     let id = serve.create();
     let mut first = serve.events(&id, Some("0"));
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"go"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"go"}"#);
     assert_eq!(prompt.status, 202, "{}", prompt.body);
     // Mid-run: the first delta is out, the rest held by the gate.
     let before =
@@ -335,11 +317,7 @@ fn a_reconnect_resumes_after_the_last_event_without_gap_or_duplicate() {
     );
     drop(first);
 
-    let busy = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"again"}"#,
-    );
+    let busy = serve.prompt(&id, r#"{"message":"again"}"#);
     assert_eq!(busy.status, 409, "{}", busy.body);
     assert!(busy.body.contains("streamingBehavior"), "{}", busy.body);
     assert_eq!(
@@ -363,11 +341,7 @@ fn a_reconnect_resumes_after_the_last_event_without_gap_or_duplicate() {
     // After the end: a reconnect from the last entry gets nothing old
     // (connected before the next prompt, whose run may end at once).
     let mut third = serve.events(&id, file.last().map(String::as_str));
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"more"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"more"}"#);
     assert_eq!(prompt.status, 202);
     let later = entry_ids(&third.until(agent_end));
     let file_now: Vec<String> = jsonl(&ws.only_session())
@@ -392,11 +366,7 @@ fn sigterm_exits_0_with_the_log_whole() {
     let mut serve = Serve::start(&ws, &["--provider", "echo"]);
     let id = serve.create();
     let mut events = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"hi"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"hi"}"#);
     assert_eq!(prompt.status, 202);
     events.until(agent_end);
     let pid = serve.child.id().to_string();
@@ -415,42 +385,27 @@ fn sigterm_exits_0_with_the_log_whole() {
 #[test]
 fn bad_flags_are_refused() {
     let ws = Workspace::new();
-    let run = ws.run(&["serve", "-p", "hi"]);
-    assert_eq!(run.code(), 2);
-    assert!(
-        run.stderr()
-            .contains("etch serve does not take -p/--prompt"),
-        "{}",
-        run.stderr()
-    );
-    let run = ws.run(&["serve", "--listen", "0.0.0.0:0"]);
-    assert_eq!(run.code(), 2);
-    assert!(
-        run.stderr().contains("--insecure-remote"),
-        "{}",
-        run.stderr()
-    );
-    let run = ws.run(&["chat", "--attach", "https://127.0.0.1:1/?token=x"]);
-    assert_eq!(run.code(), 2);
-    assert!(
-        run.stderr().contains("it must start with http://"),
-        "{}",
-        run.stderr()
-    );
-    let run = ws.run(&["chat", "--attach", "http://127.0.0.1:1/"]);
-    assert_eq!(run.code(), 2);
-    assert!(
-        run.stderr().contains("ETCH_SERVE_TOKEN"),
-        "{}",
-        run.stderr()
-    );
-    let run = ws.run(&["serve", "--listen", "nowhere"]);
-    assert_eq!(run.code(), 2);
-    assert!(
-        run.stderr().contains("is not an address"),
-        "{}",
-        run.stderr()
-    );
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["serve", "-p", "hi"],
+            "etch serve does not take -p/--prompt",
+        ),
+        (&["serve", "--listen", "0.0.0.0:0"], "--insecure-remote"),
+        (&["serve", "--listen", "nowhere"], "is not an address"),
+        (
+            &["chat", "--attach", "https://127.0.0.1:1/?token=x"],
+            "it must start with http://",
+        ),
+        (
+            &["chat", "--attach", "http://127.0.0.1:1/"],
+            "ETCH_SERVE_TOKEN",
+        ),
+    ];
+    for (args, says) in cases {
+        let run = ws.run(args);
+        assert_eq!(run.code(), 2, "{args:?}");
+        assert!(run.stderr().contains(says), "{args:?}: {}", run.stderr());
+    }
 }
 
 /// Beyond eight runs at once a prompt is answered 429 with
@@ -465,11 +420,7 @@ fn a_ninth_concurrent_run_is_told_to_retry() {
     let serve = Serve::start(&ws, &args);
     let ids: Vec<String> = (0..9).map(|_| serve.create()).collect();
     for id in &ids[..8] {
-        let prompt = serve.call(
-            "POST",
-            &format!("/v1/sessions/{id}/prompt"),
-            r#"{"message":"go"}"#,
-        );
+        let prompt = serve.prompt(id, r#"{"message":"go"}"#);
         assert_eq!(prompt.status, 202, "{}", prompt.body);
     }
     let running = || {
@@ -526,11 +477,7 @@ fn idle_sessions_unload_and_reload_and_resume_is_told_where_they_are() {
     );
 
     let mut events = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"hello"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"hello"}"#);
     assert_eq!(prompt.status, 202);
     events.until(agent_end);
     lifecycle.until(of_kind("run_started"));
@@ -578,11 +525,7 @@ fn idle_sessions_unload_and_reload_and_resume_is_told_where_they_are() {
     let loaded = lifecycle.until(of_kind("session_loaded"));
     assert_eq!(loaded.last().unwrap().json()["sessionId"], id.as_str());
     let mut events = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"again"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"again"}"#);
     assert_eq!(prompt.status, 202, "{}", prompt.body);
     events.until(agent_end);
     support::assert_whole(&ws.only_session());
@@ -597,11 +540,7 @@ fn a_session_held_elsewhere_is_served_read_only() {
     let first = Serve::start(&ws, &["--provider", "echo"]);
     let id = first.create();
     let mut events = first.events(&id, None);
-    let prompt = first.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"hello"}"#,
-    );
+    let prompt = first.prompt(&id, r#"{"message":"hello"}"#);
     assert_eq!(prompt.status, 202);
     events.until(agent_end);
 
@@ -617,11 +556,7 @@ fn a_session_held_elsewhere_is_served_read_only() {
         log.body,
         std::fs::read_to_string(ws.only_session()).unwrap()
     );
-    let refused = second.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"mine now"}"#,
-    );
+    let refused = second.prompt(&id, r#"{"message":"mine now"}"#);
     assert_eq!(refused.status, 409, "{}", refused.body);
     assert_eq!(refused.json()["error"]["code"], "session_held");
     let holder = format!(
@@ -655,19 +590,14 @@ fn two_clients_share_one_session() {
     let id = serve.create();
     let mut a = serve.events(&id, None);
     let mut b = serve.events(&id, None);
-    let first = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"from a"}"#,
-    );
+    let first = serve.prompt(&id, r#"{"message":"from a"}"#);
     assert_eq!(first.status, 202);
     let started =
         |f: &Frame| f.event.as_deref() == Some("live") && f.json()["type"] == "agent_start";
     a.until(started);
     b.until(started);
-    let queued = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
+    let queued = serve.prompt(
+        &id,
         r#"{"message":"from b","streamingBehavior":"followUp"}"#,
     );
     assert_eq!(queued.status, 202, "{}", queued.body);
@@ -710,11 +640,7 @@ fn a_killed_server_leaves_a_log_resume_continues() {
     let mut serve = Serve::start(&ws, &args);
     let id = serve.create();
     let mut events = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"start"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"start"}"#);
     assert_eq!(prompt.status, 202);
     events.until(|f| f.event.as_deref() == Some("live") && f.json()["type"] == "message_update");
     serve.child.kill().unwrap();
@@ -744,18 +670,10 @@ fn a_fork_is_served_under_its_own_id() {
     let serve = Serve::start(&ws, &["--provider", "echo"]);
     let id = serve.create();
     let mut events = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"first"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"first"}"#);
     assert_eq!(prompt.status, 202);
     events.until(agent_end);
-    let points = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/commands"),
-        r#"{"type":"get_fork_messages"}"#,
-    );
+    let points = serve.command(&id, r#"{"type":"get_fork_messages"}"#);
     let entry = points.json()["data"]["messages"][0]["entryId"]
         .as_str()
         .unwrap()
@@ -772,26 +690,14 @@ fn a_fork_is_served_under_its_own_id() {
         .to_owned();
     assert_ne!(forked, id);
     // The old session's stream ends at its next frame or the move.
-    let state = serve.call(
-        "POST",
-        &format!("/v1/sessions/{forked}/commands"),
-        r#"{"type":"get_state"}"#,
-    );
+    let state = serve.command(&forked, r#"{"type":"get_state"}"#);
     assert_eq!(state.json()["data"]["sessionId"], forked.as_str());
-    let old = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/commands"),
-        r#"{"type":"get_state"}"#,
-    );
+    let old = serve.command(&id, r#"{"type":"get_state"}"#);
     assert_eq!(old.status, 200, "{}", old.body);
     assert_eq!(old.json()["data"]["sessionId"], id.as_str());
     drop(events);
 
-    let refused = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/commands"),
-        r#"{"type":"new_session"}"#,
-    );
+    let refused = serve.command(&id, r#"{"type":"new_session"}"#);
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(refused.json()["error"]["code"], "not_served_here");
 }
@@ -1001,11 +907,7 @@ fn a_reconnect_at_each_point_of_a_run_joins_into_the_log() {
     };
 
     let mut first = serve.events(&id, Some("0"));
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"run it"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"run it"}"#);
     assert_eq!(prompt.status, 202, "{}", prompt.body);
     // Before the first delta: the prompt is logged, the model holds.
     let mut ids = entry_ids(
@@ -1065,11 +967,7 @@ fn a_stalled_client_slows_nothing_and_does_not_block_the_stop() {
     });
 
     let mut reading = serve.events(&id, None);
-    let prompt = serve.call(
-        "POST",
-        &format!("/v1/sessions/{id}/prompt"),
-        r#"{"message":"big"}"#,
-    );
+    let prompt = serve.prompt(&id, r#"{"message":"big"}"#);
     assert_eq!(prompt.status, 202);
     let frames = reading.until(agent_end);
     assert!(frames.len() > 256, "every delta reached the reader");
@@ -1120,11 +1018,7 @@ fn two_attached_chats_share_one_session() {
     b.wait_for("held");
     b.line("second from b");
     support::wait_until("the second prompt queued at the server", || {
-        let state = serve.call(
-            "POST",
-            &format!("/v1/sessions/{id}/commands"),
-            r#"{"type":"get_state"}"#,
-        );
+        let state = serve.command(&id, r#"{"type":"get_state"}"#);
         state.json()["data"]["pendingMessageCount"] == 1
     });
     std::fs::write(&gate, "").unwrap();
