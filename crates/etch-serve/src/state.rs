@@ -364,6 +364,9 @@ pub struct App {
     /// Held while a prompt is admitted, so two prompts never both take
     /// the last free run.
     admission: Mutex<()>,
+    /// The contexts shared by sessions with the server's run options,
+    /// by directory.
+    contexts: Mutex<HashMap<PathBuf, Context>>,
 }
 
 impl App {
@@ -402,6 +405,7 @@ impl App {
                 stopping: tokio::sync::watch::channel(false).0,
                 lifecycle: broadcast::channel(LIFECYCLE_FRAMES).0,
                 admission: Mutex::new(()),
+                contexts: Mutex::default(),
             }
         }))
     }
@@ -532,7 +536,7 @@ impl App {
             return Ok(Access::Served(served));
         }
         let settings = self.options.defaults.clone();
-        let context = Context::build(place, &settings).map_err(|e| {
+        let context = self.context(place, &settings).map_err(|e| {
             ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "cannot_open",
@@ -578,6 +582,31 @@ impl App {
         Ok(Access::Served(lease))
     }
 
+    /// The context (tools, plugins, MCP servers, prompt) for a session in
+    /// `place` with `settings`. Sessions with the server's own run
+    /// options share one per directory, built at the first: a project's
+    /// plugins and MCP servers start once per server, not once per
+    /// session. Other options get a context of their own.
+    fn context(
+        &self,
+        place: &Place,
+        settings: &RunSettings,
+    ) -> Result<Context, etch_runtime::OpenError> {
+        if *settings != self.options.defaults {
+            return Context::build(place, settings);
+        }
+        let mut contexts = self
+            .contexts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(context) = contexts.get(&place.cwd) {
+            return Ok(context.clone());
+        }
+        let context = Context::build(place, settings)?;
+        contexts.insert(place.cwd.clone(), context.clone());
+        Ok(context)
+    }
+
     /// Creates a session in `cwd` with `settings`.
     pub async fn create(&self, cwd: &Path, settings: RunSettings) -> Result<InUse, ApiError> {
         let (place, _) = Place::load(
@@ -595,7 +624,8 @@ impl App {
                 ),
             )
         })?;
-        let context = Context::build(&place, &settings)
+        let context = self
+            .context(&place, &settings)
             .map_err(|e| ApiError::bad("bad_options", e.to_string()))?;
         let spec = Spec {
             place,
@@ -734,6 +764,16 @@ impl App {
         self.service.lock().await.close_all().await;
         for served in all {
             etch_session::holder::clear(&served.handle.file());
+        }
+        // The shared contexts' plugins and MCP servers stop with the
+        // server (the E-PLUG-04 stop sequence).
+        let contexts: Vec<Context> = self
+            .contexts
+            .lock()
+            .map(|mut contexts| contexts.drain().map(|(_, c)| c).collect())
+            .unwrap_or_default();
+        for context in contexts {
+            context.plugins.shutdown().await;
         }
     }
 }

@@ -1036,3 +1036,52 @@ fn two_attached_chats_share_one_session() {
     b.line("/new");
     b.wait_for("/new is for a chat of its own");
 }
+
+/// Sessions created with the server's run options share one context per
+/// directory: a configured plugin starts once, not once per session,
+/// and serves every session's calls.
+#[test]
+fn sessions_share_one_start_of_each_plugin() {
+    let ws = Workspace::new();
+    let starts = ws.path().join("starts");
+    let plugin = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/plugin.py");
+    ws.user_config(&format!(
+        "[[plugins]]\nname = \"counted\"\ncommand = \"echo started >> {}; exec python3 {plugin} ok counted\"\n",
+        starts.display()
+    ));
+    let replies = (0..3)
+        .flat_map(|i| {
+            [
+                Reply::sse(etch_test_support::chat_tool_call(
+                    &format!("call_{i}"),
+                    "counted_echo",
+                    &format!(r#"{{"text":"hello {i}"}}"#),
+                )),
+                Reply::sse(chat_text("done")),
+            ]
+        })
+        .collect();
+    let server = FakeServer::start(replies).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    for _ in 0..3 {
+        let id = serve.create();
+        let mut events = serve.events(&id, None);
+        let prompt = serve.prompt(&id, r#"{"message":"use the plugin"}"#);
+        assert_eq!(prompt.status, 202, "{}", prompt.body);
+        events.until(agent_end);
+    }
+    let results: Vec<Value> = ws
+        .session_files()
+        .iter()
+        .flat_map(|file| jsonl(file))
+        .filter(|e| e["type"] == "message.tool")
+        .collect();
+    assert_eq!(results.len(), 3);
+    for result in &results {
+        assert_eq!(result["data"]["isError"], false, "{result}");
+    }
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 1, "one start for three sessions");
+}
