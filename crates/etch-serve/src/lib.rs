@@ -3,11 +3,13 @@
 //! `etch rpc` and `etch acp`), not a new source of truth: every session
 //! is its JSONL log, written by this process alone while it serves it.
 //!
-//! - `state`: the served sessions, each with a bounded broadcast of its
-//!   frames (log lines as they are appended, with their event ids, and
-//!   the protocol's live events, deltas included) and the commands
-//!   waiting for their responses; leases that keep a session loaded
-//!   while a request uses it, and the sweep that unloads idle ones.
+//! - `served`: one served session: its handle, a bounded broadcast of
+//!   its frames (log lines as they are appended, with their event ids,
+//!   and the protocol's live events, deltas included), the commands
+//!   waiting for their responses, the lease a request holds it with.
+//! - `state`: the server's options and the sessions it serves: found,
+//!   opened, created, admitted to run (429 beyond `max_running`),
+//!   re-keyed after a fork, unloaded when idle; the shared contexts.
 //! - `routes`: the HTTP API (`/health`, `/v1/sessions`, prompt,
 //!   commands, name, messages, log, events, the server-wide `/v1/events`),
 //!   its JSON errors.
@@ -29,6 +31,7 @@ mod error;
 mod openapi;
 mod page;
 mod routes;
+mod served;
 mod sse;
 mod state;
 

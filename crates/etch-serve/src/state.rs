@@ -1,10 +1,6 @@
-//! The served sessions. Each has a bounded broadcast of [`Frame`]s that
-//! every event stream of it subscribes to (a client too slow for it is
-//! dropped, never waited for) and the commands sent over HTTP waiting
-//! for their responses. Log lines reach the broadcast through the
-//! service's writer tap, right after they are on disk, so a stream can
-//! send each with its event id; the session's protocol events (deltas
-//! too) through its sink.
+//! The server's state: what it was started with ([`Options`]), the
+//! sessions it serves now ([`App`]): found, opened, created, admitted to
+//! run, re-keyed after a fork, unloaded when idle.
 //!
 //! A request holds its session with an [`InUse`] lease; a session with
 //! no lease, no stream, no run and no command waiting for longer than
@@ -15,24 +11,19 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::StatusCode;
-use etch_protocol::{Command, EventBody, Response};
-use etch_runtime::host::Output;
-use etch_runtime::service::{Local, Scope, SessionHandle, SessionService, Spec, Stored, catalog};
+use etch_runtime::service::{Scope, SessionHandle, SessionService, Spec, Stored, catalog};
 use etch_runtime::{Context, Place, RunSettings};
-use serde_json::json;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
 use crate::api::Lifecycle;
 use crate::error::{ApiError, ServeError};
-
-/// Frames a session's broadcast holds for its slowest client; one that
-/// falls further behind is dropped.
-pub const FRAMES_PER_SESSION: usize = 1024;
+pub use crate::served::{Access, Channels, FRAMES_PER_SESSION, Frame, InUse, Served};
+use crate::served::{announce, sink};
 
 /// Seconds a client told 429 should wait.
 const RETRY_AFTER_SECS: u32 = 5;
@@ -87,264 +78,6 @@ impl std::fmt::Debug for Notify {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Notify")
     }
-}
-
-/// One frame of a session's stream.
-#[derive(Debug, Clone)]
-pub enum Frame {
-    /// A log line as written, with its event id: durable, replayable.
-    Entry {
-        /// The event's id (a ULID).
-        id: Arc<str>,
-        /// The JSON line.
-        line: Arc<str>,
-    },
-    /// A protocol event (JSON): live only, never replayed.
-    Live(Arc<str>),
-}
-
-/// A served session's outputs, shared by its sink and the routes.
-pub struct Channels {
-    /// Every frame, to every stream.
-    pub frames: broadcast::Sender<Frame>,
-    /// Commands sent over HTTP, by the id the server gave them.
-    pending: Mutex<HashMap<String, oneshot::Sender<Response>>>,
-    /// Whether a run is active (from the prompt's acceptance to
-    /// `agent_end`).
-    pub running: AtomicBool,
-    /// Why the session cannot go on, once it broke.
-    broken: Mutex<Option<String>>,
-    /// The session's id, for the lifecycle events.
-    id: RwLock<String>,
-    /// The server-wide lifecycle stream.
-    lifecycle: broadcast::Sender<Arc<str>>,
-    /// Requests holding the session now.
-    users: AtomicUsize,
-    /// When the last request let go of it or its last run ended.
-    last_used: Mutex<Instant>,
-    /// Bumped when the handle moves to another session (`fork`): the
-    /// streams of the old one end.
-    generation: AtomicU64,
-    /// Whether the session still has the placeholder title it was
-    /// created with; its first prompt names it.
-    untitled: AtomicBool,
-}
-
-impl Channels {
-    /// Channels with nothing sent yet.
-    pub(crate) fn new(lifecycle: broadcast::Sender<Arc<str>>) -> Arc<Self> {
-        Arc::new(Self {
-            frames: broadcast::channel(FRAMES_PER_SESSION).0,
-            pending: Mutex::default(),
-            running: AtomicBool::new(false),
-            broken: Mutex::default(),
-            id: RwLock::default(),
-            lifecycle,
-            users: AtomicUsize::new(0),
-            last_used: Mutex::new(Instant::now()),
-            generation: AtomicU64::new(0),
-            untitled: AtomicBool::new(false),
-        })
-    }
-
-    /// Takes one output of the session.
-    fn take(&self, output: Output) {
-        match output {
-            Output::Response(response) => {
-                let waiting = response.id.as_ref().and_then(|id| {
-                    self.pending
-                        .lock()
-                        .ok()
-                        .and_then(|mut pending| pending.remove(id))
-                });
-                match waiting {
-                    Some(tx) => {
-                        let _ = tx.send(response);
-                    }
-                    None => self.live(&Output::Response(response).to_line()),
-                }
-            }
-            Output::Event(event) => {
-                match event.body {
-                    EventBody::AgentStart => {
-                        self.running.store(true, Ordering::SeqCst);
-                        self.announce(|session_id| Lifecycle::RunStarted { session_id });
-                    }
-                    EventBody::AgentEnd { .. } => {
-                        self.running.store(false, Ordering::SeqCst);
-                        self.touch();
-                        self.announce(|session_id| Lifecycle::RunEnded { session_id });
-                    }
-                    _ => {}
-                }
-                self.live(&Output::Event(event).to_line());
-            }
-            Output::Broken(why) => {
-                self.live(&json!({"type": "broken", "message": why}).to_string());
-                let message = why.clone();
-                self.announce(|session_id| Lifecycle::SessionBroken {
-                    session_id,
-                    message,
-                });
-                if let Ok(mut broken) = self.broken.lock() {
-                    *broken = Some(why);
-                }
-                // Commands still waiting will not be answered.
-                if let Ok(mut pending) = self.pending.lock() {
-                    pending.clear();
-                }
-                self.running.store(false, Ordering::SeqCst);
-            }
-        }
-    }
-
-    /// Sends a live frame to every stream (none listening is fine).
-    fn live(&self, line: &str) {
-        let _ = self.frames.send(Frame::Live(line.into()));
-    }
-
-    /// Tells the server-wide stream what happened to this session.
-    fn announce(&self, event: impl FnOnce(String) -> Lifecycle) {
-        let id = self.id.read().map(|id| id.clone()).unwrap_or_default();
-        announce(&self.lifecycle, &event(id));
-    }
-
-    /// Marks the session used now.
-    fn touch(&self) {
-        if let Ok(mut last) = self.last_used.lock() {
-            *last = Instant::now();
-        }
-    }
-
-    /// The handle's generation; it changes when the handle moves to
-    /// another session.
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::SeqCst)
-    }
-
-    /// Marks the handle moved to another session: the streams of the
-    /// one it was on end.
-    pub(crate) fn moved(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Whether this is the first prompt of a session created untitled
-    /// (true once).
-    pub fn first_prompt(&self) -> bool {
-        self.untitled.swap(false, Ordering::SeqCst)
-    }
-
-    /// How many event streams watch the session.
-    pub fn clients(&self) -> usize {
-        self.frames.receiver_count()
-    }
-
-    /// Whether nothing uses the session and nothing has for `idle`.
-    fn idle_for(&self, idle: Duration) -> bool {
-        self.users.load(Ordering::SeqCst) == 0
-            && !self.running.load(Ordering::SeqCst)
-            && self.frames.receiver_count() == 0
-            && self.pending.lock().is_ok_and(|p| p.is_empty())
-            && self
-                .last_used
-                .lock()
-                .is_ok_and(|last| last.elapsed() >= idle)
-    }
-}
-
-/// Sends one lifecycle event to the server-wide stream.
-fn announce(lifecycle: &broadcast::Sender<Arc<str>>, event: &Lifecycle) {
-    if let Ok(json) = serde_json::to_string(event) {
-        let _ = lifecycle.send(json.into());
-    }
-}
-
-/// A served session: its handle and its outputs.
-#[derive(Clone)]
-pub struct Served {
-    /// The handle commands go through.
-    pub handle: Local,
-    /// Its outputs.
-    pub channels: Arc<Channels>,
-}
-
-impl Served {
-    /// Sends `command` with an id of the server's and waits for its
-    /// response; the client's own id, if any, is put back on it.
-    pub async fn ask(&self, command: Command) -> Result<Response, ApiError> {
-        self.ask_with_id(command)
-            .await
-            .map(|(_, response)| response)
-    }
-
-    /// [`Self::ask`], with the id the command ran under (the id its
-    /// events carry).
-    pub async fn ask_with_id(&self, mut command: Command) -> Result<(String, Response), ApiError> {
-        let theirs = command.id.take();
-        let ours = format!("http-{}", ulid::Ulid::new());
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut pending) = self.channels.pending.lock() {
-            pending.insert(ours.clone(), tx);
-        }
-        command.id = Some(ours.clone());
-        self.handle.send(command);
-        let mut response = rx.await.map_err(|_| {
-            let why = self
-                .channels
-                .broken
-                .lock()
-                .ok()
-                .and_then(|b| b.clone())
-                .unwrap_or_else(|| "the session stopped".to_owned());
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "session_broken",
-                format!("session {} cannot answer: {why}", self.handle.id()),
-            )
-        })?;
-        response.id = theirs;
-        Ok((ours, response))
-    }
-}
-
-/// A request's hold on a served session: while any is held, the session
-/// is not unloaded.
-pub struct InUse(Served);
-
-impl InUse {
-    /// Takes a lease on `served`.
-    fn new(served: Served) -> Self {
-        served.channels.users.fetch_add(1, Ordering::SeqCst);
-        Self(served)
-    }
-}
-
-impl std::ops::Deref for InUse {
-    type Target = Served;
-    fn deref(&self) -> &Served {
-        &self.0
-    }
-}
-
-impl Drop for InUse {
-    fn drop(&mut self) {
-        self.0.channels.touch();
-        self.0.channels.users.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// How a request may reach a session.
-pub enum Access {
-    /// Served by this server.
-    Served(InUse),
-    /// Stored in a served root but held by another process: readable
-    /// from its log only.
-    Held {
-        /// The session file.
-        file: PathBuf,
-        /// Who holds it, as its note says (or "another etch process").
-        by: String,
-    },
 }
 
 /// The server's state.
@@ -776,10 +509,4 @@ impl App {
             context.plugins.shutdown().await;
         }
     }
-}
-
-/// The sink of a session served with `channels`.
-fn sink(channels: &Arc<Channels>) -> etch_runtime::host::Sink {
-    let channels = Arc::clone(channels);
-    Arc::new(move |output| channels.take(output))
 }
