@@ -18,6 +18,9 @@ pub struct Frame {
 pub struct Framer {
     /// What came after the last whole frame.
     buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no frame end (a large
+    /// frame arriving in many chunks is scanned once, not per chunk).
+    scanned: usize,
 }
 
 impl Framer {
@@ -25,7 +28,14 @@ impl Framer {
     pub fn push(&mut self, chunk: &[u8]) -> Vec<Frame> {
         self.buffer.extend_from_slice(chunk);
         let mut frames = Vec::new();
-        while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+        loop {
+            let from = self.scanned.saturating_sub(1);
+            let Some(at) = self.buffer[from..].windows(2).position(|w| w == b"\n\n") else {
+                self.scanned = self.buffer.len();
+                break;
+            };
+            let end = from + at;
+            self.scanned = 0;
             let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
             let text = String::from_utf8_lossy(&block);
             let mut frame = Frame::default();

@@ -184,7 +184,9 @@ impl Attached {
             sink,
             stream: Mutex::new(None),
         });
-        Inner::follow(&inner, None);
+        // From the log's last entry: whatever happened since it was read
+        // (a run's start, say) comes too.
+        Inner::follow(&inner, self.log.events.last().map(|e| e.id.clone()));
         Remote { inner }
     }
 }

@@ -49,10 +49,16 @@ pub fn token_from_file(file: &Path) -> Result<String, ServeError> {
             }
             let text = std::fs::read_to_string(file).map_err(|e| failed(e.to_string()))?;
             let token = text.trim();
-            if token.len() < MIN_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            // Letters, digits, `-` and `_` only: the token goes into a
+            // URL and a cookie as it is.
+            if token.len() < MIN_TOKEN_LEN
+                || !token
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
                 return Err(failed(format!(
-                    "it must hold one token of at least {MIN_TOKEN_LEN} printable characters \
-                     without spaces; delete it to have a random one written"
+                    "it must hold one token of at least {MIN_TOKEN_LEN} letters, digits, - or _; \
+                     delete it to have a random one written"
                 )));
             }
             Ok(token.to_owned())
@@ -182,5 +188,8 @@ mod tests {
         std::fs::write(&file, "short\n").unwrap();
         let short = token_from_file(&file).unwrap_err().to_string();
         assert!(short.contains("at least 32"), "{short}");
+        std::fs::write(&file, format!("{}&x\n", "a".repeat(40))).unwrap();
+        let odd = token_from_file(&file).unwrap_err().to_string();
+        assert!(odd.contains("letters, digits"), "{odd}");
     }
 }

@@ -343,15 +343,11 @@ async fn prompt(
         },
     };
     let served = app.session(&id).await?;
-    let was_running = app.admit(&served)?;
-    let (ours, response) = match served.ask_with_id(command).await {
-        Ok(answer) => answer,
-        Err(e) => {
-            App::release(&served, was_running);
-            return Err(e);
-        }
-    };
+    let admission = app.admit(&served)?;
+    let was_running = admission.was_running;
+    let (ours, response) = served.ask_with_id(command).await?;
     if response.success {
+        admission.keep();
         if served.channels.first_prompt() {
             // Named as `etch -p` names a session: by its first prompt.
             if let Ok(name) = served.handle.rename(title).await {
@@ -364,7 +360,7 @@ async fn prompt(
         )
             .into_response());
     }
-    App::release(&served, was_running);
+    drop(admission);
     let message = response
         .error
         .unwrap_or_else(|| "the prompt was refused".to_owned());
@@ -403,24 +399,34 @@ async fn commands(
             ),
         ));
     }
-    let served = app.session(&id).await?;
-    // A prompt sent as a command takes a run like one sent to /prompt.
-    let admitted = match command.body {
-        CommandBody::Prompt { .. } => Some(app.admit(&served)?),
+    let mut served = app.session(&id).await?;
+    // Commands that move the handle to another session go one at a
+    // time per session, each from the session its URL names: a fork
+    // arriving while another moved the handle opens that session again.
+    let _moving = if matches!(command.body, CommandBody::Fork { .. }) {
+        let guard = Arc::clone(&served.channels.moving).lock_owned().await;
+        if served.handle.id() == id {
+            Some(guard)
+        } else {
+            drop(guard);
+            drop(served);
+            served = app.session(&id).await?;
+            Some(Arc::clone(&served.channels.moving).lock_owned().await)
+        }
+    } else {
+        None
+    };
+    // Text that can start a run takes one like a prompt sent to /prompt.
+    let admission = match command.body {
+        CommandBody::Prompt { .. } | CommandBody::Steer { .. } | CommandBody::FollowUp { .. } => {
+            Some(app.admit(&served)?)
+        }
         _ => None,
     };
     let old_file = served.handle.file();
-    let response = match served.ask(command).await {
-        Ok(response) => response,
-        Err(e) => {
-            if let Some(was_running) = admitted {
-                App::release(&served, was_running);
-            }
-            return Err(e);
-        }
-    };
-    if let (Some(was_running), false) = (admitted, response.success) {
-        App::release(&served, was_running);
+    let response = served.ask(command).await?;
+    if let (Some(admission), true) = (admission, response.success) {
+        admission.keep();
     }
     app.rekey(&id, &old_file, &served);
     Ok(axum::Json(response).into_response())

@@ -68,6 +68,8 @@ pub struct Channels {
     /// Whether the session still has the placeholder title it was
     /// created with; its first prompt names it.
     pub(crate) untitled: AtomicBool,
+    /// Held while a command that moves the handle (`fork`) runs.
+    pub(crate) moving: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Channels {
@@ -84,6 +86,7 @@ impl Channels {
             last_used: Mutex::new(Instant::now()),
             generation: AtomicU64::new(0),
             untitled: AtomicBool::new(false),
+            moving: Arc::default(),
         })
     }
 
@@ -91,6 +94,13 @@ impl Channels {
     fn take(&self, output: Output) {
         match output {
             Output::Response(response) => {
+                // An abort is answered once the session is idle, and may
+                // hand queued texts back without any run ending: nothing
+                // runs after it.
+                if response.command == "abort" && response.success {
+                    self.running.store(false, Ordering::SeqCst);
+                    self.touch();
+                }
                 let waiting = response.id.as_ref().and_then(|id| {
                     self.pending
                         .lock()
@@ -166,6 +176,9 @@ impl Channels {
     /// one it was on end.
     pub(crate) fn moved(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
+        // Wakes every stream, which then sees the new generation and
+        // ends (a stream only looks when a frame comes).
+        self.live(&json!({"type": "session_moved"}).to_string());
     }
 
     /// Whether this is the first prompt of a session created untitled
@@ -179,8 +192,14 @@ impl Channels {
         self.frames.receiver_count()
     }
 
-    /// Whether nothing uses the session and nothing has for `idle`.
+    /// Whether nothing uses the session and nothing has for `idle` (a
+    /// broken session, which answers nothing, counts as idle once no
+    /// request holds it).
     pub(crate) fn idle_for(&self, idle: Duration) -> bool {
+        let broken = self.broken.lock().is_ok_and(|b| b.is_some());
+        if broken {
+            return self.users.load(Ordering::SeqCst) == 0;
+        }
         self.users.load(Ordering::SeqCst) == 0
             && !self.running.load(Ordering::SeqCst)
             && self.frames.receiver_count() == 0
@@ -220,6 +239,14 @@ impl Served {
     /// [`Self::ask`], with the id the command ran under (the id its
     /// events carry).
     pub async fn ask_with_id(&self, mut command: Command) -> Result<(String, Response), ApiError> {
+        if let Some(why) = self.channels.broken.lock().ok().and_then(|b| b.clone()) {
+            // A broken session answers nothing: say so now, not never.
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "session_broken",
+                format!("session {} cannot answer: {why}", self.handle.id()),
+            ));
+        }
         let theirs = command.id.take();
         let ours = format!("http-{}", ulid::Ulid::new());
         let (tx, rx) = oneshot::channel();
@@ -270,6 +297,43 @@ impl Drop for InUse {
     fn drop(&mut self) {
         self.0.channels.touch();
         self.0.channels.users.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A run taken for a prompt by [`crate::state::App::admit`]: given back
+/// when dropped, unless the session took the prompt ([`Self::keep`]) —
+/// so a refused prompt, an error or a client that went away never keeps
+/// a run slot.
+pub struct Admission {
+    /// The session's channels.
+    channels: Arc<Channels>,
+    /// Whether the session ran already (then nothing was taken).
+    pub was_running: bool,
+    /// Whether the slot stays taken.
+    kept: bool,
+}
+
+impl Admission {
+    /// An admission for `channels`.
+    pub(crate) fn new(channels: Arc<Channels>, was_running: bool) -> Self {
+        Self {
+            channels,
+            was_running,
+            kept: false,
+        }
+    }
+
+    /// The session took the prompt: its run holds the slot now.
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if !self.kept && !self.was_running {
+            self.channels.running.store(false, Ordering::SeqCst);
+        }
     }
 }
 

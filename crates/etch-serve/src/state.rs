@@ -22,7 +22,7 @@ use tokio::sync::broadcast;
 
 use crate::api::Lifecycle;
 use crate::error::{ApiError, ServeError};
-pub use crate::served::{Access, Channels, FRAMES_PER_SESSION, Frame, InUse, Served};
+pub use crate::served::{Access, Admission, Channels, FRAMES_PER_SESSION, Frame, InUse, Served};
 use crate::served::{announce, sink};
 
 /// Seconds a client told 429 should wait.
@@ -202,9 +202,8 @@ impl App {
     /// for that run (steer, follow-up, or refused by the session);
     /// otherwise it takes one of the `max_running` runs from now, before
     /// the session even sees it (a run may end before the prompt's
-    /// answer comes back), or is refused with 429. Whether it was
-    /// running.
-    pub fn admit(&self, served: &Served) -> Result<bool, ApiError> {
+    /// answer comes back), or is refused with 429.
+    pub fn admit(&self, served: &Served) -> Result<Admission, ApiError> {
         let _one_at_a_time = self.admission.lock();
         let was_running = served.channels.running.load(Ordering::SeqCst);
         if !was_running {
@@ -222,15 +221,7 @@ impl App {
             }
             served.channels.running.store(true, Ordering::SeqCst);
         }
-        Ok(was_running)
-    }
-
-    /// Gives back the run [`Self::admit`] took for a prompt the session
-    /// refused.
-    pub fn release(served: &Served, was_running: bool) {
-        if !was_running {
-            served.channels.running.store(false, Ordering::SeqCst);
-        }
+        Ok(Admission::new(Arc::clone(&served.channels), was_running))
     }
 
     /// The file of the stored session `id` in one of the roots.
@@ -357,6 +348,24 @@ impl App {
                 ),
             )
         })?;
+        // A session the server could not find again (after an unload or
+        // a restart) must not be made: its directory must be a root's.
+        if !self
+            .places
+            .iter()
+            .any(|root| root.session_dir == place.session_dir)
+        {
+            return Err(ApiError::bad(
+                "sessions_elsewhere",
+                format!(
+                    "sessions in {} are kept in {} (its own project), which this server does not \
+                     serve; start etch serve with --root {}",
+                    cwd.display(),
+                    place.session_dir.display(),
+                    cwd.display()
+                ),
+            ));
+        }
         let context = self
             .context(&place, &settings)
             .map_err(|e| ApiError::bad("bad_options", e.to_string()))?;

@@ -279,6 +279,14 @@ fn routes_answer_and_bad_input_is_refused() {
             reply.body
         );
     }
+    // A directory inside the root that is a project of its own keeps
+    // its sessions elsewhere: refused, since they could not be found
+    // again.
+    std::fs::create_dir_all(ws.path().join("nested/.etch")).unwrap();
+    let nested = format!(r#"{{"cwd":"{}"}}"#, ws.path().join("nested").display());
+    let refused = serve.call("POST", "/v1/sessions", &nested);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(code(&refused), "sessions_elsewhere");
     let big = vec![b'x'; (16 << 20) + 1];
     let too_big = http::request(
         addr,
@@ -440,6 +448,12 @@ fn a_ninth_concurrent_run_is_told_to_retry() {
     assert_eq!(ninth.status, 429, "{}", ninth.body);
     assert_eq!(ninth.header("retry-after"), Some("5"));
     assert_eq!(ninth.json()["error"]["code"], "overloaded");
+    // Text that would start a run through the commands route is held to
+    // the same limit.
+    for kind in ["prompt", "steer", "follow_up"] {
+        let sent = serve.command(&ids[8], &format!(r#"{{"type":"{kind}","message":"go"}}"#));
+        assert_eq!(sent.status, 429, "{kind}: {}", sent.body);
+    }
     std::fs::write(&gate, "").unwrap();
     support::wait_until("the held runs finished", || running() == 0);
 }

@@ -187,6 +187,14 @@ impl SessionService {
             session.set_tap(self.tap.clone());
         }
         let id = session.id().to_owned();
+        // A handle filed under this id that a fork moved to another
+        // session stays served, filed under the one it is on now.
+        if let Some(moved) = self.served.remove(&id) {
+            let now = moved.id();
+            if now != id {
+                self.served.insert(now, moved);
+            }
+        }
         let handle = Local::spawn(session, sink, self.html.clone());
         self.served.insert(id, handle.clone());
         handle

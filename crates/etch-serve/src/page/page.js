@@ -337,8 +337,9 @@ function start() {
     }
   });
   loadSessions().then(() => {
-    const wanted = decodeURIComponent(location.hash.slice(1));
-    if (wanted) open(wanted);
+    // A session id is letters and digits; anything else is not one.
+    const wanted = location.hash.slice(1);
+    if (/^[0-9A-Za-z]+$/.test(wanted)) open(wanted);
   });
   watchSessions();
 }
