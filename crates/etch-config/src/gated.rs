@@ -326,6 +326,9 @@ inherit_credentials = true
 [session]
 dir = "/tmp/elsewhere"
 max_tool_rounds = 3
+[serve]
+token_file = "known-token"
+max_running = 2
 [[subagents.profile]]
 name = "explore"
 provider = "anthropic"
@@ -342,6 +345,7 @@ description = "d"
                 "[openai] base_url",
                 "[tools.bash] inherit_credentials",
                 "[session] dir",
+                "[serve] token_file",
                 "[[subagents.profile]] explore: provider",
                 "[[subagents.profile]] explore: model",
             ]
@@ -352,6 +356,8 @@ description = "d"
         assert!(!project.scalars.contains_key("openai.base_url"));
         assert!(project.scalars.contains_key("provider.model"));
         assert!(project.scalars.contains_key("session.max_tool_rounds"));
+        assert!(!project.scalars.contains_key("serve.token_file"));
+        assert!(project.scalars.contains_key("serve.max_running"));
         assert!(!project.entries[0].values.contains_key("model"));
         assert!(project.entries[0].values.contains_key("description"));
     }

@@ -168,6 +168,10 @@ fn describe(op: Op, schemas: &mut Schemas) -> Value {
                 fail("Not a command, or one that would move this id to another session."),
             );
             add("409", fail("Another process holds the session."));
+            add(
+                "429",
+                fail("A prompt, steer or follow-up would start a run beyond `max_running`."),
+            );
             "Any `etch rpc` command, answered as `etch rpc` answers it."
         }
         Op::Name => {

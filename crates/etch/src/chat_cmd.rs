@@ -249,9 +249,10 @@ pub async fn attach(place: &Place, url: &str, args: &RunArgs) -> Result<(), Fail
         .await
         .map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))?;
     let settings = settings(args);
-    // Skills and the context report are the local project's; the server
-    // runs the session with its own.
-    let context = Context::build(place, &settings).map_err(open_failure)?;
+    // Skills and the context report are the local project's, looked at,
+    // not run: the server runs the session's tools, hooks and plugins,
+    // so none of them start here.
+    let context = Context::inspect(place, &settings).map_err(open_failure)?;
     let plugins = std::sync::Arc::clone(&context.plugins);
     let cwd = home_relative(&place.cwd);
     let prices = prices(&place.config);

@@ -125,6 +125,15 @@ fn held(gate: &std::path::Path) -> Reply {
     }
 }
 
+/// The prompts logged in session file `file`, in order.
+fn prompts_in(file: &std::path::Path) -> Vec<String> {
+    jsonl(file)
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Whether a frame is the live `agent_end`.
 fn agent_end(frame: &Frame) -> bool {
     frame.event.as_deref() == Some("live") && frame.json()["type"] == "agent_end"
@@ -634,11 +643,7 @@ fn two_clients_share_one_session() {
         let texts = text_of(&frames);
         assert!(texts.contains(&"from b".to_owned()), "{texts:?}");
     }
-    let users: Vec<String> = jsonl(&ws.only_session())
-        .iter()
-        .filter(|e| e["type"] == "message.user")
-        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
-        .collect();
+    let users = prompts_in(&ws.only_session());
     assert_eq!(users, ["from a", "from b"]);
 }
 
@@ -666,11 +671,7 @@ fn a_killed_server_leaves_a_log_resume_continues() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(run.stdout().contains("resumed"), "{}", run.stdout());
     support::assert_whole(&ws.only_session());
-    let users: Vec<String> = jsonl(&ws.only_session())
-        .iter()
-        .filter(|e| e["type"] == "message.user")
-        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
-        .collect();
+    let users = prompts_in(&ws.only_session());
     assert_eq!(users, ["start", "go on"]);
 }
 
@@ -1040,11 +1041,7 @@ fn two_attached_chats_share_one_session() {
         chat.wait_for("held answer");
         chat.wait_for("queued answer");
     }
-    let users: Vec<String> = jsonl(&ws.only_session())
-        .iter()
-        .filter(|e| e["type"] == "message.user")
-        .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
-        .collect();
+    let users = prompts_in(&ws.only_session());
     assert_eq!(users, ["first from a", "second from b"]);
 
     b.line("/new");
