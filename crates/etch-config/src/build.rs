@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::config::{
-    AcpConfig, AnthropicConfig, Config, ContextConfig, HookEntry, McpServerEntry, OpenAiConfig,
-    PluginEntry, PriceConfig, PromptConfig, ProviderConfig, ServeConfig, SessionConfig,
-    SubagentProfile, SubagentsConfig, ToolsConfig,
+    AcpConfig, AnthropicConfig, ApprovalConfig, Config, ContextConfig, HookEntry, McpServerEntry,
+    OpenAiConfig, PluginEntry, PriceConfig, PromptConfig, ProviderConfig, SandboxConfig,
+    ServeConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -88,6 +88,27 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
         acp: AcpConfig {
             ask: get("acp")
                 .set("ask")
+                .and_then(Value::as_strings)
+                .map(<[String]>::to_vec),
+        },
+        sandbox: SandboxConfig {
+            mode: get("sandbox").set_string("mode"),
+            network: get("sandbox").bool("network"),
+            writable_roots: get("sandbox")
+                .set("writable_roots")
+                .and_then(Value::as_strings)
+                .map(<[String]>::to_vec)
+                .unwrap_or_default(),
+            deny_read: get("sandbox")
+                .set("deny_read")
+                .and_then(Value::as_strings)
+                .map(<[String]>::to_vec),
+        },
+        approval: ApprovalConfig {
+            policy: get("approval").string("policy"),
+            ask: get("approval")
+                .set("ask")
+                .or_else(|| get("acp").set("ask"))
                 .and_then(Value::as_strings)
                 .map(<[String]>::to_vec),
         },
@@ -171,6 +192,7 @@ fn plugin(entry: &Entry) -> PluginEntry {
         env: values.strings("env"),
         set_env: Vec::new(),
         disabled: values.bool("disabled"),
+        sandbox: values.bool("sandbox"),
         source: entry.source.clone(),
     }
 }

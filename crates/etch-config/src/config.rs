@@ -31,6 +31,10 @@ pub struct Config {
     pub acp: AcpConfig,
     /// `[serve]`: the HTTP front end (M3).
     pub serve: ServeConfig,
+    /// `[sandbox]`: how the model's commands are confined (M3).
+    pub sandbox: SandboxConfig,
+    /// `[approval]`: which calls wait for the user (M3).
+    pub approval: ApprovalConfig,
     /// `[[plugins]]` entries, user entries first (M2).
     pub plugins: Vec<PluginEntry>,
     /// `[[mcp.servers]]` entries, user entries first (E-CFG-23, M2).
@@ -199,6 +203,42 @@ impl AcpConfig {
     }
 }
 
+/// `[sandbox]` (M3): the confinement of the commands the model runs.
+/// Paths are as written (`~` and relative paths are resolved by whoever
+/// builds the policy, against the home and the working directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// `mode`; `None` means the default: `workspace-write` where the
+    /// kernel can enforce it, else `off`.
+    pub mode: Option<String>,
+    /// `network`: whether internet sockets are allowed.
+    pub network: bool,
+    /// `writable_roots`: more writable directories.
+    pub writable_roots: Vec<String>,
+    /// `deny_read`; `None` means [`DEFAULT_DENY_READ`].
+    pub deny_read: Option<Vec<String>>,
+}
+
+/// The paths confined commands may not read when `[sandbox] deny_read`
+/// is unset: keys and the credentials of the usual command-line tools.
+pub const DEFAULT_DENY_READ: [&str; 5] = [
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.etch/auth",
+    "~/.config/gh",
+];
+
+/// `[approval]` (M3): when tool calls wait for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalConfig {
+    /// `policy`: `never`, `on-request`, `untrusted` or `always`.
+    pub policy: String,
+    /// `ask`: tools that always ask (`*` suffix matches by prefix);
+    /// `None` when neither it nor `[acp] ask` is set.
+    pub ask: Option<Vec<String>>,
+}
+
 /// `[serve]` (M3): what `etch serve` reads at start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeConfig {
@@ -307,6 +347,8 @@ pub struct PluginEntry {
     pub set_env: Vec<(String, String)>,
     /// Whether the plugin is switched off.
     pub disabled: bool,
+    /// Whether it runs inside the `[sandbox]` (`sandbox = true`).
+    pub sandbox: bool,
     /// The file that declared it.
     pub source: PathBuf,
 }

@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::DEFAULT_ACP_ASK;
+use crate::config::{DEFAULT_ACP_ASK, DEFAULT_DENY_READ};
 use crate::parse::{Entry, Layer};
 use crate::value::Value;
 
@@ -30,11 +30,26 @@ use crate::value::Value;
 enum Rule {
     /// Ignored: the user's value or the default applies.
     Withhold,
-    /// Only the names it adds to the user's list (or the default) apply.
-    OnlyAdd,
-    /// Only the names it removes from the user's list apply.
-    OnlyNarrow,
+    /// Only the names it adds to the user's list (or to this default)
+    /// apply.
+    OnlyAdd(&'static [&'static str]),
+    /// Only the names it removes from the user's list apply; with no
+    /// list of the user's, everything (`true`) or nothing may be named.
+    OnlyNarrow(bool),
+    /// It applies only when it is stricter than the user's value (or
+    /// the default): values as TOML, loosest first, and the default.
+    OnlyStricter(&'static [&'static str], &'static str),
 }
+
+/// `[sandbox] mode` values as TOML, loosest first (the default where the
+/// kernel can enforce it is `workspace-write`).
+const MODES: &[&str] = &["\"off\"", "\"workspace-write\"", "\"read-only\""];
+
+/// `[sandbox] network`, loosest first.
+const NETWORK: &[&str] = &["true", "false"];
+
+/// `[approval] policy` values as TOML, most trusting first.
+const POLICIES: &[&str] = &["\"never\"", "\"on-request\"", "\"untrusted\"", "\"always\""];
 
 /// The plain-table keys a project needs trust to set, with their rule and
 /// why each is gated (shown by `etch trust`).
@@ -66,13 +81,43 @@ const GATED: &[(&str, Rule, &str)] = &[
     ),
     (
         "acp.ask",
-        Rule::OnlyAdd,
+        Rule::OnlyAdd(&DEFAULT_ACP_ASK),
         "decides which tools run without asking the editor (until trusted, it may only add tools)",
     ),
     (
         "tools.active",
-        Rule::OnlyNarrow,
+        Rule::OnlyNarrow(true),
         "decides which built-in tools the model gets (until trusted, it may only remove tools)",
+    ),
+    (
+        "sandbox.mode",
+        Rule::OnlyStricter(MODES, "\"workspace-write\""),
+        "decides how far the model's commands are confined (until trusted, it may only confine more)",
+    ),
+    (
+        "sandbox.network",
+        Rule::OnlyStricter(NETWORK, "false"),
+        "lets the model's commands use the network (until trusted, it may only turn it off)",
+    ),
+    (
+        "sandbox.writable_roots",
+        Rule::OnlyNarrow(false),
+        "decides where the model's commands may write (until trusted, only roots you listed)",
+    ),
+    (
+        "sandbox.deny_read",
+        Rule::OnlyAdd(&DEFAULT_DENY_READ),
+        "decides what the model's commands may not read (until trusted, it may only add paths)",
+    ),
+    (
+        "approval.policy",
+        Rule::OnlyStricter(POLICIES, "\"on-request\""),
+        "decides which calls run without asking you (until trusted, it may only ask more)",
+    ),
+    (
+        "approval.ask",
+        Rule::OnlyAdd(&[]),
+        "decides which tools ask you first (until trusted, it may only add tools)",
     ),
 ];
 
@@ -188,10 +233,15 @@ pub(crate) fn withhold(project: &mut Layer, user: Option<&Layer>) -> Vec<String>
         // What of the project's value may apply untrusted (`None`: none).
         let kept = match rule {
             Rule::Withhold => None,
-            Rule::OnlyAdd => only_add(&value, beneath),
-            // With no list of the user's, every tool is allowed: any
-            // narrowing is safe.
-            Rule::OnlyNarrow => beneath.map_or(Some(value.clone()), |b| only_narrow(&value, b)),
+            Rule::OnlyAdd(default) => only_add(&value, beneath, default),
+            // With no list of the user's, either everything is allowed
+            // (any narrowing is safe) or nothing is (nothing may be named).
+            Rule::OnlyNarrow(all) => match beneath {
+                Some(b) => only_narrow(&value, b),
+                None if *all => Some(value.clone()),
+                None => Some(Value::StringArray(Vec::new())),
+            },
+            Rule::OnlyStricter(order, default) => only_stricter(&value, beneath, order, default),
         };
         match kept {
             // Adding to what the user asks about, or removing from what
@@ -218,14 +268,15 @@ pub(crate) fn withhold(project: &mut Layer, user: Option<&Layer>) -> Vec<String>
     withheld
 }
 
-/// `[acp] ask` as an untrusted project may set it: the user's list (or
-/// the default) plus what the project adds. `None` when `value` is not a
-/// list (validation makes that impossible).
-fn only_add(value: &Value, beneath: Option<&Value>) -> Option<Value> {
+/// A list (`[acp] ask`, `[sandbox] deny_read`) as an untrusted project
+/// may set it: the user's list (or the default) plus what the project
+/// adds. `None` when `value` is not a list (validation makes that
+/// impossible).
+fn only_add(value: &Value, beneath: Option<&Value>, default: &[&str]) -> Option<Value> {
     let project = value.as_strings()?;
     let mut list: Vec<String> = match beneath.and_then(Value::as_strings) {
         Some(user) => user.to_vec(),
-        None => DEFAULT_ACP_ASK.iter().map(|s| (*s).to_owned()).collect(),
+        None => default.iter().map(|s| (*s).to_owned()).collect(),
     };
     // Unchanged when the project asks about everything the user's list
     // does (in its own order, with its additions).
@@ -252,6 +303,23 @@ fn only_narrow(value: &Value, beneath: &Value) -> Option<Value> {
             .cloned()
             .collect(),
     ))
+}
+
+/// A value on a scale (`[sandbox] mode`, `[approval] policy`) as an
+/// untrusted project may set it: its own when at least as strict as the
+/// user's (or the default), else none.
+fn only_stricter(
+    value: &Value,
+    beneath: Option<&Value>,
+    order: &[&str],
+    default: &str,
+) -> Option<Value> {
+    let rank = |toml: &str| order.iter().position(|o| *o == toml);
+    let floor = beneath.map_or_else(|| default.to_owned(), Value::to_toml);
+    match (rank(&value.to_toml()), rank(&floor)) {
+        (Some(project), Some(user)) if project >= user => Some(value.clone()),
+        _ => None,
+    }
 }
 
 /// Values that would send the user's credentials where they do not
@@ -388,6 +456,56 @@ description = "d"
         // With no user list, every tool is allowed: any narrowing is safe.
         let mut alone = layer("/p", "[tools]\nactive = [\"bash\"]\n");
         assert!(withhold(&mut alone, None).is_empty());
+    }
+
+    /// An untrusted project may confine and ask more, never less: a
+    /// looser sandbox mode, the network, writable roots the user did not
+    /// list, a shorter deny list or a more trusting policy are held back.
+    #[test]
+    fn the_sandbox_and_approvals_may_only_tighten() {
+        let mut loosens = layer(
+            "/p",
+            "[sandbox]\nmode = \"off\"\nnetwork = true\nwritable_roots = [\"/\"]\ndeny_read = []\n\
+             [approval]\npolicy = \"never\"\nask = []\n",
+        );
+        assert_eq!(
+            withhold(&mut loosens, None),
+            [
+                "[sandbox] mode",
+                "[sandbox] network",
+                "[sandbox] writable_roots",
+                "[sandbox] deny_read",
+                "[approval] policy",
+            ]
+        );
+        assert!(!loosens.scalars.contains_key("sandbox.mode"));
+        assert!(!loosens.scalars.contains_key("sandbox.network"));
+        assert!(
+            loosens.scalars["sandbox.writable_roots"]
+                .as_strings()
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            loosens.scalars["sandbox.deny_read"].as_strings().unwrap(),
+            DEFAULT_DENY_READ
+        );
+        let mut tightens = layer(
+            "/p",
+            "[sandbox]\nmode = \"read-only\"\nnetwork = false\ndeny_read = [\"~/.ssh\", \"~/.gnupg\", \
+             \"~/.aws\", \"~/.etch/auth\", \"~/.config/gh\", \"~/.netrc\"]\n[approval]\npolicy = \"always\"\n",
+        );
+        assert!(withhold(&mut tightens, None).is_empty());
+        // What the user allows, the project may keep.
+        let user = layer(
+            "/u",
+            "[sandbox]\nmode = \"off\"\nwritable_roots = [\"/srv\", \"/opt\"]\n",
+        );
+        let mut keeps = layer(
+            "/p",
+            "[sandbox]\nmode = \"off\"\nwritable_roots = [\"/srv\"]\n",
+        );
+        assert!(withhold(&mut keeps, Some(&user)).is_empty());
     }
 
     /// Credentials to another server only from the user's own file.

@@ -50,9 +50,10 @@ mod sample_test;
 pub mod trust;
 
 pub use config::{
-    AcpConfig, AnthropicConfig, Config, ContextConfig, DEFAULT_ACP_ASK, EDITOR_SOURCE, HookEntry,
-    McpServerEntry, OpenAiConfig, PluginEntry, PriceConfig, PromptConfig, ProviderConfig,
-    SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
+    AcpConfig, AnthropicConfig, ApprovalConfig, Config, ContextConfig, DEFAULT_ACP_ASK,
+    DEFAULT_DENY_READ, EDITOR_SOURCE, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry,
+    PriceConfig, PromptConfig, ProviderConfig, SandboxConfig, SessionConfig, SubagentProfile,
+    SubagentsConfig, ToolsConfig,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{ConfigFiles, discover};

@@ -53,6 +53,13 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "subagents.max_per_turn" => int(config.subagents.max_per_turn.into()),
         "subagents.max_concurrent" => int(config.subagents.max_concurrent.into()),
         "acp.ask" => config.acp.ask.clone().map(Value::StringArray),
+        "sandbox.mode" => optional(&config.sandbox.mode),
+        "sandbox.network" => flag(config.sandbox.network),
+        "sandbox.writable_roots" => (!config.sandbox.writable_roots.is_empty())
+            .then(|| Value::StringArray(config.sandbox.writable_roots.clone())),
+        "sandbox.deny_read" => config.sandbox.deny_read.clone().map(Value::StringArray),
+        "approval.policy" => text(&config.approval.policy),
+        "approval.ask" => config.approval.ask.clone().map(Value::StringArray),
         "serve.token_file" => optional(&config.serve.token_file),
         "serve.max_running" => int(config.serve.max_running.into()),
         "serve.idle_unload_secs" => int(config.serve.idle_unload_secs),
@@ -132,6 +139,7 @@ pub(crate) fn plugin(entry: &PluginEntry) -> Vec<(&'static str, Value)> {
         ),
         ("env", Value::StringArray(entry.env.clone())),
         ("disabled", Value::Boolean(entry.disabled)),
+        ("sandbox", Value::Boolean(entry.sandbox)),
     ]
 }
 

@@ -613,6 +613,57 @@ const ACP: &[KeySpec] = &[KeySpec::string_array(
      (\"mcp__*\"). Default: [\"bash\", \"write\", \"edit\"]; [] asks for nothing.",
 )];
 
+/// `[sandbox]` keys: how commands run for the model are confined.
+const SANDBOX: &[KeySpec] = &[
+    KeySpec::string(
+        "mode",
+        "How commands the model runs (bash, !cmd, plugins with sandbox = true) are confined: \"off\", \
+         \"workspace-write\" (write only in the working directory, /tmp, $TMPDIR and \
+         writable_roots; .git and .etch stay read-only) or \"read-only\". Default: \
+         \"workspace-write\" where the kernel has Landlock, else \"off\" with a notice.",
+    )
+    .allowed(SANDBOX_MODES),
+    KeySpec::boolean(
+        "network",
+        "Whether confined commands may open internet sockets (TCP, UDP, DNS).",
+    )
+    .default(Literal::Bool(false)),
+    KeySpec::string_array(
+        "writable_roots",
+        "More directories confined commands may write to, besides the working directory, /tmp \
+         and $TMPDIR; ~ is your home, relative paths resolve against the working directory.",
+    ),
+    KeySpec::string_array(
+        "deny_read",
+        "Paths confined commands may not read. Default: [\"~/.ssh\", \"~/.gnupg\", \"~/.aws\", \
+         \"~/.etch/auth\", \"~/.config/gh\"]; a list replaces the default.",
+    ),
+];
+
+/// The sandbox modes, loosest first.
+pub(crate) const SANDBOX_MODES: &[&str] = &["off", "workspace-write", "read-only"];
+
+/// `[approval]` keys: which tool calls wait for the user.
+const APPROVAL: &[KeySpec] = &[
+    KeySpec::string(
+        "policy",
+        "When a tool call waits for your answer: \"never\" (never ask; a request to leave the \
+         sandbox is refused), \"on-request\" (when the model asks to run a command outside the \
+         sandbox), \"untrusted\" (for anything not known to be read-only) or \"always\" (for \
+         every call of a tool that can change something).",
+    )
+    .allowed(APPROVAL_POLICIES)
+    .default(Literal::Str("on-request")),
+    KeySpec::string_array(
+        "ask",
+        "Tools whose calls always ask first, whatever the policy but \"never\"; a name ending \
+         in * matches by prefix (\"mcp__*\"). [acp] ask is read when this is unset.",
+    ),
+];
+
+/// The approval policies, most trusting first.
+pub(crate) const APPROVAL_POLICIES: &[&str] = &["never", "on-request", "untrusted", "always"];
+
 /// `[serve]` keys: the HTTP front end, `etch serve`.
 const SERVE: &[KeySpec] = &[
     KeySpec::string(
@@ -715,6 +766,12 @@ const PLUGINS: &[KeySpec] = &[
     ),
     KeySpec::boolean("disabled", "Keep the entry but never start the plugin.")
         .default(Literal::Bool(false)),
+    KeySpec::boolean(
+        "sandbox",
+        "Run the plugin inside the [sandbox] like the model's commands; your own plugins are \
+         not confined by default.",
+    )
+    .default(Literal::Bool(false)),
 ];
 
 /// `[[mcp.servers]]` keys (E-CFG-23).
@@ -907,6 +964,22 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M2,
         description: "The editor front end, etch acp (Agent Client Protocol).",
         keys: ACP,
+        rule: None,
+    },
+    TableSpec {
+        name: "sandbox",
+        kind: TableKind::Table,
+        milestone: Milestone::M3,
+        description: "The sandbox for commands the model runs: what they may write and read, and the network.",
+        keys: SANDBOX,
+        rule: None,
+    },
+    TableSpec {
+        name: "approval",
+        kind: TableKind::Table,
+        milestone: Milestone::M3,
+        description: "Which tool calls wait for your approval, in every front end.",
+        keys: APPROVAL,
         rule: None,
     },
     TableSpec {

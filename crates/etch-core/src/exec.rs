@@ -434,6 +434,7 @@ async fn schedule(
                             .with_counters(counters_tx.clone()),
                         temp_dir: PathBuf::from(env.temp_dir),
                         origin: env.origin.clone(),
+                        approved: false,
                     };
                     let secrets = secrets.clone();
                     let handle = set.spawn(async move {

@@ -67,7 +67,7 @@ pub async fn run(
 ) -> std::io::Result<Finished> {
     let started = Instant::now();
     let mut child =
-        etch_spawn::command("sh", &["-c", command], cwd, env.iter().map(|(k, v)| (k, v)))
+        etch_spawn::command("sh", ["-c", command], cwd, env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -78,7 +78,7 @@ pub(crate) fn spawn(
     env: &[(OsString, OsString)],
 ) -> std::io::Result<Process> {
     let mut child =
-        etch_spawn::command("sh", &["-c", command], cwd, env.iter().map(|(k, v)| (k, v)))
+        etch_spawn::command("sh", ["-c", command], cwd, env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

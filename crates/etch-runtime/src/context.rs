@@ -59,11 +59,13 @@ impl Context {
         approver: Option<&Arc<dyn Approver>>,
     ) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
-        let mut tools = active_tools(settings, &place.config)?;
+        let mut tools = active_tools(settings, place)?;
         // Every built-in name is reserved, active or not: a plugin's `bash`
         // must not pass for the built-in under --read-only.
+        let sandbox =
+            crate::sandbox::Sandbox::new(&place.config.sandbox, &place.cwd, place.home.as_deref());
         let plugins = Arc::new(PluginSet::start(
-            &place.config.plugins,
+            &sandbox.confine_plugins(&place.config.plugins),
             &crate::mcp::bridge_entries(&place.config.mcp_servers, &etch_exe()),
             &place.cwd,
             builtin::ALL.iter().map(|n| (*n).to_owned()).collect(),
@@ -107,7 +109,7 @@ impl Context {
     /// [`Self::build`] for looking, not running (`etch context`): no
     /// hooks, so no trust is needed.
     pub fn inspect(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
-        let tools = active_tools(settings, &place.config)?;
+        let tools = active_tools(settings, place)?;
         let assembled = assemble(place, &tools);
         Self {
             tools,
@@ -280,13 +282,17 @@ pub(crate) fn local_endpoint(settings: &RunSettings, config: &Config) -> bool {
 /// What the built-in tools take from the configuration and the
 /// environment: whether `bash` keeps credentials (`[tools.bash]
 /// inherit_credentials`, G18), how much of a stream its spill file keeps
-/// (`max_spill_bytes`, E-CFG-25), and the home whose `.etch` they never
-/// expose or change (E-TOOL-22).
-pub fn builtin_options(config: &Config) -> BuiltinOptions {
+/// (`max_spill_bytes`, E-CFG-25), the home whose `.etch` they never
+/// expose or change (E-TOOL-22), and the sandbox `bash` runs commands in
+/// (`[sandbox]` for the place's working directory).
+pub fn builtin_options(place: &Place) -> BuiltinOptions {
+    let config = &place.config;
+    let sandbox = crate::sandbox::Sandbox::new(&config.sandbox, &place.cwd, place.home.as_deref());
     BuiltinOptions {
         inherit_credentials: config.tools.bash_inherit_credentials,
         max_spill_bytes: config.tools.bash_max_spill_bytes,
         home: home_dir(),
+        sandbox: sandbox.for_tools(),
     }
 }
 
@@ -351,8 +357,9 @@ fn stored_tokens(store: &etch_auth::CredentialStore) -> Vec<String> {
 /// The registry of active built-in tools, shaped by [`builtin_options`]
 /// and shown under [`tool_profile`]. An unknown name is a usage error
 /// listing the known ones.
-pub fn active_tools(settings: &RunSettings, config: &Config) -> Result<ToolRegistry, OpenError> {
-    let options = builtin_options(config);
+pub fn active_tools(settings: &RunSettings, place: &Place) -> Result<ToolRegistry, OpenError> {
+    let config = &place.config;
+    let options = builtin_options(place);
     let profile = tool_profile(settings, config);
     builtin::registry(&tool_names(settings, config), &options)
         .map(|registry| registry.with_profile(profile))

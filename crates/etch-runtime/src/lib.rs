@@ -26,6 +26,7 @@ pub mod projection;
 pub mod provider;
 pub mod queue;
 pub mod report;
+pub mod sandbox;
 pub mod service;
 pub mod session;
 pub mod settings;

@@ -83,6 +83,7 @@ fn bridge_entry(server: &McpServerEntry, exe: &Path) -> PluginEntry {
         env,
         set_env: server.set_env.clone(),
         disabled: server.disabled || (server.command.is_empty() && server.url.is_empty()),
+        sandbox: false,
         source: server.source.clone(),
     }
 }
@@ -96,7 +97,7 @@ fn referenced(text: &str) -> Vec<String> {
 }
 
 /// `text` as one word for `sh`.
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 

@@ -15,15 +15,16 @@ use tokio::process::{Child, Command};
 /// `program` with `args`, to run in `cwd` with exactly `env`, in a group
 /// of its own and killed when its handle is dropped. The caller sets the
 /// pipes and spawns it.
-pub fn command<K, V>(
-    program: &str,
-    args: &[&str],
+pub fn command<K, V, A>(
+    program: impl AsRef<OsStr>,
+    args: impl IntoIterator<Item = A>,
     cwd: &Path,
     env: impl IntoIterator<Item = (K, V)>,
 ) -> Command
 where
     K: AsRef<OsStr>,
     V: AsRef<OsStr>,
+    A: AsRef<OsStr>,
 {
     let mut command = Command::new(program);
     command
@@ -80,7 +81,7 @@ mod tests {
         let dir = std::env::temp_dir();
         let out = command(
             "sh",
-            &["-c", "echo \"$ONLY:$HOME:$(pwd)\""],
+            ["-c", "echo \"$ONLY:$HOME:$(pwd)\""],
             &dir,
             [("ONLY", "x")],
         )
@@ -91,7 +92,7 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let cwd = dir.canonicalize().unwrap();
         assert_eq!(text.trim(), format!("x::{}", cwd.display()));
-        let mut child = command("sh", &["-c", "sleep 30 & sleep 30"], &dir, [("A", "b")])
+        let mut child = command("sh", ["-c", "sleep 30 & sleep 30"], &dir, [("A", "b")])
             .spawn()
             .unwrap();
         let group = group_of(&child);

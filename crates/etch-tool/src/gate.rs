@@ -40,8 +40,11 @@ pub struct ApprovalRequest<'a> {
 /// What the approver decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
-    /// Run the call.
+    /// Run the call: someone approved it.
     Allow,
+    /// Run the call: the policy needs no answer for it (it is not
+    /// marked approved, so it may not leave the sandbox).
+    Unasked,
     /// Do not run it; the text becomes the call's tool error.
     Reject(String),
 }
@@ -104,7 +107,14 @@ impl Tool for Gated {
                 answer = self.approver.approve(request) => answer,
             };
             match answer {
-                Approval::Allow => self.inner.execute(args, ctx).await,
+                Approval::Allow => {
+                    let ctx = ToolContext {
+                        approved: true,
+                        ..ctx
+                    };
+                    self.inner.execute(args, ctx).await
+                }
+                Approval::Unasked => self.inner.execute(args, ctx).await,
                 Approval::Reject(why) => Err(ToolError(why)),
             }
         })
@@ -247,6 +257,7 @@ mod tests {
             progress: ProgressSink::default(),
             temp_dir: std::env::temp_dir(),
             origin: CallOrigin::default(),
+            approved: false,
         }
     }
 

@@ -75,6 +75,9 @@ pub struct ToolContext {
     pub temp_dir: PathBuf,
     /// The session and assistant message the call belongs to.
     pub origin: CallOrigin,
+    /// Whether someone approved this very call (a gated tool's approver
+    /// said yes): what a call that leaves the sandbox requires.
+    pub approved: bool,
 }
 
 /// Receives partial results of running calls (`tool_execution_update`).

@@ -27,6 +27,7 @@ fn ctx(cwd: &Path) -> ToolContext {
         progress: ProgressSink::default(),
         temp_dir: cwd.join("tmp"),
         origin: etch_tool::CallOrigin::default(),
+        approved: false,
     }
 }
 

@@ -34,6 +34,8 @@ pub struct BuiltinOptions {
     /// its credential store is never read, listed or searched, and nothing
     /// under it is written (E-TOOL-22).
     pub home: Option<PathBuf>,
+    /// How `bash` confines its commands; `None` runs them unconfined.
+    pub sandbox: Option<Arc<etch_sandbox::Launcher>>,
 }
 
 impl Default for BuiltinOptions {
@@ -44,6 +46,7 @@ impl Default for BuiltinOptions {
             inherit_credentials: false,
             max_spill_bytes: crate::limits::BASH_DEFAULT_MAX_SPILL_BYTES,
             home: std::env::var_os("HOME").map(PathBuf::from),
+            sandbox: None,
         }
     }
 }
@@ -60,7 +63,8 @@ pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Opti
     let tool: Arc<dyn Tool> = match name {
         "bash" => Arc::new(
             BashTool::new(options.inherit_credentials)
-                .with_max_spill_bytes(options.max_spill_bytes),
+                .with_max_spill_bytes(options.max_spill_bytes)
+                .with_sandbox(options.sandbox.clone()),
         ),
         "edit" => Arc::new(EditTool::new(locks.clone()).with_protected(protected)),
         "find" => Arc::new(FindTool::new().with_protected(protected)),

@@ -130,7 +130,19 @@ impl Compacted {
     /// `inner` with the compact spec of its name, when it has one.
     pub fn wrap(inner: Arc<dyn Tool>) -> Arc<dyn Tool> {
         match spec(&inner.spec().name) {
-            Some(compact) => Arc::new(Self { inner, compact }),
+            Some(mut compact) => {
+                // Arguments only some setups offer (bash's way out of the
+                // sandbox) are offered under both profiles alike.
+                for extra in ["bypass_sandbox", "justification"] {
+                    let offered = inner.spec().parameters["properties"].get(extra).cloned();
+                    if let (Some(offered), Some(properties)) =
+                        (offered, compact.parameters["properties"].as_object_mut())
+                    {
+                        properties.insert(extra.to_owned(), offered);
+                    }
+                }
+                Arc::new(Self { inner, compact })
+            }
             None => inner,
         }
     }

@@ -488,6 +488,7 @@ mod tests {
             progress: etch_tool::ProgressSink::default(),
             temp_dir: cwd.join(".etch/tmp"),
             origin: etch_tool::CallOrigin::default(),
+            approved: false,
         };
         rt.block_on(FindTool::new().execute(args, ctx))
             .map(|o| o.text)

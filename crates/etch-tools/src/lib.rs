@@ -60,6 +60,7 @@ pub(crate) mod testutil {
             progress: ProgressSink::default(),
             temp_dir: std::env::temp_dir(),
             origin: etch_tool::CallOrigin::default(),
+            approved: false,
         }
     }
 }

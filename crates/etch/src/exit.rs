@@ -8,6 +8,9 @@ pub const OK: u8 = 0;
 pub const FAILED: u8 = 1;
 /// Usage error, unknown or ambiguous session prefix.
 pub const USAGE: u8 = 2;
+/// The sandbox helper could not confine or start its command (the
+/// shell's "found but could not run").
+pub const SANDBOX: u8 = 126;
 /// Interrupted by SIGINT.
 pub const INTERRUPTED: u8 = 130;
 

@@ -55,6 +55,16 @@ use crate::exit::Failure;
 use crate::run::Place;
 
 fn main() -> ExitCode {
+    // The sandbox helper confines this very process, so it must run
+    // before anything starts a thread (Landlock and seccomp hold for
+    // the calling thread only) and before the CLI is parsed.
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == etch_sandbox::HELPER) {
+        let rest: Vec<_> = args.collect();
+        let error = etch_sandbox::main(&rest);
+        diag!("etch: error: {error}");
+        return ExitCode::from(exit::SANDBOX);
+    }
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::from(exit::OK),
@@ -184,7 +194,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             output.as_deref(),
         ),
         Some(Command::Status { session, json }) => {
-            status_cmd::status(&place.session_dir, session.as_deref(), json)
+            status_cmd::status(&place, session.as_deref(), json)
         }
         Some(Command::Context {
             action,

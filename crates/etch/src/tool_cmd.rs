@@ -239,6 +239,7 @@ pub async fn run(cwd: &Path, command: ToolCommand) -> Result<(), Failure> {
             .join("tmp")
             .join("cli"),
         origin: etch_tool::CallOrigin::default(),
+        approved: false,
     };
     let result = tool.execute(args, ctx).await;
     watcher.abort();

@@ -68,10 +68,13 @@ const TOKENS: [&str; 3] = [
 /// `access_token` and `cat`s it with bash. `read` and `grep` refuse or pass the
 /// store over, saying why; what bash printed is redacted; neither the
 /// session log nor the next request holds any of the tokens. The run
-/// itself uses an API key, not the login.
+/// itself uses an API key, not the login. The sandbox is off here: it
+/// would refuse the `cat` itself (tests/sandbox.rs), and the redaction
+/// must hold where there is no sandbox.
 #[test]
 fn the_stored_login_never_reaches_the_log_or_the_model() {
     let ws = Workspace::new();
+    ws.user_config("[sandbox]\nmode = \"off\"\n");
     let store = ws.home.path().join(".etch/auth");
     std::fs::create_dir_all(&store).unwrap();
     let login = store.join("openai.json");

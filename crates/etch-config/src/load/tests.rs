@@ -212,7 +212,7 @@ fn strict_turns_warnings_into_errors() {
 fn effective_toml_round_trips_with_provenance() {
     let fixture = Fixture::new(
         Some(
-            "[openai]\napi = \"responses\"\n[serve]\ntoken_file = \"/run/etch-token\"\n[[plugins]]\nname = \"git\"\ncommand = \"git-plugin\"\n",
+            "[openai]\napi = \"responses\"\n[serve]\ntoken_file = \"/run/etch-token\"\n[sandbox]\nmode = \"read-only\"\nwritable_roots = [\"/srv\"]\ndeny_read = [\"~/.ssh\"]\n[approval]\nask = [\"write\"]\n[[plugins]]\nname = \"git\"\ncommand = \"git-plugin\"\n",
         ),
         Some(
             "[session]\nmax_tool_rounds = 20\ngrounding = true\n[tools]\nactive = [\"read\", \"bash\"]\n[acp]\nask = [\"bash\"]\n[prompt]\ntext = \"Be \\\"brief\\\".\\nReally.\"\n[[hooks.PreToolUse]]\nmatcher = \"^bash$\"\ncommand = \"audit\"\n",

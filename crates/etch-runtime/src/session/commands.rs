@@ -73,7 +73,7 @@ impl Session {
         record: bool,
         cancel: &CancellationToken,
     ) -> Result<(String, bool), SessionError> {
-        let options = crate::context::builtin_options(&self.place.config);
+        let options = crate::context::builtin_options(&self.place);
         let locks = etch_tools::lock::MutationLocks::shared();
         let (output, failed) = match etch_tools::builtin::tool("bash", &options, &locks) {
             Some(tool) => {
@@ -84,6 +84,7 @@ impl Session {
                     progress: etch_tool::ProgressSink::default(),
                     temp_dir: paths::session_temp_dir(&self.place.cwd, self.id()),
                     origin: etch_tool::CallOrigin::default(),
+                    approved: false,
                 };
                 let args = serde_json::json!({ "command": command });
                 match tool.execute(args, ctx).await {

@@ -93,7 +93,7 @@ mod tests {
             let env = child_env(vars.clone(), inherit);
             let script = script(command, inherit).into_owned();
             let ctx = ctx(&dir);
-            async move { run_command(&script, 5, None, env, 1 << 20, &ctx).await }
+            async move { run_command(&script, 5, None, env, 1 << 20, None, &ctx).await }
         };
         let echo = "echo \"k=$OPENAI_API_KEY\"";
         assert_eq!(run(echo, false).await.unwrap().text, "k=\n");
@@ -130,14 +130,23 @@ mod tests {
             None,
             child_env(vars.clone(), false),
             1 << 20,
+            None,
             &ctx(&dir),
         )
         .await
         .unwrap();
         assert_eq!(out.text, "unset kept\n");
-        let out = run_command(command, 5, None, child_env(vars, true), 1 << 20, &ctx(&dir))
-            .await
-            .unwrap();
+        let out = run_command(
+            command,
+            5,
+            None,
+            child_env(vars, true),
+            1 << 20,
+            None,
+            &ctx(&dir),
+        )
+        .await
+        .unwrap();
         assert_eq!(out.text, "sk-test kept\n");
     }
 }

@@ -23,6 +23,9 @@ mod progress;
 mod render;
 
 use std::path::Path;
+use std::sync::Arc;
+
+use etch_sandbox::Launcher;
 
 use etch_model::ToolSpec;
 use etch_tool::{Access, Tool, ToolContext, ToolFuture};
@@ -50,13 +53,50 @@ pub struct BashTool {
     inherit_credentials: bool,
     /// Most bytes of one stream kept in its spill file (E-CFG-25).
     max_spill_bytes: u64,
+    /// The sandbox commands run in; `None`: unconfined.
+    sandbox: Option<Arc<Launcher>>,
 }
+
+/// What the model is told about leaving the sandbox.
+const BYPASS_DESCRIPTION: &str = "Run this command outside the sandbox (writes anywhere, the \
+network, git commits). Only when the sandbox blocked it and it is needed; the user must approve \
+every such call, so give the reason in justification.";
 
 impl BashTool {
     /// A `bash` tool; `inherit_credentials` keeps the provider credential
     /// variables in the command's environment instead of removing them.
     pub fn new(inherit_credentials: bool) -> Self {
-        let schema = json!({
+        Self {
+            spec: args::spec("bash", DESCRIPTION, schema(false)),
+            inherit_credentials,
+            max_spill_bytes: BASH_DEFAULT_MAX_SPILL_BYTES,
+            sandbox: None,
+        }
+    }
+
+    /// Runs commands confined by `sandbox` (when it is on), and offers
+    /// the model `bypass_sandbox` and `justification`.
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Option<Arc<Launcher>>) -> Self {
+        self.sandbox = sandbox.filter(|s| s.is_on());
+        let description = self.spec.description.clone();
+        self.spec = args::spec("bash", &description, schema(self.sandbox.is_some()));
+        self
+    }
+
+    /// Keeps at most `bytes` (the last ones, at least 1) of each output
+    /// stream in its spill file instead of the default 64 MiB.
+    #[must_use]
+    pub fn with_max_spill_bytes(mut self, bytes: u64) -> Self {
+        self.max_spill_bytes = bytes.max(1);
+        self
+    }
+}
+
+/// The argument schema; `bypass` adds the fields that ask to leave the
+/// sandbox.
+fn schema(bypass: bool) -> Value {
+    let mut schema = json!({
             "type": "object",
             "properties": {
                 "command": {
@@ -72,21 +112,18 @@ impl BashTool {
             },
             "required": ["command"],
             "additionalProperties": false
-        });
-        Self {
-            spec: args::spec("bash", DESCRIPTION, schema),
-            inherit_credentials,
-            max_spill_bytes: BASH_DEFAULT_MAX_SPILL_BYTES,
-        }
+    });
+    if bypass && let Some(properties) = schema["properties"].as_object_mut() {
+        properties.insert(
+            "bypass_sandbox".into(),
+            json!({"type": "boolean", "description": BYPASS_DESCRIPTION}),
+        );
+        properties.insert(
+            "justification".into(),
+            json!({"type": "string", "description": "Why the command must run outside the sandbox, shown to the user"}),
+        );
     }
-
-    /// Keeps at most `bytes` (the last ones, at least 1) of each output
-    /// stream in its spill file instead of the default 64 MiB.
-    #[must_use]
-    pub fn with_max_spill_bytes(mut self, bytes: u64) -> Self {
-        self.max_spill_bytes = bytes.max(1);
-        self
-    }
+    schema
 }
 
 /// Arguments of a `bash` call.
@@ -97,7 +134,14 @@ struct BashArgs {
     /// Requested timeout in seconds; a number so that an integral float
     /// (`60.0`), which the schema accepts as an integer, also works.
     timeout: Option<Number>,
+    /// Whether to run outside the sandbox (needs an approved call).
+    #[serde(default)]
+    bypass_sandbox: bool,
 }
+
+/// The error of a call asking to leave the sandbox that no one approved.
+pub const BYPASS_UNAPPROVED: &str = "running a command outside the sandbox needs the user's \
+approval, and this call was not approved; run it inside the sandbox, or ask the user";
 
 impl Tool for BashTool {
     fn spec(&self) -> &ToolSpec {
@@ -121,6 +165,13 @@ impl Tool for BashTool {
                 )),
                 _ => None,
             };
+            let sandbox = match (&self.sandbox, args.bypass_sandbox) {
+                (Some(_), true) if !ctx.approved => {
+                    return Err(etch_tool::ToolError::new(BYPASS_UNAPPROVED));
+                }
+                (Some(_), true) | (None, _) => None,
+                (Some(sandbox), false) => Some(sandbox.as_ref()),
+            };
             let env = env::child_env(std::env::vars_os(), self.inherit_credentials);
             let script = env::script(&args.command, self.inherit_credentials);
             process::run_command(
@@ -129,6 +180,7 @@ impl Tool for BashTool {
                 note.as_deref(),
                 env,
                 self.max_spill_bytes,
+                sandbox,
                 &ctx,
             )
             .await
@@ -175,6 +227,7 @@ mod testutil {
             progress: ProgressSink::default(),
             temp_dir: dir.path().join("tmp"),
             origin: etch_tool::CallOrigin::default(),
+            approved: false,
         }
     }
 

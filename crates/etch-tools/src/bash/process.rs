@@ -23,6 +23,7 @@ use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use etch_sandbox::Launcher;
 use etch_tool::{ToolContext, ToolError, ToolOutput};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -65,12 +66,21 @@ pub(super) async fn run_command(
     note: Option<&str>,
     env: Vec<(OsString, OsString)>,
     max_spill: u64,
+    sandbox: Option<&Launcher>,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::new(ABORTED));
     }
-    let mut run = Run::spawn(command, env, max_spill, ctx)?;
+    let mut run = Run::spawn(command, env, max_spill, sandbox, ctx)?;
+    // A refusal by the sandbox is said as such, so that the model asks
+    // or requests a bypass instead of trying the same thing again.
+    let explain = |text: String| match sandbox
+        .and_then(|s| etch_sandbox::explain(&text, &s.policy, &ctx.cwd))
+    {
+        Some(blocked) => format!("{text}\n{blocked}"),
+        None => text,
+    };
     let deadline = Instant::now() + Duration::from_secs(timeout_secs);
     match run.pump(deadline, Some(&ctx.cancel), Goal::Exit).await {
         Wake::Reached => {
@@ -82,12 +92,14 @@ pub(super) async fn run_command(
                 }
                 None => None,
             };
-            Ok(ToolOutput::text(run.render(note, status.as_deref())))
+            Ok(ToolOutput::text(explain(
+                run.render(note, status.as_deref()),
+            )))
         }
         Wake::Deadline => {
             run.terminate().await;
             let line = render::timed_out(timeout_secs);
-            Err(ToolError::new(run.render(note, Some(&line))))
+            Err(ToolError::new(explain(run.render(note, Some(&line)))))
         }
         Wake::Cancelled => {
             run.terminate().await;
@@ -155,14 +167,20 @@ struct Run {
 }
 
 impl Run {
-    /// Starts `bash -lc command` for the call.
+    /// Starts `bash -lc command` for the call, through the sandbox's
+    /// helper when there is one.
     fn spawn(
         command: &str,
         env: Vec<(OsString, OsString)>,
         max_spill: u64,
+        sandbox: Option<&Launcher>,
         ctx: &ToolContext,
     ) -> Result<Self, ToolError> {
-        let mut cmd = etch_spawn::command("bash", &["-lc", command], &ctx.cwd, env);
+        let (program, args) = match sandbox {
+            Some(launcher) => launcher.wrap("bash", &["-lc", command]),
+            None => ("bash".into(), vec!["-lc".into(), command.into()]),
+        };
+        let mut cmd = etch_spawn::command(program, args, &ctx.cwd, env);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

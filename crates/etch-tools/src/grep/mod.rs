@@ -381,6 +381,7 @@ mod testutil {
             progress: etch_tool::ProgressSink::default(),
             temp_dir: cwd.join(".etch/tmp"),
             origin: etch_tool::CallOrigin::default(),
+            approved: false,
         };
         rt.block_on(GrepTool::new().execute(args, ctx))
             .map(|o| o.text)
