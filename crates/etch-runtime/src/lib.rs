@@ -12,6 +12,7 @@
 //! protocol commands while a run is active (`host`). It must not know how
 //! anything is drawn or which front end asked.
 
+pub mod approval;
 pub mod compaction;
 pub mod context;
 pub mod endpoints;

@@ -7,10 +7,13 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
 
 use etch_core::{Observer, RunError};
 use etch_protocol::NoticeLevel;
+use etch_runtime::approval::{PolicyApprover, Rules, Unattended};
 use etch_runtime::{Context, Notice, OpenError, RunSettings, Session, Target};
+use etch_tool::Approver;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
@@ -66,7 +69,19 @@ pub fn open_failure(err: OpenError) -> Failure {
 /// diagnostics as warnings (a bad file never stops a run), and expands
 /// `--skill NAME` into the prompt (P-SKILL-10).
 fn context(place: &Place, args: &RunArgs, prompt: String) -> Result<(Context, String), Failure> {
-    let context = Context::build(place, &settings(args)).map_err(open_failure)?;
+    // No one can be asked during a -p run: the policy's questions are
+    // answered by the flags (refused unless --approve-all; a command
+    // outside the sandbox only with --allow-unsandboxed).
+    let asker = Arc::new(Unattended {
+        approve_all: args.approve_all,
+        allow_unsandboxed: args.allow_unsandboxed,
+    });
+    let approver: Arc<dyn Approver> = Arc::new(PolicyApprover::new(
+        Rules::new(&place.config.approval),
+        asker,
+    ));
+    let context =
+        Context::build_gated(place, &settings(args), Some(&approver)).map_err(open_failure)?;
     for diagnostic in &context.assembled.diagnostics {
         print_notice(Notice::warning(diagnostic.clone()));
     }

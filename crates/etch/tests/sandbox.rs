@@ -262,3 +262,101 @@ fn the_helper_refuses_bad_input_clearly() {
         out.stderr()
     );
 }
+
+/// A bash call asking to leave the sandbox: `-p` refuses it (the tool
+/// result says how to allow it, nothing is written), and with
+/// `--allow-unsandboxed` it runs; the call and its result are in the log.
+#[test]
+fn a_bypass_needs_allow_unsandboxed_under_p() {
+    let away = outside();
+    let target = away.path().join("escaped");
+    let call = json!({
+        "command": format!("echo x > {} && echo wrote", target.display()),
+        "bypass_sandbox": true,
+        "justification": "write the report where the user asked"
+    })
+    .to_string();
+    let script = || {
+        FakeServer::start(vec![
+            Reply::sse(chat_tool_calls(&[("c1", "bash", &call)])),
+            Reply::sse(chat_text("done")),
+        ])
+        .unwrap()
+    };
+    let ws = Workspace::new();
+    let server = script();
+    let body = String::from_utf8({
+        let out = ws.run_model(&server, &["-p", "go"], &[]);
+        assert_eq!(out.ok(), "done\n");
+        server.requests()[0].body.clone()
+    })
+    .unwrap();
+    assert!(
+        body.contains("bypass_sandbox") && body.contains("justification"),
+        "{body}"
+    );
+    let refused = ws.result_text("c1");
+    assert!(
+        refused.contains(
+            "etch -p runs no command outside the sandbox unless started with --allow-unsandboxed"
+        ),
+        "{refused}"
+    );
+    assert!(!target.exists());
+    // --approve-all alone does not let a command out.
+    let ws = Workspace::new();
+    let server = script();
+    assert_eq!(
+        ws.run_model(&server, &["-p", "go", "--approve-all"], &[])
+            .ok(),
+        "done\n"
+    );
+    assert!(!target.exists());
+
+    let ws = Workspace::new();
+    let server = script();
+    let out = ws.run_model(&server, &["-p", "go", "--allow-unsandboxed"], &[]);
+    assert_eq!(out.ok(), "done\n");
+    assert_eq!(ws.result_text("c1"), "wrote\n");
+    assert!(target.exists());
+    let log = std::fs::read_to_string(ws.only_session()).unwrap();
+    assert!(log.contains("bypass_sandbox"), "{log}");
+}
+
+/// `[approval] policy = "untrusted"` under `-p`: a read-only command
+/// runs, one that changes something is refused (no one to ask) unless
+/// `--approve-all`.
+#[test]
+fn untrusted_asks_for_what_is_not_read_only() {
+    let script = || {
+        FakeServer::start(vec![
+            Reply::sse(chat_tool_calls(&[
+                ("c1", "bash", &bash("ls")),
+                ("c2", "bash", &bash("touch made")),
+            ])),
+            Reply::sse(chat_text("done")),
+        ])
+        .unwrap()
+    };
+    let ws = Workspace::new();
+    ws.user_config("[approval]\npolicy = \"untrusted\"\n");
+    let server = script();
+    assert_eq!(ws.run_model(&server, &["-p", "go"], &[]).ok(), "done\n");
+    assert!(!ws.result_text("c1").contains("approval"));
+    assert!(
+        ws.result_text("c2")
+            .contains("needs the user's approval, and etch -p cannot ask"),
+        "{}",
+        ws.result_text("c2")
+    );
+    assert!(!ws.path().join("made").exists());
+    let ws = Workspace::new();
+    ws.user_config("[approval]\npolicy = \"untrusted\"\n");
+    let server = script();
+    assert_eq!(
+        ws.run_model(&server, &["-p", "go", "--approve-all"], &[])
+            .ok(),
+        "done\n"
+    );
+    assert!(ws.path().join("made").exists());
+}

@@ -511,7 +511,10 @@ fn idle_sessions_unload_and_reload_and_resume_is_told_where_they_are() {
         r#"{"name":"greeting"}"#,
     );
     assert_eq!(named.status, 200, "{}", named.body);
-    let frames = lifecycle.until(of_kind("session_named"));
+    // The first prompt names the session too ("hello"), and its frame
+    // may come after the run's end: wait for the name given here.
+    let frames =
+        lifecycle.until(|f| f.json()["type"] == "session_named" && f.json()["name"] == "greeting");
     assert_eq!(frames.last().unwrap().json()["name"], "greeting");
     let row = serve.call("GET", "/v1/sessions", "").json()["sessions"][0].clone();
     assert_eq!(

@@ -76,6 +76,8 @@ pub struct GlobalArgs {
 }
 
 /// Options of a headless run (`etch -p`, `etch resume`).
+// Each flag is its own switch on the command line; bools are clap's way.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
     /// Run one prompt non-interactively and print the final answer.
@@ -131,6 +133,15 @@ pub struct RunArgs {
     /// Only the read-only tools: read, grep, find, ls.
     #[arg(long)]
     pub read_only: bool,
+    /// With -p: allow the calls [approval] policy would ask about (no
+    /// one can be asked during a -p run, so they are refused otherwise).
+    #[arg(long)]
+    pub approve_all: bool,
+    /// With -p: let the model run a command outside the sandbox when it
+    /// asks to (bypass_sandbox); refused otherwise, even with
+    /// --approve-all.
+    #[arg(long)]
+    pub allow_unsandboxed: bool,
     /// Load the skill NAME (from .etch/skills, .agents/skills or
     /// ~/.etch/skills) into the prompt before your text.
     #[arg(long, value_name = "NAME")]
@@ -197,6 +208,8 @@ impl RunArgs {
         }
         self.json |= outer.json;
         self.read_only |= outer.read_only;
+        self.approve_all |= outer.approve_all;
+        self.allow_unsandboxed |= outer.allow_unsandboxed;
         Ok(self)
     }
 
@@ -218,6 +231,8 @@ impl RunArgs {
             (self.tools.is_some(), "--tools"),
             (self.read_only, "--read-only"),
             (self.skill.is_some(), "--skill"),
+            (self.approve_all, "--approve-all"),
+            (self.allow_unsandboxed, "--allow-unsandboxed"),
         ];
         flags
             .into_iter()
