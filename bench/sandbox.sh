@@ -5,8 +5,10 @@
 # namespace for .git, the Landlock ruleset walking around the denied
 # paths, the seccomp filter, then exec of bash), alternated in one run.
 # The policy is the default one for a workspace with a .git, a home with
-# the usual secret directories present, the network off. Target: under
-# 2 ms added per call.
+# the usual secret directories present among forty other entries, the
+# network off. The home is outside /tmp, as a real one is: a denied path
+# under a writable root makes the helper walk that root too. Target:
+# under 2 ms added per call.
 #
 # Usage: bench/sandbox.sh [RUNS]   (default 300)
 set -euo pipefail
@@ -14,10 +16,11 @@ cd "$(dirname "$0")/.."
 runs="${1:-300}"
 cargo build --release --locked -q -p etch
 etch="$PWD/target/release/etch"
-work="$(mktemp -d)"
+work="$(mktemp -d -p /var/tmp)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/ws/.git" "$work/ws/.etch" "$work/home/.ssh" "$work/home/.gnupg" \
   "$work/home/.aws" "$work/home/.etch/auth" "$work/home/.config/gh" "$work/home/code"
+for i in $(seq 40); do touch "$work/home/.dotfile$i"; mkdir -p "$work/home/.config/app$i"; done
 cd "$work/ws"
 python3 - "$etch" "$work" "$runs" <<'PY'
 import json, statistics, subprocess, sys, time
@@ -25,7 +28,7 @@ etch, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 home = f"{work}/home"
 policy = json.dumps({
     "mode": "workspace-write", "network": False,
-    "writable": [f"{work}/ws", "/tmp"],
+    "writable": [f"{work}/ws", "/tmp"],  # /tmp holds no denied path here
     "deny_read": [f"{home}/{d}" for d in (".ssh", ".gnupg", ".aws", ".etch/auth", ".config/gh")],
     "protected": [f"{work}/ws/.git", f"{work}/ws/.etch"],
 })

@@ -98,7 +98,7 @@ impl Rules {
 
     /// What a call of `tool` with `args` needs.
     pub fn need(&self, tool: &str, args: &serde_json::Value) -> Need {
-        let bypass = tool == "bash" && args["bypass_sandbox"].as_bool() == Some(true);
+        let bypass = leaves_sandbox(tool, args);
         if self.policy == Policy::Never {
             return if bypass {
                 Need::Refused(
@@ -126,6 +126,12 @@ impl Rules {
             };
         if asks { Need::Answer } else { Need::Nothing }
     }
+}
+
+/// Whether a call of `tool` with `args` asks to run outside the sandbox
+/// (`bash`'s `bypass_sandbox`).
+pub fn leaves_sandbox(tool: &str, args: &serde_json::Value) -> bool {
+    tool == "bash" && args["bypass_sandbox"].as_bool() == Some(true)
 }
 
 /// Whether a call of `tool` is known to only read: a read-only built-in,
@@ -201,8 +207,7 @@ pub struct Unattended {
 
 impl Asker for Unattended {
     fn ask<'a>(&'a self, request: ApprovalRequest<'a>) -> ApprovalFuture<'a> {
-        let bypass = request.args["bypass_sandbox"].as_bool() == Some(true);
-        let answer = if bypass {
+        let answer = if leaves_sandbox(request.tool, request.args) {
             if self.allow_unsandboxed {
                 Approval::Allow
             } else {

@@ -20,6 +20,7 @@ use etch_tool::{Approver, Profile, ToolRegistry};
 use etch_tools::builtin::{self, BuiltinOptions};
 
 use crate::error::OpenError;
+use crate::sandbox::Sandbox;
 use crate::settings::{Place, RunSettings};
 
 /// The active tools and the pinned prompt built for them, and the hooks
@@ -36,6 +37,9 @@ pub struct Context {
     pub plugins: Arc<PluginSet>,
     /// The subagents running now, by the parent's `task` call id.
     pub children: Arc<crate::subagent::Children>,
+    /// The sandbox the place's commands run in (bash, `!cmd`, plugins
+    /// that opt in), worked out once.
+    pub sandbox: Arc<Sandbox>,
 }
 
 impl Context {
@@ -59,11 +63,10 @@ impl Context {
         approver: Option<&Arc<dyn Approver>>,
     ) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
-        let mut tools = active_tools(settings, place)?;
+        let sandbox = Arc::new(Sandbox::for_place(place));
+        let mut tools = active_tools(settings, place, &sandbox)?;
         // Every built-in name is reserved, active or not: a plugin's `bash`
         // must not pass for the built-in under --read-only.
-        let sandbox =
-            crate::sandbox::Sandbox::new(&place.config.sandbox, &place.cwd, place.home.as_deref());
         let plugins = Arc::new(PluginSet::start(
             &sandbox.confine_plugins(&place.config.plugins),
             &crate::mcp::bridge_entries(&place.config.mcp_servers, &etch_exe()),
@@ -81,6 +84,7 @@ impl Context {
             hooks,
             plugins,
             children: Arc::default(),
+            sandbox,
         }
         .with_task(place, settings, approver)
     }
@@ -109,7 +113,8 @@ impl Context {
     /// [`Self::build`] for looking, not running (`etch context`): no
     /// hooks, so no trust is needed.
     pub fn inspect(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
-        let tools = active_tools(settings, place)?;
+        let sandbox = Arc::new(Sandbox::for_place(place));
+        let tools = active_tools(settings, place, &sandbox)?;
         let assembled = assemble(place, &tools);
         Self {
             tools,
@@ -117,6 +122,7 @@ impl Context {
             hooks: etch_hooks::Hooks::default(),
             plugins: Arc::new(PluginSet::empty()),
             children: Arc::default(),
+            sandbox,
         }
         .with_task(place, settings, None)
     }
@@ -284,10 +290,9 @@ pub(crate) fn local_endpoint(settings: &RunSettings, config: &Config) -> bool {
 /// inherit_credentials`, G18), how much of a stream its spill file keeps
 /// (`max_spill_bytes`, E-CFG-25), the home whose `.etch` they never
 /// expose or change (E-TOOL-22), and the sandbox `bash` runs commands in
-/// (`[sandbox]` for the place's working directory).
-pub fn builtin_options(place: &Place) -> BuiltinOptions {
+/// (the place's).
+pub fn builtin_options(place: &Place, sandbox: &Sandbox) -> BuiltinOptions {
     let config = &place.config;
-    let sandbox = crate::sandbox::Sandbox::new(&config.sandbox, &place.cwd, place.home.as_deref());
     BuiltinOptions {
         inherit_credentials: config.tools.bash_inherit_credentials,
         max_spill_bytes: config.tools.bash_max_spill_bytes,
@@ -357,9 +362,13 @@ fn stored_tokens(store: &etch_auth::CredentialStore) -> Vec<String> {
 /// The registry of active built-in tools, shaped by [`builtin_options`]
 /// and shown under [`tool_profile`]. An unknown name is a usage error
 /// listing the known ones.
-pub fn active_tools(settings: &RunSettings, place: &Place) -> Result<ToolRegistry, OpenError> {
+pub fn active_tools(
+    settings: &RunSettings,
+    place: &Place,
+    sandbox: &Sandbox,
+) -> Result<ToolRegistry, OpenError> {
     let config = &place.config;
-    let options = builtin_options(place);
+    let options = builtin_options(place, sandbox);
     let profile = tool_profile(settings, config);
     builtin::registry(&tool_names(settings, config), &options)
         .map(|registry| registry.with_profile(profile))

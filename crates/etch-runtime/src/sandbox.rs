@@ -13,7 +13,7 @@ use std::sync::Arc;
 use etch_config::{DEFAULT_DENY_READ, PluginEntry, SandboxConfig};
 
 use crate::mcp::quote;
-use etch_sandbox::{Launcher, Mode, Policy};
+use etch_sandbox::{Launcher, Mode, Policy, Report};
 
 /// The directories inside the working directory that stay read-only:
 /// what they hold runs later, outside the sandbox (git hooks and
@@ -76,6 +76,24 @@ impl Sandbox {
             },
             unsupported: !supported,
         }
+    }
+
+    /// The sandbox of `place`'s configuration and working directory.
+    pub fn for_place(place: &crate::settings::Place) -> Self {
+        Self::new(&place.config.sandbox, &place.cwd, place.home.as_deref())
+    }
+
+    /// How far the sandbox holds here and the words for it (runs the
+    /// helper's probe, a few milliseconds: for `etch status`, not for
+    /// every start). Off because the kernel cannot confine reads as such.
+    pub fn status(&self) -> (Report, String) {
+        if self.unsupported {
+            let words = "off (this kernel has no Landlock: commands run unconfined)";
+            return (Report::off(), words.to_owned());
+        }
+        let report = self.launcher.probe();
+        let words = report.describe();
+        (report, words)
     }
 
     /// The one-line notice for a start, when there is one: the kernel

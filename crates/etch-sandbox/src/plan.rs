@@ -33,6 +33,10 @@ pub enum Rights {
 pub struct Rule {
     /// The file or directory.
     pub path: PathBuf,
+    /// Whether it is a directory (only a directory takes the rights of
+    /// what is beneath it); known from the walk, so applying the rule
+    /// needs no second look.
+    pub dir: bool,
     /// What it grants.
     pub rights: Rights,
 }
@@ -50,6 +54,7 @@ const DEVICES: &[&str] = &[
 ];
 
 /// The rules for `policy` (not for [`Mode::Off`], which has none).
+///
 /// A denied path that does not exist needs no way around it: nothing
 /// granted reaches it but through its parent, which the command may only
 /// change where it may write anyway.
@@ -61,21 +66,24 @@ pub fn rules(policy: &Policy) -> Vec<Rule> {
         .cloned()
         .collect();
     let mut rules = Vec::new();
-    grant(Path::new("/"), Rights::Read, &denied, &mut rules);
+    let mut root = |path: &Path, rights: Rights| {
+        grant(path, path.is_dir(), rights, &denied, &mut rules);
+    };
+    root(Path::new("/"), Rights::Read);
     if policy.mode == Mode::WorkspaceWrite {
-        for root in &policy.writable {
-            grant(root, Rights::Write, &denied, &mut rules);
+        for writable in &policy.writable {
+            root(writable, Rights::Write);
         }
     }
     for device in DEVICES {
-        grant(Path::new(device), Rights::Write, &denied, &mut rules);
+        root(Path::new(device), Rights::Write);
     }
     rules
 }
 
-/// Adds the rules that give `rights` beneath `root` except beneath the
-/// `denied` paths.
-fn grant(root: &Path, rights: Rights, denied: &[PathBuf], rules: &mut Vec<Rule>) {
+/// Adds the rules that give `rights` beneath `root` (a directory when
+/// `dir`) except beneath the `denied` paths.
+fn grant(root: &Path, dir: bool, rights: Rights, denied: &[PathBuf], rules: &mut Vec<Rule>) {
     if denied.iter().any(|d| root.starts_with(d)) {
         return;
     }
@@ -86,6 +94,7 @@ fn grant(root: &Path, rights: Rights, denied: &[PathBuf], rules: &mut Vec<Rule>)
     if inside.is_empty() {
         rules.push(Rule {
             path: root.to_path_buf(),
+            dir,
             rights,
         });
         return;
@@ -94,6 +103,7 @@ fn grant(root: &Path, rights: Rights, denied: &[PathBuf], rules: &mut Vec<Rule>)
     // each child that is not (and does not hold) a denied path in full.
     rules.push(Rule {
         path: root.to_path_buf(),
+        dir,
         rights: Rights::List,
     });
     let Ok(children) = std::fs::read_dir(root) else {
@@ -101,11 +111,13 @@ fn grant(root: &Path, rights: Rights, denied: &[PathBuf], rules: &mut Vec<Rule>)
     };
     for child in children.flatten() {
         let path = child.path();
-        let is_link = child.file_type().is_ok_and(|t| t.is_symlink());
-        if is_link || inside.iter().any(|d| d.as_path() == path) {
+        let Ok(kind) = child.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() || inside.iter().any(|d| d.as_path() == path) {
             continue;
         }
-        grant(&path, rights, denied, rules);
+        grant(&path, kind.is_dir(), rights, denied, rules);
     }
 }
 
@@ -149,7 +161,13 @@ mod tests {
         std::fs::write(root.join("home/notes"), "n").unwrap();
         std::os::unix::fs::symlink(root.join("home/.ssh"), root.join("home/keys")).unwrap();
         let mut rules = Vec::new();
-        grant(root, Rights::Read, &policy(root).deny_read, &mut rules);
+        grant(
+            root,
+            true,
+            Rights::Read,
+            &policy(root).deny_read,
+            &mut rules,
+        );
         assert_eq!(
             granted(&rules, &root.join("home/.ssh/id")),
             [Rights::List, Rights::List]
@@ -175,15 +193,18 @@ mod tests {
         let rules = rules(&p);
         assert!(rules.contains(&Rule {
             path: root.join("w"),
+            dir: true,
             rights: Rights::Write
         }));
         assert!(rules.contains(&Rule {
             path: "/dev/null".into(),
+            dir: false,
             rights: Rights::Write
         }));
         let mut inside = Vec::new();
         grant(
             &root.join("home/.ssh/x"),
+            false,
             Rights::Write,
             &p.deny_read,
             &mut inside,

@@ -52,12 +52,6 @@ impl Report {
         }
     }
 
-    /// The report for a kernel that cannot confine anything: the mode
-    /// the user asked for is reported off.
-    pub fn unsupported() -> Self {
-        Self::off()
-    }
-
     /// How far the whole sandbox holds.
     pub fn enforcement(&self) -> Enforcement {
         if self.mode == Mode::Off || self.landlock == Enforcement::None {

@@ -18,12 +18,7 @@ use crate::session_arg;
 /// Prints the status of the session `prefix` names (default: the newest),
 /// and the sandbox commands run in here.
 pub fn status(place: &Place, prefix: Option<&str>, json: bool) -> Result<(), Failure> {
-    let sandbox = Sandbox::new(&place.config.sandbox, &place.cwd, place.home.as_deref());
-    let report = match sandbox.notice() {
-        Some(_) => etch_sandbox::Report::unsupported(),
-        None => sandbox.launcher.probe(),
-    };
-    let described = sandbox_line(&sandbox, &report);
+    let (report, described) = Sandbox::for_place(place).status();
     let (_, path) = session_arg::pick(&place.session_dir, prefix)?;
     let loaded = load_session(&path).map_err(|e| Failure::new(exit::FAILED, e))?;
     for warning in &loaded.warnings {
@@ -61,14 +56,4 @@ pub fn status(place: &Place, prefix: Option<&str>, json: bool) -> Result<(), Fai
         crate::output::print_prose(&text);
     }
     Ok(())
-}
-
-/// The sandbox's status line: the mode and how far it holds, or why it
-/// is off.
-fn sandbox_line(sandbox: &Sandbox, report: &etch_sandbox::Report) -> String {
-    if sandbox.notice().is_some() {
-        "off (this kernel has no Landlock: commands run unconfined)".to_owned()
-    } else {
-        report.describe()
-    }
 }

@@ -360,3 +360,59 @@ fn untrusted_asks_for_what_is_not_read_only() {
     );
     assert!(ws.path().join("made").exists());
 }
+
+/// The user's own shell command (the chat's `!cmd`, RPC's `bash`) runs
+/// in the same sandbox as the model's: a write outside is refused and
+/// named, one inside works.
+#[test]
+fn the_users_shell_commands_are_confined_too() {
+    let ws = Workspace::new();
+    let away = outside();
+    let target = away.path().join("from-the-shell");
+    let mut rpc = support::rpc::RpcClient::start(&ws, &["--provider", "echo"], &[]);
+    rpc.next();
+    let command = format!("echo x > {}; echo inside > here.txt", target.display());
+    let out = rpc.call(&json!({"id": "b", "type": "bash", "command": command}));
+    let output = out["data"]["output"].as_str().unwrap();
+    assert!(
+        output.contains(&format!(
+            "blocked by the sandbox (workspace-write): {}",
+            target.display()
+        )),
+        "{out}"
+    );
+    assert!(!target.exists());
+    assert!(ws.path().join("here.txt").exists());
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}
+
+/// Plugins are the user's own code and run unconfined, unless their
+/// entry says `sandbox = true`: then the same write outside fails.
+#[test]
+fn a_plugin_is_confined_only_when_it_opts_in() {
+    const PLUGIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/plugin.py");
+    let away = outside();
+    for confined in [false, true] {
+        let target = away.path().join(format!("made-{confined}"));
+        let ws = Workspace::new();
+        ws.user_config(&format!(
+            "[[plugins]]\nname = \"p\"\ncommand = \"python3 {PLUGIN} ok p\"\nsandbox = {confined}\n"
+        ));
+        let args = json!({ "make": target.display().to_string() }).to_string();
+        let server = FakeServer::start(vec![
+            Reply::sse(chat_tool_calls(&[("c1", "p_wait", &args)])),
+            Reply::sse(chat_text("done")),
+        ])
+        .unwrap();
+        assert_eq!(ws.run_model(&server, &["-p", "go"], &[]).ok(), "done\n");
+        let result = ws.result_text("c1");
+        if confined {
+            assert!(!target.exists(), "{result}");
+            assert!(result.starts_with("tool error"), "{result}");
+        } else {
+            assert!(target.exists(), "{result}");
+            assert_eq!(result, "saw True");
+        }
+    }
+}

@@ -95,7 +95,7 @@ impl Session {
         notify: &mut (dyn FnMut(Notice) + Send),
     ) -> Result<(Self, Appended), OpenError> {
         let selection = provider::select(&settings.provider, &place.config, None).await?;
-        announce(&selection, &place, notify);
+        announce(&selection, &context.sandbox, notify);
         Self::create_selected(place, settings, context, selection, title).await
     }
 
@@ -320,7 +320,7 @@ impl Session {
             provider::select_for_session(&settings.provider, &place.config, &loaded, &known)
                 .await?;
         remember_endpoint(&place, &selection);
-        announce(&selection, &place, notify);
+        announce(&selection, &context.sandbox, notify);
         close_dangling_calls(&loaded, &mut writer, observer)
             .map_err(|e| OpenError::Failed(e.to_string()))?;
         record_changes(&loaded, &selection, &settings, &mut writer, observer)?;
@@ -530,12 +530,14 @@ fn new_session(place: &Place, selection: &Selection, title: String) -> NewSessio
 
 /// Passes the selection's notes, the sandbox's notice (the kernel
 /// cannot confine commands), then the header line, to `notify`.
-fn announce(selection: &Selection, place: &Place, notify: &mut dyn FnMut(Notice)) {
+fn announce(
+    selection: &Selection,
+    sandbox: &crate::sandbox::Sandbox,
+    notify: &mut dyn FnMut(Notice),
+) {
     for note in &selection.notes {
         notify(Notice::info(note.clone()));
     }
-    let sandbox =
-        crate::sandbox::Sandbox::new(&place.config.sandbox, &place.cwd, place.home.as_deref());
     if let Some(notice) = sandbox.notice() {
         notify(Notice::warning(notice));
     }
