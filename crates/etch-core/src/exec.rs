@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etch_model::ToolCall;
-use etch_session::HookRunData;
+use etch_session::{ApprovalData, HookRunData};
 use etch_tool::{
-    Access, CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    Access, CallOrigin, Decision, ProgressSink, Tool, ToolContext, ToolError, ToolOutput,
+    ToolRegistry,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -54,6 +55,9 @@ pub struct CallResult {
     /// The index of the earlier call of the same message this one
     /// repeated exactly; it did not run, and the guard judges the first.
     pub copy_of: Option<usize>,
+    /// What was decided about the call when it asked for approval,
+    /// logged as `approval.decision` before the result.
+    pub approvals: Vec<ApprovalData>,
 }
 
 impl CallResult {
@@ -65,6 +69,7 @@ impl CallResult {
             details: None,
             hooks: Vec::new(),
             copy_of: None,
+            approvals: Vec::new(),
         }
     }
 
@@ -88,6 +93,7 @@ impl CallResult {
                 details: out.details,
                 hooks: Vec::new(),
                 copy_of: None,
+                approvals: Vec::new(),
             },
             Err(err) => Self::error(&err.0),
         }
@@ -278,6 +284,29 @@ async fn post_tool(
     result
 }
 
+/// Takes the decisions about call `call_id` out of `decided`, as log
+/// records with the run's secrets redacted from their reasons.
+fn take_decisions(
+    decided: &mut Vec<Decision>,
+    call_id: &str,
+    secrets: &Secrets,
+) -> Vec<ApprovalData> {
+    let (mine, others): (Vec<Decision>, Vec<Decision>) = std::mem::take(decided)
+        .into_iter()
+        .partition(|d| d.call_id == call_id);
+    *decided = others;
+    mine.into_iter()
+        .map(|d| ApprovalData {
+            tool_call_id: d.call_id,
+            tool_name: d.tool,
+            decision: d.verdict.as_str().to_owned(),
+            by: d.by,
+            reason: d.reason.map(|r| secrets.redact(&r).into_owned()),
+            bypass: d.bypass,
+        })
+        .collect()
+}
+
 /// Runs a batch; returns results in source order and whether it was cancelled.
 #[allow(clippy::result_large_err)] // as for `preflight`
 pub async fn run_batch<S: BuildHasher>(
@@ -349,6 +378,7 @@ pub async fn run_batch<S: BuildHasher>(
                     details: None,
                     hooks,
                     copy_of: Some(first),
+                    approvals: Vec::new(),
                 }),
                 None => Ok(Ready { hooks, ..ready }),
             },
@@ -404,6 +434,8 @@ async fn schedule(
     let secrets = env.redactor.secrets();
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<(String, String)>();
     let (counters_tx, mut counters_rx) = mpsc::unbounded_channel::<(String, String)>();
+    let (decisions_tx, mut decisions_rx) = mpsc::unbounded_channel::<Decision>();
+    let mut decided: Vec<Decision> = Vec::new();
     let mut set: JoinSet<(usize, CallResult, Duration)> = JoinSet::new();
     let mut tasks: HashMap<tokio::task::Id, usize> = HashMap::new();
     let mut cancel_deadline: Option<tokio::time::Instant> = None;
@@ -431,7 +463,8 @@ async fn schedule(
                         cwd: env.cwd.to_path_buf(),
                         cancel: env.cancel.child_token(),
                         progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone())
-                            .with_counters(counters_tx.clone()),
+                            .with_counters(counters_tx.clone())
+                            .with_decisions(decisions_tx.clone()),
                         temp_dir: PathBuf::from(env.temp_dir),
                         origin: env.origin.clone(),
                         approved: false,
@@ -481,7 +514,13 @@ async fn schedule(
                 observer.agent_event(&AgentEvent::ToolCounters { call_id: &call_id, line: &line });
             }
             joined = set.join_next_with_id() => match joined {
-                Some(Ok((_, (i, result, elapsed)))) => {
+                Some(Ok((_, (i, mut result, elapsed)))) => {
+                    // A decision is sent before the call's task ends, so
+                    // every one about this call is in the channel now.
+                    while let Ok(decision) = decisions_rx.try_recv() {
+                        decided.push(decision);
+                    }
+                    result.approvals = take_decisions(&mut decided, &calls[i].id, &secrets);
                     observer.agent_event(&AgentEvent::ToolExecutionEnd {
                         call_id: &calls[i].id,
                         text: &result.text,

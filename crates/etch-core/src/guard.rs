@@ -215,6 +215,7 @@ mod tests {
             details: None,
             hooks: Vec::new(),
             copy_of: None,
+            approvals: Vec::new(),
         }
     }
 

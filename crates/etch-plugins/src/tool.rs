@@ -61,6 +61,11 @@ impl Tool for PluginTool {
         self.client.alive()
     }
 
+    fn read_only(&self) -> bool {
+        // An MCP tool annotated `readOnlyHint` arrives as `read_only`.
+        self.safety == ParallelSafety::ReadOnly
+    }
+
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
         let params = serde_json::to_value(ExecuteParams {
             call_id: ctx.call_id.clone(),

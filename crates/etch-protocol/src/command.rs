@@ -58,6 +58,17 @@ pub enum CommandBody {
         /// The parent's `task` call.
         tool_call_id: String,
     },
+    /// Answer the `approval_request` of call `tool_call_id`.
+    Approve {
+        /// The waiting call.
+        tool_call_id: String,
+        /// Run it, run such calls for the rest of the session, or not.
+        decision: ApprovalDecision,
+        /// With `deny`: why, for the model (it reads this as the call's
+        /// tool error and can do something else).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// Summarize older history into a `context.summary` event.
     Compact {
         /// Extra instruction for the summary.
@@ -177,6 +188,7 @@ impl CommandBody {
             Self::FollowUp { .. } => "follow_up",
             Self::Abort => "abort",
             Self::AbortSubagent { .. } => "abort_subagent",
+            Self::Approve { .. } => "approve",
             Self::Compact { .. } => "compact",
             Self::SetModel { .. } => "set_model",
             Self::SetThinkingLevel { .. } => "set_thinking_level",
@@ -194,6 +206,20 @@ impl CommandBody {
             Self::Export { .. } => "export",
         }
     }
+}
+
+/// An answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call.
+    Allow,
+    /// Run it, and such calls of the same tool without asking for the
+    /// rest of the session.
+    AllowForSession,
+    /// Do not run it.
+    Deny,
 }
 
 /// What a prompt sent during an active run becomes.
@@ -286,6 +312,14 @@ mod tests {
             assert_eq!(command.id.as_deref(), line["id"].as_str());
             assert_eq!(serde_json::to_value(&command).unwrap(), line);
         }
+        let approve = json!({"id": "a", "type": "approve", "toolCallId": "t1", "decision": "deny", "reason": "use make"});
+        assert_eq!(
+            serde_json::to_value(parse(approve.clone())).unwrap(),
+            approve
+        );
+        let approve =
+            parse(json!({"type": "approve", "toolCallId": "t1", "decision": "allow_for_session"}));
+        assert_eq!(approve.body.name(), "approve");
         let navigate = parse(json!({"type": "navigate", "entryId": "x"}));
         assert_eq!(
             navigate.body,
@@ -305,6 +339,7 @@ mod tests {
             json!({"id": "2", "type": "prompt"}),
             json!({"id": "3", "type": "set_steering_mode", "mode": "some"}),
             json!({"id": "4"}),
+            json!({"id": "5", "type": "approve", "toolCallId": "t1", "decision": "maybe"}),
         ] {
             assert!(serde_json::from_value::<Command>(bad).is_err());
         }

@@ -180,6 +180,20 @@ pub enum EventBody {
         /// The metrics record.
         metrics: serde_json::Value,
     },
+    /// A tool call waits for the user's approval; answer it with an
+    /// `approve` command naming `toolCallId`. It waits until answered or
+    /// the run is aborted.
+    ApprovalRequest {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// The arguments it would run with.
+        args: Value,
+        /// Why it asks, in words (it asks to run outside the sandbox,
+        /// the policy asks for every call, ...).
+        reason: String,
+    },
     /// Something the user should know that is not an error of a command
     /// (a skipped instruction file, a switched endpoint).
     Notice {
@@ -293,6 +307,7 @@ mod tests {
             json!({"type": "model_changed", "provider": "openai", "model": "gpt-5.5"}),
             json!({"type": "thinking_level_changed", "level": "low"}),
             json!({"type": "session_info", "sessionId": "01J", "sessionFile": "/s.jsonl"}),
+            json!({"type": "approval_request", "toolCallId": "t1", "toolName": "bash", "args": {"command": "git commit", "bypass_sandbox": true}, "reason": "it asks to run outside the sandbox"}),
             json!({"type": "notice", "level": "warning", "message": "AGENTS.md unreadable"}),
         ];
         for case in cases {

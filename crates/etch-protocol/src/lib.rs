@@ -20,7 +20,9 @@ pub mod plugin;
 pub mod response;
 pub mod session;
 
-pub use command::{Command, CommandBody, QueueMode, StreamingBehavior, ThinkingLevel};
+pub use command::{
+    ApprovalDecision, Command, CommandBody, QueueMode, StreamingBehavior, ThinkingLevel,
+};
 pub use event::{CompactionOutcome, Delta, Event, EventBody, NoticeLevel};
 pub use framing::{Records, split_records};
 pub use message::{StopReason, WireMessage, WirePart};

@@ -19,6 +19,7 @@ use etch_tool::ToolSource;
 use etch_tool::{Approver, Profile, ToolRegistry};
 use etch_tools::builtin::{self, BuiltinOptions};
 
+use crate::approval::{Broker, PolicyApprover, Rules};
 use crate::error::OpenError;
 use crate::sandbox::Sandbox;
 use crate::settings::{Place, RunSettings};
@@ -40,6 +41,10 @@ pub struct Context {
     /// The sandbox the place's commands run in (bash, `!cmd`, plugins
     /// that opt in), worked out once.
     pub sandbox: Arc<Sandbox>,
+    /// The calls waiting for the approval of whoever watches their
+    /// session (the chat, an RPC or HTTP client), when this context's
+    /// tools ask them ([`Self::build`]).
+    pub approvals: Arc<Broker>,
 }
 
 impl Context {
@@ -49,18 +54,38 @@ impl Context {
     /// Plugins and MCP servers start here, in the background: a run's
     /// first request waits (briefly) only for MCP servers, and a call to
     /// a tool no one offers yet waits for whatever could offer it.
+    ///
+    /// Calls the `[approval]` policy asks about wait for the session's
+    /// watcher in [`Self::approvals`] (an `approval_request` event, an
+    /// `approve` command).
     pub fn build(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
-        Self::build_gated(place, settings, None)
+        let approvals = Arc::new(Broker::default());
+        let approver: Arc<dyn Approver> = Arc::new(PolicyApprover::new(
+            Rules::new(&place.config.approval),
+            Arc::clone(&approvals) as Arc<dyn crate::approval::Asker>,
+        ));
+        Self::build_with(place, settings, Some(&approver), approvals)
     }
 
     /// [`Self::build`] with every tool `approver` gates asking it before
-    /// each call (`etch acp` asks the editor): built-ins, plugin and MCP
-    /// tools, the `task` tool, and the tools subagents get from this
-    /// context.
+    /// each call (`-p` answers by its flags, `etch acp` asks the editor):
+    /// built-ins, plugin and MCP tools, the `task` tool, and the tools
+    /// subagents get from this context.
     pub fn build_gated(
         place: &Place,
         settings: &RunSettings,
         approver: Option<&Arc<dyn Approver>>,
+    ) -> Result<Self, OpenError> {
+        Self::build_with(place, settings, approver, Arc::default())
+    }
+
+    /// [`Self::build_gated`] with the broker the approver asks through,
+    /// so that the `task` tool's children find it.
+    fn build_with(
+        place: &Place,
+        settings: &RunSettings,
+        approver: Option<&Arc<dyn Approver>>,
+        approvals: Arc<Broker>,
     ) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
         let sandbox = Arc::new(Sandbox::for_place(place));
@@ -73,7 +98,13 @@ impl Context {
             &place.cwd,
             builtin::ALL.iter().map(|n| (*n).to_owned()).collect(),
         ));
-        tools.add_source(Arc::clone(&plugins) as Arc<dyn ToolSource>);
+        let source = Arc::clone(&plugins) as Arc<dyn ToolSource>;
+        if settings.read_only {
+            // Only what says it only reads (an MCP tool's readOnlyHint).
+            tools.add_source(Arc::new(etch_tool::OnlyReading(source)));
+        } else {
+            tools.add_source(source);
+        }
         if let Some(approver) = approver {
             tools = tools.gated(approver);
         }
@@ -85,6 +116,7 @@ impl Context {
             plugins,
             children: Arc::default(),
             sandbox,
+            approvals,
         }
         .with_task(place, settings, approver)
     }
@@ -123,6 +155,7 @@ impl Context {
             plugins: Arc::new(PluginSet::empty()),
             children: Arc::default(),
             sandbox,
+            approvals: Arc::default(),
         }
         .with_task(place, settings, None)
     }

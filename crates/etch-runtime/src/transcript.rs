@@ -134,6 +134,11 @@ fn render_event(event: &Event, out: &mut String) {
                 let _ = writeln!(out, "\n(etch {did}: {what})");
             }
         }
+        types::APPROVAL_DECISION => {
+            if let Ok(d) = event.parse_data::<etch_session::ApprovalData>() {
+                let _ = writeln!(out, "\n({})", approval_line(&d));
+            }
+        }
         types::MODEL_USAGE => {
             if let Ok(u) = event.parse_data::<etch_model::Usage>() {
                 // A summary request's usage says what it was for.
@@ -179,6 +184,41 @@ fn render_event(event: &Event, out: &mut String) {
             let _ = writeln!(out, "\n({other} event {})", event.id);
         }
     }
+}
+
+/// One approval decision in words: `approval: bash call c1 (outside
+/// the sandbox) allowed once by the user: reason`.
+fn approval_line(d: &etch_session::ApprovalData) -> String {
+    let what = match d.decision.as_str() {
+        "allowed" => "allowed once",
+        "allowed_for_session" => "allowed for the session",
+        "denied" => "denied",
+        "denied_for_session" => "denied for the session",
+        "refused" => "refused",
+        other => other,
+    };
+    let by = match d.by.as_str() {
+        "user" => "by the user",
+        "editor" => "by the editor",
+        "flag" => "by -p's flags",
+        "policy" => "by the approval policy",
+        "session" => "by an earlier answer for the session",
+        _ => "",
+    };
+    let outside = if d.bypass {
+        " (outside the sandbox)"
+    } else {
+        ""
+    };
+    let reason = d
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    format!(
+        "approval: {} call {}{outside} {what} {by}{reason}",
+        d.tool_name, d.tool_call_id
+    )
 }
 
 /// Writes a titled block.

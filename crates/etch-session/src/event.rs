@@ -55,6 +55,9 @@ pub mod types {
     /// A plugin could not start, or stopped, or offered a tool etch
     /// rejected: what the user needs to know to fix it.
     pub const PLUGIN_DIAGNOSTIC: &str = "plugin.diagnostic";
+    /// A tool call asked for approval (or was refused by the policy):
+    /// what was decided and by whom, logged before the call's result.
+    pub const APPROVAL_DECISION: &str = "approval.decision";
 }
 
 /// One loaded event. `data` stays raw JSON until someone needs it typed, which
@@ -270,6 +273,28 @@ pub struct PluginDiagnosticData {
     pub plugin: String,
     /// What happened and what to do.
     pub message: String,
+}
+
+/// `approval.decision` data: the answer to a call that asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalData {
+    /// The call.
+    pub tool_call_id: String,
+    /// Its tool.
+    pub tool_name: String,
+    /// `allowed`, `allowed_for_session`, `denied` or `refused` (by the
+    /// policy, nobody asked).
+    pub decision: String,
+    /// Who decided: `user`, `editor`, `flag`, `policy` or `session` (an
+    /// earlier allow-for-this-session).
+    pub by: String,
+    /// The reason given with a denial, or a bypass's justification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether the call asked to run outside the sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bypass: bool,
 }
 
 /// `loop.guard` data: what the loop's guard saw and did.

@@ -42,7 +42,7 @@ pub const PRIVATE_DIR: u32 = 0o700;
 
 pub use error::{ResolveError, SessionError};
 pub use event::{
-    AssistantData, BranchSummaryData, Event, GroundingData, GuardData, HookRunData,
+    ApprovalData, AssistantData, BranchSummaryData, Event, GroundingData, GuardData, HookRunData,
     PluginDiagnosticData, ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData,
     UserData, types,
 };

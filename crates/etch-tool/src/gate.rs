@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::access::Access;
 use crate::registry::{ToolRegistry, ToolSource};
-use crate::tool::{Tool, ToolContext, ToolError, ToolFuture};
+use crate::tool::{ProgressSink, Tool, ToolContext, ToolError, ToolFuture};
 
 /// The text of a call stopped while it waited for an answer.
 const ABORTED: &str = "Operation aborted";
@@ -35,6 +35,63 @@ pub struct ApprovalRequest<'a> {
     pub args: &'a Value,
     /// The working directory its paths resolve against.
     pub cwd: &'a Path,
+    /// The session the call belongs to (empty outside one), so that a
+    /// question reaches whoever watches that session.
+    pub session_id: &'a str,
+    /// Where the answer is recorded for the log
+    /// ([`ProgressSink::decided`]).
+    pub progress: &'a ProgressSink,
+    /// Whether the tool says it only reads ([`Tool::read_only`]).
+    pub read_only: bool,
+}
+
+/// What was decided about a call that asked, kept in the session log
+/// (`approval.decision`) so "why did this run, or not" has an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The answer.
+    pub verdict: Verdict,
+    /// Who gave it: `user` (the chat or a protocol client), `editor`
+    /// (ACP), `flag` (`-p`'s options), `policy` (refused without asking),
+    /// `session` (an earlier allow-for-this-session).
+    pub by: String,
+    /// The reason given with a denial, or the justification of a request
+    /// to leave the sandbox.
+    pub reason: Option<String>,
+    /// Whether the call asked to run outside the sandbox.
+    pub bypass: bool,
+}
+
+/// The answers a decision can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allowed, this call only.
+    Allowed,
+    /// Allowed, and such calls are allowed for the rest of the session.
+    AllowedForSession,
+    /// Denied by whoever was asked.
+    Denied,
+    /// Denied, and such calls are denied for the rest of the session.
+    DeniedForSession,
+    /// Refused by the policy without asking anyone.
+    Refused,
+}
+
+impl Verdict {
+    /// The name written to the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::AllowedForSession => "allowed_for_session",
+            Self::Denied => "denied",
+            Self::DeniedForSession => "denied_for_session",
+            Self::Refused => "refused",
+        }
+    }
 }
 
 /// What the approver decided.
@@ -93,6 +150,10 @@ impl Tool for Gated {
         self.inner.available()
     }
 
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
+
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let request = ApprovalRequest {
@@ -100,6 +161,9 @@ impl Tool for Gated {
                 tool: &self.inner.spec().name,
                 args: &args,
                 cwd: &ctx.cwd,
+                session_id: &ctx.origin.session_id,
+                progress: &ctx.progress,
+                read_only: self.inner.read_only(),
             };
             let answer = tokio::select! {
                 biased;

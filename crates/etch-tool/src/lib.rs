@@ -13,11 +13,13 @@
 
 pub mod access;
 pub mod gate;
+pub mod reading;
 pub mod registry;
 pub mod schema;
 pub mod tool;
 
 pub use access::Access;
-pub use gate::{Approval, ApprovalFuture, ApprovalRequest, Approver, Gated};
+pub use gate::{Approval, ApprovalFuture, ApprovalRequest, Approver, Decision, Gated, Verdict};
+pub use reading::OnlyReading;
 pub use registry::{Profile, RegistryError, ToolRegistry, ToolSource, check_tool};
 pub use tool::{CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};

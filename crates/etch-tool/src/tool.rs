@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
+use crate::gate::Decision;
 
 /// The future a tool's execution returns.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
@@ -44,6 +45,15 @@ pub trait Tool: Send + Sync {
     /// built-in tools always can.
     fn available(&self) -> bool {
         true
+    }
+
+    /// Whether every call only reads (the built-in `read`, `grep`,
+    /// `find`, `ls`; an MCP tool annotated `readOnlyHint`): such calls
+    /// never ask under the `untrusted` policy and stay offered under
+    /// `--read-only`. The default is no: a tool that does not say so may
+    /// change something.
+    fn read_only(&self) -> bool {
+        false
     }
 }
 
@@ -90,6 +100,9 @@ pub struct ProgressSink {
     /// Channel for the usage and metrics records of model requests a
     /// call makes itself (a subagent's), as log lines; `None` discards.
     counters: Option<mpsc::UnboundedSender<(String, String)>>,
+    /// Channel for the approval decisions about the call, which the loop
+    /// logs before its result; `None` discards.
+    decisions: Option<mpsc::UnboundedSender<Decision>>,
 }
 
 impl ProgressSink {
@@ -99,6 +112,22 @@ impl ProgressSink {
             tx: Some(tx),
             call_id: call_id.into(),
             counters: None,
+            decisions: None,
+        }
+    }
+
+    /// Also takes the approval decisions about the call, into `tx`.
+    #[must_use]
+    pub fn with_decisions(mut self, tx: mpsc::UnboundedSender<Decision>) -> Self {
+        self.decisions = Some(tx);
+        self
+    }
+
+    /// Records an approval decision about the call for the log; dropped
+    /// when nobody listens (direct CLI use).
+    pub fn decided(&self, decision: Decision) {
+        if let Some(tx) = &self.decisions {
+            let _ = tx.send(decision);
         }
     }
 

@@ -165,6 +165,10 @@ impl Tool for Compacted {
         self.inner.available()
     }
 
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
+
     fn execute(&self, args: Value, ctx: etch_tool::ToolContext) -> ToolFuture<'_> {
         self.inner.execute(args, ctx)
     }

@@ -124,6 +124,10 @@ impl Default for FindTool {
 }
 
 impl Tool for FindTool {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }

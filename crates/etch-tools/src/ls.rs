@@ -187,6 +187,10 @@ fn counted(total: usize, dirs: usize) -> String {
 }
 
 impl Tool for LsTool {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }

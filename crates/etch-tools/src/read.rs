@@ -384,6 +384,10 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
 }
 
 impl Tool for ReadTool {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }

@@ -323,7 +323,7 @@ fn permission_requests_allow_and_reject() {
     assert_eq!(acp.answer(second)["result"]["stopReason"], "end_turn");
     assert!(!ws.path().join("two.txt").exists());
     let body = server.requests()[3].body_text();
-    assert!(body.contains("the user rejected this bash call"), "{body}");
+    assert!(body.contains("the user denied this bash call"), "{body}");
 
     let third = acp.prompt(&id, "make three");
     let asked = acp.permission_request();
@@ -341,6 +341,28 @@ fn permission_requests_allow_and_reject() {
     assert_eq!(asks, 3, "allow-always is not asked again");
     let (status, _, _) = acp.rpc.finish();
     assert!(status.success());
+    // The editor's answers are in the log, before the results.
+    let decided: Vec<String> = support::jsonl(&ws.only_session())
+        .into_iter()
+        .filter(|e| e["type"] == "approval.decision")
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["data"]["toolCallId"].as_str().unwrap(),
+                e["data"]["decision"].as_str().unwrap(),
+                e["data"]["by"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            "k1 allowed editor",
+            "k2 denied editor",
+            "k3 allowed_for_session editor",
+            "k4 allowed session"
+        ]
+    );
 }
 
 /// session/cancel while the answer streams: the prompt ends with

@@ -271,6 +271,77 @@ fn filesystem_inside_the_allowed_directory_only() {
     assert!(!refused.contains("secret text"));
 }
 
+/// server-filesystem's annotations count: under `--read-only` only its
+/// tools marked `readOnlyHint` are offered, and under the `untrusted`
+/// approval policy those run while `write_file` asks, which a `-p` run
+/// without `--approve-all` refuses and logs.
+#[test]
+fn filesystem_tools_follow_their_read_only_hints() {
+    let servers = installed();
+    let ws = Workspace::new();
+    let allowed = ws.path().join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    std::fs::write(allowed.join("in.txt"), "inside text").unwrap();
+    ws.user_config(&format!(
+        "{}\n[approval]\npolicy = \"untrusted\"\n",
+        stdio(
+            "fs",
+            "node",
+            &[
+                servers.filesystem.to_str().unwrap(),
+                allowed.to_str().unwrap(),
+            ],
+            "",
+        )
+    ));
+    let server = FakeServer::start(vec![Reply::sse(chat_text("done"))]).unwrap();
+    let out = ws.run_model(&server, &["-p", "look", "--read-only"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    let tools = tools_of(&server, 0);
+    assert!(tool(&tools, "mcp__fs__read_text_file").is_some());
+    assert!(tool(&tools, "mcp__fs__write_file").is_none());
+    assert!(tool(&tools, "write").is_none());
+
+    let read_in = format!(
+        r#"{{"path":{}}}"#,
+        quoted(allowed.join("in.txt").to_str().unwrap())
+    );
+    let write_in = format!(
+        r#"{{"path":{},"content":"written by mcp"}}"#,
+        quoted(allowed.join("new.txt").to_str().unwrap())
+    );
+    let server = model(&[
+        ("c1", "mcp__fs__read_text_file", &read_in),
+        ("c2", "mcp__fs__write_file", &write_in),
+    ]);
+    let out = ws.run_model(&server, &["-p", "go"], &[]);
+    assert_eq!(out.ok(), "done\n", "{}", out.stderr());
+    let sessions = ws.session_files();
+    let log = jsonl(sessions.last().unwrap());
+    let result = |id: &str| {
+        log.iter()
+            .find(|e| e["type"] == "message.tool" && e["data"]["toolCallId"] == id)
+            .map(|e| e["data"]["content"][0]["text"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(result("c1"), "inside text");
+    assert!(
+        result("c2").contains("needs the user's approval")
+            && result("c2").contains("--approve-all"),
+        "{}",
+        result("c2")
+    );
+    assert!(!allowed.join("new.txt").exists());
+    let decisions: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["type"] == "approval.decision")
+        .collect();
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(decisions[0]["data"]["toolCallId"], "c2");
+    assert_eq!(decisions[0]["data"]["decision"], "denied");
+    assert_eq!(decisions[0]["data"]["by"], "flag");
+}
+
 /// mcp-server-git (PyPI) on a temporary repository.
 #[test]
 fn git_server_on_a_temporary_repository() {

@@ -319,8 +319,33 @@ fn a_bypass_needs_allow_unsandboxed_under_p() {
     assert_eq!(out.ok(), "done\n");
     assert_eq!(ws.result_text("c1"), "wrote\n");
     assert!(target.exists());
-    let log = std::fs::read_to_string(ws.only_session()).unwrap();
-    assert!(log.contains("bypass_sandbox"), "{log}");
+    let log = support::jsonl(&ws.only_session());
+    let decision = log
+        .iter()
+        .find(|e| e["type"] == "approval.decision")
+        .unwrap();
+    assert_eq!(
+        decision["data"],
+        json!({
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "decision": "allowed",
+            "by": "flag",
+            "reason": "write the report where the user asked",
+            "bypass": true
+        })
+    );
+    // Logged before the result it allowed, and listed by `etch show`.
+    let at = |kind: &str| log.iter().position(|e| e["type"] == kind).unwrap();
+    assert!(at("approval.decision") < at("message.tool"));
+    let shown = ws.run(&["show"]);
+    assert!(
+        shown.ok().contains(
+            "(approval: bash call c1 (outside the sandbox) allowed once by -p's flags: write the report where the user asked)"
+        ),
+        "{}",
+        shown.stdout()
+    );
 }
 
 /// `[approval] policy = "untrusted"` under `-p`: a read-only command
@@ -344,8 +369,10 @@ fn untrusted_asks_for_what_is_not_read_only() {
     assert_eq!(ws.run_model(&server, &["-p", "go"], &[]).ok(), "done\n");
     assert!(!ws.result_text("c1").contains("approval"));
     assert!(
-        ws.result_text("c2")
-            .contains("needs the user's approval, and etch -p cannot ask"),
+        ws.result_text("c2").contains(
+            "needs the user's approval (the approval policy is untrusted and this call may \
+             change something), and etch -p cannot ask"
+        ),
         "{}",
         ws.result_text("c2")
     );

@@ -38,9 +38,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::permission::{Ask, EditorApprover};
+use crate::permission::{Ask, EditorAsker};
 use crate::rpc::{self, Message};
 use crate::update::{Updates, chunk};
+use etch_runtime::approval::{PolicyApprover, Rules};
 
 mod open;
 mod text;

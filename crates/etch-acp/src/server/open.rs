@@ -7,10 +7,11 @@ use etch_runtime::service::{Local, Scope};
 
 use super::{
     Approver, Arc, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Context,
-    EditorApprover, Error, HashMap, Live, LoadSessionRequest, LoadSessionResponse, McpServer,
-    NewSessionRequest, NewSessionResponse, Notice, Output, Path, Server, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigSelectOption, SessionHandle, SessionUpdate, Sink,
-    Spec, Stored, UnstructuredCommandInput, Updates, Value, catalog, params, rpc, unknown_stored,
+    EditorAsker, Error, HashMap, Live, LoadSessionRequest, LoadSessionResponse, McpServer,
+    NewSessionRequest, NewSessionResponse, Notice, Output, Path, PolicyApprover, Rules, Server,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionHandle,
+    SessionUpdate, Sink, Spec, Stored, UnstructuredCommandInput, Updates, Value, catalog, params,
+    rpc, unknown_stored,
 };
 
 impl Server {
@@ -57,11 +58,11 @@ impl Server {
         }
         let settings = self.options.settings.clone();
         let configured = place.config.provider.model.clone();
-        let approver = Arc::new(EditorApprover::new(
-            place.config.acp.clone(),
-            self.asks.clone(),
+        let asker = Arc::new(EditorAsker::new(self.asks.clone()));
+        let gate: Arc<dyn Approver> = Arc::new(PolicyApprover::new(
+            Rules::for_editor(&place.config),
+            asker.clone(),
         ));
-        let gate: Arc<dyn Approver> = approver.clone();
         let context = Context::build_gated(&place, &settings, Some(&gate))
             .map_err(|e| rpc::internal(e.to_string()))?;
         for diagnostic in &context.assembled.diagnostics {
@@ -83,7 +84,7 @@ impl Server {
             (self.options.notify)(notice);
         }
         let id = handle.id();
-        approver.name_session(&id);
+        asker.name_session(&id);
         self.sessions.insert(
             id.clone(),
             Live {

@@ -67,6 +67,11 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.armed = false;
         }
+        if self.asking()
+            && let Some(effects) = self.approval_key(key)
+        {
+            return effects;
+        }
         if self.picker.is_some() {
             return self.picker_key(key);
         }

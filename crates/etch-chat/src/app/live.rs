@@ -63,7 +63,11 @@ impl App {
         if height >= 6 {
             bottom.push(Line::from(Span::styled("─".repeat(width), theme::muted())));
         }
-        if let Some(picker) = &self.picker {
+        if self.asking() {
+            let mut rows = self.approval_rows(width, height.saturating_sub(bottom.len() + 1));
+            rows.reverse();
+            bottom.extend(rows);
+        } else if let Some(picker) = &self.picker {
             let mut rows = picker.render(width, height.saturating_sub(bottom.len() + 1));
             rows.reverse();
             bottom.extend(rows);

@@ -12,6 +12,7 @@
 //! summary). A batch of tool calls goes into the history once all of its
 //! calls have ended, grouped, in the model's order.
 
+mod approval;
 mod events;
 pub mod footer;
 mod keys;
@@ -292,6 +293,8 @@ pub struct App {
     resized: Option<Instant>,
     /// The project directory.
     pub(crate) cwd: std::path::PathBuf,
+    /// Calls waiting for the user's approval.
+    approvals: approval::Approvals,
 }
 
 impl App {
@@ -333,6 +336,7 @@ impl App {
             compaction_reported: false,
             resized: None,
             cwd: start.cwd,
+            approvals: approval::Approvals::default(),
         }
     }
 

@@ -863,3 +863,91 @@ fn finished_paragraphs_reach_the_history_while_streaming() {
     );
     assert_eq!(app.last_answer.as_deref(), Some(full));
 }
+
+/// A call that asks is shown above the editor with its command and
+/// why; `y` allows it once, `a` for the session, `n` takes a reason and
+/// denies with it, and the question goes when its call ends.
+#[test]
+fn approvals_are_shown_and_answered_by_keys() {
+    let mut app = app();
+    let _ = history(&mut app);
+    type_text(&mut app, "go");
+    app.key(key(KeyCode::Enter), Instant::now());
+    event(&mut app, "chat-1", EventBody::AgentStart);
+    let ask = |app: &mut App, id: &str, command: &str| {
+        event(
+            app,
+            "chat-1",
+            EventBody::ApprovalRequest {
+                tool_call_id: id.into(),
+                tool_name: "bash".into(),
+                args: json!({"command": command, "bypass_sandbox": true, "justification": "needs .git"}),
+                reason: "it asks to run outside the sandbox".into(),
+            },
+        );
+    };
+    ask(&mut app, "t1", "git commit -m fix\u{1b}[2J");
+    ask(&mut app, "t2", "git push");
+    assert!(app.asking());
+    let live = live_text(&mut app);
+    assert!(
+        live.contains("bash asks for approval: it asks to run outside the sandbox (+1 waiting)"),
+        "{live}"
+    );
+    assert!(live.contains("$ git commit -m fix"), "{live}");
+    assert!(!live.contains('\u{1b}'), "{live:?}");
+    assert!(live.contains("justification: needs .git"), "{live}");
+    assert!(live.contains("[a] allow for this session"), "{live}");
+    // Typing does not reach the editor while a call asks.
+    let none = app.key(key(KeyCode::Char('x')), Instant::now());
+    assert!(none.is_empty());
+    let once = app.key(key(KeyCode::Char('y')), Instant::now());
+    assert!(matches!(
+        body(&once[0]),
+        CommandBody::Approve { tool_call_id, decision: etch_protocol::ApprovalDecision::Allow, reason: None } if tool_call_id == "t1"
+    ));
+    assert!(history(&mut app).contains("bash allowed once"));
+    assert!(app.key(key(KeyCode::Char('n')), Instant::now()).is_empty());
+    type_text(&mut app, "use the release branch");
+    assert!(
+        live_text(&mut app)
+            .contains("reason (Enter denies, Esc goes back): use the release branch")
+    );
+    let denied = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(
+        body(&denied[0]),
+        CommandBody::Approve { tool_call_id, decision: etch_protocol::ApprovalDecision::Deny, reason: Some(r) } if tool_call_id == "t2" && r == "use the release branch"
+    ));
+    assert!(!app.asking());
+    ask(&mut app, "t3", "make");
+    let session = app.key(key(KeyCode::Char('a')), Instant::now());
+    assert!(matches!(
+        body(&session[0]),
+        CommandBody::Approve {
+            decision: etch_protocol::ApprovalDecision::AllowForSession,
+            ..
+        }
+    ));
+    ask(&mut app, "t4", "make");
+    app.output(
+        Output::Event(Event {
+            id: Some("chat-1".into()),
+            body: EventBody::ToolExecutionEnd {
+                tool_call_id: "t4".into(),
+                result: "tool error: Operation aborted".into(),
+                is_error: true,
+                duration_ms: 0,
+                details: None,
+            },
+        }),
+        Instant::now(),
+    );
+    assert!(!app.asking());
+    assert!(!type_text_reaches_nothing(&mut app));
+}
+
+/// Whether typed text is swallowed (true while a call asks).
+fn type_text_reaches_nothing(app: &mut App) -> bool {
+    type_text(app, "z");
+    !live_text(app).contains('z')
+}

@@ -112,6 +112,9 @@ impl RunState<'_> {
         result: CallResult,
     ) -> Result<(), RunError> {
         self.hook_runs(&result.hooks)?;
+        for decision in &result.approvals {
+            self.append(types::APPROVAL_DECISION, decision)?;
+        }
         let content = vec![ContentPart::text(result.text)];
         self.append(
             types::MESSAGE_TOOL,

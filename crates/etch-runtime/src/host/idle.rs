@@ -11,7 +11,7 @@ use etch_protocol::{CommandBody, EventBody, QueueMode, ThinkingLevel};
 use etch_session::load_session;
 use serde_json::{Value, json};
 
-use super::{Answer, Host, Snapshot};
+use super::{Answer, Host};
 use crate::session::{Session, Target};
 
 impl Host {
@@ -202,7 +202,7 @@ impl Host {
             )),
         };
         let switched = session.id() != self.snapshot.id;
-        self.snapshot = Snapshot::of(&session);
+        self.look_at(&session);
         if switched {
             self.emit(id, self.session_info());
         }

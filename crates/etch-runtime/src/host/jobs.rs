@@ -8,7 +8,7 @@ use std::sync::Arc;
 use etch_protocol::{CommandBody, CompactionOutcome, Event, EventBody};
 use serde_json::json;
 
-use super::{Answer, Finished, Host, Job, Output, Sink, Snapshot};
+use super::{Answer, Finished, Host, Job, Output, Sink};
 use crate::session::{CompactFailure, Session};
 
 /// Whether `body` is a command that runs on a task of its own.
@@ -28,7 +28,7 @@ impl Host {
         body: CommandBody,
     ) {
         let name = body.name();
-        self.snapshot = Snapshot::of(&session);
+        self.look_at(&session);
         match body {
             CommandBody::Bash {
                 command,

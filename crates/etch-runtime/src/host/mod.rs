@@ -34,6 +34,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{Answer as Approved, Asked, Broker, Watch};
 use crate::error::Notice;
 use crate::events::EventBridge;
 use crate::queue::{QueuedRun, Queues};
@@ -140,6 +141,8 @@ struct Snapshot {
     children: Arc<crate::subagent::Children>,
     /// The model client.
     client: Arc<dyn etch_model::ModelClient>,
+    /// Where the session's calls wait for approval.
+    approvals: Arc<Broker>,
 }
 
 impl Snapshot {
@@ -156,6 +159,7 @@ impl Snapshot {
             auto_compact: session.place().config.context.auto_compact,
             children: Arc::clone(&session.context().children),
             client: Arc::clone(client),
+            approvals: Arc::clone(&session.context().approvals),
         }
     }
 }
@@ -180,6 +184,9 @@ pub struct Host {
     /// How `export` renders HTML, when the front end has a renderer
     /// richer than the escaped plain transcript.
     html: Option<HtmlRenderer>,
+    /// Watching the session's approval questions, which go out as
+    /// `approval_request` events.
+    watch: Option<Watch>,
 }
 
 /// Renders a session (the runtime's projection of it) as an HTML page;
@@ -190,7 +197,7 @@ impl Host {
     /// A host for `session`, reporting to `sink`. It announces the session
     /// with a `session_info` event.
     pub fn new(session: Session, sink: Sink) -> Self {
-        let host = Self {
+        let mut host = Self {
             snapshot: Snapshot::of(&session),
             session: Some(session),
             running: None,
@@ -199,9 +206,52 @@ impl Host {
             ended: Arc::new(Notify::new()),
             broken: None,
             html: None,
+            watch: None,
         };
         host.emit(None, host.session_info());
+        host.rewatch();
         host
+    }
+
+    /// Takes what is known about `session` (a new id, a reloaded
+    /// context) and watches its approval questions.
+    fn look_at(&mut self, session: &Session) {
+        self.snapshot = Snapshot::of(session);
+        self.rewatch();
+    }
+
+    /// Watches the current session's approval questions, unless that is
+    /// what is watched already: each goes to the sink as an
+    /// `approval_request` event.
+    fn rewatch(&mut self) {
+        let (broker, id) = (&self.snapshot.approvals, &self.snapshot.id);
+        if self.watch.as_ref().is_some_and(|w| w.watches(broker, id)) {
+            return;
+        }
+        // The old watch goes first: its unanswered questions are refused.
+        self.watch = None;
+        let sink = Arc::clone(&self.sink);
+        let show: crate::approval::Show = Arc::new(move |asked: Asked| {
+            sink(Output::Event(Event {
+                id: None,
+                body: EventBody::ApprovalRequest {
+                    tool_call_id: asked.call_id,
+                    tool_name: asked.tool,
+                    args: asked.args,
+                    reason: asked.why,
+                },
+            }));
+        });
+        self.watch = Some(broker.watch(id, &show));
+    }
+
+    /// Takes what is known about the session again after it was changed
+    /// in place (the chat's `/reload` gives it a new context).
+    pub fn refresh(&mut self) {
+        if let Some(session) = self.session.take() {
+            self.look_at(&session);
+            self.session = Some(session);
+        }
     }
 
     /// Makes `export` write HTML with `render` (the chat's page) instead
@@ -316,6 +366,21 @@ impl Host {
                 self.with_queues(|q| q.set_follow_up_mode(mode));
                 Ok(Some(json!({ "mode": mode })))
             }
+            CommandBody::Approve {
+                tool_call_id,
+                decision,
+                reason,
+            } => {
+                let answer = match decision {
+                    etch_protocol::ApprovalDecision::Allow => Approved::Once,
+                    etch_protocol::ApprovalDecision::AllowForSession => Approved::Session,
+                    etch_protocol::ApprovalDecision::Deny => Approved::Deny(reason),
+                };
+                self.snapshot
+                    .approvals
+                    .answer(&self.snapshot.id, &tool_call_id, answer)
+                    .map(|()| None)
+            }
             CommandBody::GetState => Ok(Some(self.state())),
             CommandBody::GetMessages => self.messages().map(Some),
             CommandBody::GetForkMessages => self.fork_messages().map(Some),
@@ -332,7 +397,7 @@ impl Host {
                 }
                 Ok(session) => {
                     let (session, answer) = self.idle_command(session, id.clone(), body).await;
-                    self.snapshot = Snapshot::of(&session);
+                    self.look_at(&session);
                     self.session = Some(session);
                     answer
                 }
@@ -441,7 +506,7 @@ impl Host {
             Box::new(move |event| sink(Output::Event(event))),
         );
         let mut observer = QueuedRun::new(bridge, Arc::clone(&self.queues));
-        self.snapshot = Snapshot::of(&session);
+        self.look_at(&session);
         self.launch(id, Job::Run, move |token| async move {
             let result = session.run(prompt, &mut observer, &token).await;
             (session, Finished::Run(result))
@@ -532,7 +597,7 @@ impl Host {
         if let Some(notice) = session.tidy() {
             self.notice(None, &notice);
         }
-        self.snapshot = Snapshot::of(&session);
+        self.look_at(&session);
         self.session = Some(session);
         match finished {
             Finished::Run(Err(RunError::Cancelled) | Ok(_)) => {}

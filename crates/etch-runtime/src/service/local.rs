@@ -241,6 +241,7 @@ impl Actor {
                         if let Some(session) = self.host.session_mut() {
                             session.reload(place, context);
                         }
+                        self.host.refresh();
                     }
                     Some(Request::Close(reply)) => {
                         let unsent = self.host.abort_and_settle().await;

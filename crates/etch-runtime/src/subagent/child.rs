@@ -204,6 +204,8 @@ pub(super) async fn run(
     )
     .map_err(|e| format!("subagent profile {name}: could not create its session: {e}"))?;
     let id = child.id().to_owned();
+    // The child's calls that ask go to whoever watches the parent.
+    let _asks_through = parent.context.approvals.alias(&id, &ctx.origin.session_id);
     let mut run = SubagentRun {
         profile: name,
         task,

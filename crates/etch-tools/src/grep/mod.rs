@@ -122,6 +122,10 @@ impl Default for GrepTool {
 }
 
 impl Tool for GrepTool {
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
