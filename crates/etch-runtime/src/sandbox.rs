@@ -96,6 +96,23 @@ impl Sandbox {
         (report, words)
     }
 
+    /// What a front end shows (runs the probe): a short label for a
+    /// footer (`sandbox workspace-write`, `… (partial)`, `… NOT
+    /// enforced`, `sandbox off`) and the sentence of [`Self::status`].
+    pub fn labels(&self) -> (String, String) {
+        let (report, words) = self.status();
+        let short = if report.mode == etch_sandbox::Mode::Off {
+            "sandbox off".to_owned()
+        } else {
+            match report.enforcement() {
+                etch_sandbox::Enforcement::Full => format!("sandbox {}", report.mode),
+                etch_sandbox::Enforcement::Partial => format!("sandbox {} (partial)", report.mode),
+                etch_sandbox::Enforcement::None => format!("sandbox {} NOT enforced", report.mode),
+            }
+        };
+        (short, words)
+    }
+
     /// The one-line notice for a start, when there is one: the kernel
     /// cannot enforce a sandbox, so commands run unconfined.
     pub fn notice(&self) -> Option<String> {

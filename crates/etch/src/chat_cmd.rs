@@ -56,6 +56,12 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     }
     let mut settings = settings(args);
     let context = Context::build(place, &settings).map_err(open_failure)?;
+    // The sandbox's probe (a helper process) runs while the session and
+    // the provider are opened.
+    let sandbox = {
+        let sandbox = std::sync::Arc::clone(&context.sandbox);
+        std::thread::spawn(move || sandbox.labels())
+    };
     let plugins = std::sync::Arc::clone(&context.plugins);
     let mut notices: Vec<Notice> = context
         .assembled
@@ -138,12 +144,23 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
     let auth = auth.unwrap_or_default();
     let cwd = home_relative(&place.cwd);
     let thinking = thinking(&settings, &place.config, &provider, api.as_deref());
+    let (sandbox_label, sandbox_words) = sandbox.join().unwrap_or_else(|_| {
+        (
+            "sandbox ?".to_owned(),
+            "unknown (its probe failed)".to_owned(),
+        )
+    });
     let mut start = Start {
         header: vec![
             format!("etch {} · {header}", env!("CARGO_PKG_VERSION")),
             format!("{cwd} · /help for commands · Ctrl-D to quit"),
+            format!(
+                "sandbox: {sandbox_words} · approvals: {}",
+                place.config.approval.policy
+            ),
         ],
         footer: Footer {
+            sandbox: sandbox_label,
             provider,
             model,
             cwd,

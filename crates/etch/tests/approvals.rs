@@ -173,7 +173,18 @@ fn the_chat_asks_and_answers_by_keys() {
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let tmux = Tmux::start(&ws, &args, &[], 100, 30);
-    tmux.wait_for("/help for commands");
+    let screen = tmux.wait_screen("/help for commands");
+    // The start line and the footer say how commands are confined.
+    assert!(
+        screen.contains("sandbox: workspace-write, ") && screen.contains("approvals: always"),
+        "{screen}"
+    );
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.starts_with("m1 · ") && l.contains("· sandbox workspace-write")),
+        "{screen}"
+    );
     tmux.line("make the files");
     let screen = tmux.wait_screen("$ echo 1 > one.txt");
     assert!(

@@ -11,7 +11,7 @@ mod support;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
-use etch_test_support::{FakeServer, Reply, chat_text, chat_text_chunks};
+use etch_test_support::{FakeServer, Reply, chat_text, chat_text_chunks, chat_tool_calls};
 use serde_json::Value;
 use support::browser::Browser;
 use support::http::{self, Events, Frame, Reply as HttpReply};
@@ -1098,4 +1098,105 @@ fn sessions_share_one_start_of_each_plugin() {
     }
     let started = std::fs::read_to_string(&starts).unwrap();
     assert_eq!(started.lines().count(), 1, "one start for three sessions");
+}
+
+/// Over HTTP: a call the policy asks about waits; its
+/// `approval_request` comes on the event stream, `get_state` lists it
+/// for a client that came later, and an `approve` command posted to the
+/// session answers it.
+#[test]
+fn approvals_are_answered_over_http() {
+    let ws = Workspace::new();
+    ws.user_config("[approval]\npolicy = \"always\"\n");
+    let call = serde_json::json!({"command": "echo 1 > one.txt"}).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "bash", &call)])),
+        Reply::sse(chat_text("made it")),
+    ])
+    .unwrap();
+    let args = support::model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let mut events = serve.events(&id, None);
+    assert_eq!(serve.prompt(&id, r#"{"message":"go"}"#).status, 202);
+    let asked = events
+        .until(|f| f.event.as_deref() == Some("live") && f.json()["type"] == "approval_request");
+    let asked = asked.last().unwrap().json();
+    assert_eq!(asked["toolCallId"], "c1");
+    assert_eq!(asked["args"]["command"], "echo 1 > one.txt");
+    let state = serve
+        .command(&id, r#"{"id":"s","type":"get_state"}"#)
+        .json();
+    assert_eq!(state["data"]["approvals"][0]["toolCallId"], "c1", "{state}");
+    assert!(!ws.path().join("one.txt").exists());
+    let answer = serve.command(
+        &id,
+        r#"{"id":"a","type":"approve","toolCallId":"c1","decision":"allow"}"#,
+    );
+    assert_eq!(answer.json()["success"], true, "{}", answer.body);
+    events.until(agent_end);
+    assert!(ws.path().join("one.txt").exists());
+    let state = serve
+        .command(&id, r#"{"id":"s2","type":"get_state"}"#)
+        .json();
+    assert_eq!(state["data"]["approvals"], serde_json::json!([]));
+}
+
+/// The page shows a call that asks (what it runs, why) with its answers;
+/// Deny with a typed reason sends it, the box goes, the call does not
+/// run, and the decision shows from the log.
+#[test]
+fn the_page_answers_approvals() {
+    let ws = Workspace::new();
+    ws.user_config("[approval]\npolicy = \"always\"\n");
+    let call = serde_json::json!({"command": "echo 1 > one.txt"}).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "bash", &call)])),
+        Reply::sse(chat_text("told no")),
+    ])
+    .unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let browser = Browser::start();
+    browser.go(&format!("http://{}/?token={}", serve.addr, serve.token));
+    browser.eval("document.getElementById('new').click()");
+    browser.wait(
+        "a new session open",
+        "return document.getElementById('status').textContent === 'connected'",
+    );
+    browser.eval(
+        "document.getElementById('message').value = 'make it'; \
+         document.getElementById('send').click()",
+    );
+    browser.wait(
+        "the question",
+        "return document.querySelectorAll('#log .approval').length === 1",
+    );
+    let asked = browser.text("return document.querySelector('#log .approval').textContent");
+    assert!(
+        asked.contains("bash asks for approval: the approval policy is always")
+            && asked.contains("echo 1 > one.txt"),
+        "{asked}"
+    );
+    browser.eval(
+        "document.querySelector('#log .approval .reason').value = 'not now'; \
+         document.querySelector('#log .approval button[data-decision=deny]').click()",
+    );
+    browser.wait(
+        "the answer",
+        "return document.getElementById('log').textContent.includes('told no')",
+    );
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#log .approval').length"),
+        0
+    );
+    assert!(!ws.path().join("one.txt").exists());
+    browser.wait(
+        "the decision from the log",
+        "return document.getElementById('log').textContent.includes('approval: bash denied by user: not now')",
+    );
+    let sent = String::from_utf8(server.requests()[1].body.clone()).unwrap();
+    assert!(sent.contains("Their reason: not now"), "{sent}");
 }

@@ -122,6 +122,10 @@ pub struct Footer {
     pub openai_api: Option<String>,
     /// Model prices, by model name; the last entry for a name wins.
     pub prices: Vec<(String, Price)>,
+    /// The sandbox's short label (`sandbox workspace-write`,
+    /// `sandbox off`); empty when unknown (an attached chat: the server
+    /// runs the commands).
+    pub sandbox: String,
 }
 
 impl Footer {
@@ -159,6 +163,9 @@ impl Footer {
             Some(branch) => parts.push(format!("{} ({branch})", self.cwd)),
             None if !self.cwd.is_empty() => parts.push(self.cwd.clone()),
             None => {}
+        }
+        if !self.sandbox.is_empty() {
+            parts.push(self.sandbox.clone());
         }
         if !self.auth.is_empty() {
             parts.push(self.auth.clone());

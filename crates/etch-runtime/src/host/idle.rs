@@ -47,6 +47,14 @@ impl Host {
             "autoCompactionEnabled": s.auto_compact,
             "steering": steering,
             "followUp": follow_up,
+            // Calls waiting for an `approve`, for a client that connected
+            // after their `approval_request` went out.
+            "approvals": s.approvals.waiting(&s.id).into_iter().map(|a| json!({
+                "toolCallId": a.call_id,
+                "toolName": a.tool,
+                "args": a.args,
+                "reason": a.why,
+            })).collect::<Vec<_>>(),
         })
     }
 

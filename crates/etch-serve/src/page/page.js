@@ -14,6 +14,7 @@ const view = {
   seen: new Set(),  // log entry ids drawn (a replay never draws one twice)
   repeated: 0,      // entries the server sent again (a resume should send none)
   tools: new Map(), // tool call id -> its element
+  asks: new Map(),  // tool call id -> its approval box, while it waits
   streaming: null,  // the assistant text streaming now
   running: false,
 };
@@ -148,7 +149,7 @@ function watchSessions() {
 
 function open(id) {
   if (view.source) view.source.close();
-  Object.assign(view, { id, seen: new Set(), repeated: 0, tools: new Map(), streaming: null, running: false });
+  Object.assign(view, { id, seen: new Set(), repeated: 0, tools: new Map(), asks: new Map(), streaming: null, running: false });
   $('log').replaceChildren();
   $('title').textContent = id;
   history.replaceState(null, '', `/#${id}`);
@@ -166,7 +167,17 @@ function open(id) {
   source.addEventListener('live', (e) => {
     if (view.source === source) live(JSON.parse(e.data));
   });
-  source.addEventListener('open', () => { status('connected'); buttons(); });
+  source.addEventListener('open', () => {
+    status('connected');
+    buttons();
+    // Calls that asked before this page connected.
+    api('POST', `/v1/sessions/${encodeURIComponent(id)}/commands`, { type: 'get_state' })
+      .then((state) => {
+        if (view.source !== source) return;
+        for (const ask of (state.data && state.data.approvals) || []) approval(ask);
+      })
+      .catch(() => {});
+  });
   source.addEventListener('error', () => {
     status(source.readyState === EventSource.CLOSED ? 'disconnected' : 'reconnecting…');
     buttons();
@@ -220,6 +231,7 @@ function entry(e) {
       break;
     }
     case 'message.tool': {
+      settle(data.toolCallId);
       let box = view.tools.get(data.toolCallId);
       if (!box) {
         box = add('tool');
@@ -238,9 +250,54 @@ function entry(e) {
     case 'session.navigate':
       note('(moved to another point of the conversation)');
       break;
+    case 'approval.decision': {
+      const why = data.reason ? `: ${data.reason}` : '';
+      note(sanitize(`approval: ${data.toolName} ${data.decision.replace(/_/g, ' ')} by ${data.by}${why}`));
+      break;
+    }
     default:
       break;
   }
+}
+
+// A call waiting for the user: what it would run, why it asks, and the
+// answers. The box goes once answered or once the call ends.
+function approval(ev) {
+  if (view.asks.has(ev.toolCallId)) return;
+  const box = add('approval');
+  box.append(Object.assign(document.createElement('div'), {
+    className: 'why',
+    textContent: `${visible(ev.toolName)} asks for approval: ${sanitize(ev.reason)}`,
+  }));
+  box.append(Object.assign(document.createElement('div'), {
+    className: 'call',
+    textContent: visible(ev.toolName === 'bash' && ev.args ? ev.args.command : JSON.stringify(ev.args)),
+  }));
+  const reason = Object.assign(document.createElement('input'), { className: 'reason', placeholder: 'reason (with Deny)' });
+  const answer = (decision) => {
+    const command = { type: 'approve', toolCallId: ev.toolCallId, decision };
+    if (decision === 'deny' && reason.value.trim()) command.reason = reason.value.trim();
+    api('POST', `/v1/sessions/${encodeURIComponent(view.id)}/commands`, command)
+      .then((r) => { if (r && r.success === false) note(sanitize(r.error), 'error'); })
+      .catch(fail);
+    settle(ev.toolCallId);
+  };
+  const row = Object.assign(document.createElement('div'), { className: 'buttons' });
+  for (const [decision, label] of [['allow', 'Allow'], ['allow_for_session', 'Allow for this session'], ['deny', 'Deny']]) {
+    const button = Object.assign(document.createElement('button'), { type: 'button', textContent: label });
+    button.dataset.decision = decision;
+    button.addEventListener('click', () => answer(decision));
+    row.append(button);
+  }
+  row.append(reason);
+  box.append(row);
+  view.asks.set(ev.toolCallId, box);
+}
+
+// The call stopped waiting: its box goes.
+function settle(id) {
+  const box = view.asks.get(id);
+  if (box) { box.remove(); view.asks.delete(id); }
 }
 
 // A live protocol event (never replayed).
@@ -251,6 +308,7 @@ function live(ev) {
       buttons();
       break;
     case 'agent_end':
+      for (const id of [...view.asks.keys()]) settle(id);
       view.running = false;
       if (view.streaming) { view.streaming.remove(); view.streaming = null; }
       if (ev.error) note(sanitize(ev.error), 'error');
@@ -268,6 +326,9 @@ function live(ev) {
       if (box) box.classList.add('running');
       break;
     }
+    case 'approval_request':
+      approval(ev);
+      break;
     case 'tool_execution_update': {
       const box = view.tools.get(ev.toolCallId);
       if (box) box.querySelector('.result').textContent = sanitize(ev.partialResult);
