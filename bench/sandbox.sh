@@ -2,12 +2,12 @@
 # What the sandbox adds to one bash call (issue 32): `bash -c true`
 # started directly, beside the same command started through the helper
 # (`etch __sandbox-exec POLICY -- bash -c true`: exec of etch, the mount
-# namespace for .git, the Landlock ruleset walking around the denied
-# paths, the seccomp filter, then exec of bash), alternated in one run.
+# namespace with .git read-only and a tmpfs over each denied directory,
+# the Landlock ruleset, the seccomp filter, then exec of bash),
+# alternated in one run.
 # The policy is the default one for a workspace with a .git, a home with
 # the usual secret directories present among forty other entries, the
-# network off. The home is outside /tmp, as a real one is: a denied path
-# under a writable root makes the helper walk that root too. Target:
+# network off. The home is outside /tmp, as a real one is. Target:
 # under 2 ms added per call.
 #
 # Usage: bench/sandbox.sh [RUNS]   (default 300)

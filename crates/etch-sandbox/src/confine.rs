@@ -96,16 +96,29 @@ pub fn confine(policy: &Policy) -> Result<Report, SandboxError> {
     }
     report.mode = policy.mode;
     let simulated = abi_override();
-    report.protected = policy.mode == Mode::ReadOnly
-        || policy.protected.is_empty()
-        || (simulated != Some(0) && protect::read_only(&policy.protected));
+    // The protected directories need the namespace in workspace-write
+    // mode (read-only mode writes nowhere); the denied ones use it when
+    // it is there.
+    let protect =
+        policy.mode == Mode::WorkspaceWrite && policy.protected.iter().any(|d| d.is_dir());
+    let hide = policy.deny_read.iter().any(|d| d.is_dir());
+    let namespace = simulated != Some(0) && (protect || hide) && protect::enter().is_ok();
+    report.protected = !protect || (namespace && protect::read_only(&policy.protected));
+    let unhidden = if namespace {
+        protect::hide(&policy.deny_read)
+    } else {
+        policy.deny_read.clone()
+    };
     prctl::set_no_new_privs().map_err(|source| SandboxError::Process {
         what: "no_new_privs",
         source,
     })?;
     let (landlock, abi) = match simulated {
         Some(0) => (Enforcement::None, 0),
-        _ => landlock(policy)?,
+        _ => landlock(&Policy {
+            deny_read: unhidden,
+            ..policy.clone()
+        })?,
     };
     report.landlock = landlock;
     report.abi = simulated.unwrap_or(abi);
@@ -113,8 +126,9 @@ pub fn confine(policy: &Policy) -> Result<Report, SandboxError> {
     Ok(report)
 }
 
-/// Applies the Landlock ruleset for `policy`: how far it held, and the
-/// kernel's ABI.
+/// Applies the Landlock ruleset for `policy` (its `deny_read` being the
+/// paths the namespace did not hide): how far it held, and the kernel's
+/// ABI.
 fn landlock(policy: &Policy) -> Result<(Enforcement, u8), SandboxError> {
     let err = |e: landlock::RulesetError| SandboxError::Landlock(e.to_string());
     let mut ruleset = Ruleset::default()

@@ -2,8 +2,9 @@
 //! the model hears "blocked by the sandbox" instead of trying the same
 //! thing again: a `Permission denied`, `Operation not permitted` or
 //! `Read-only file system` line that names a path the policy keeps the
-//! command from changing (or reading), or, with the network off, a
-//! refused socket.
+//! command from changing (or reading), a `No such file or directory`
+//! line that names a path under a hidden (denied) directory, or, with
+//! the network off, a refused socket.
 //!
 //! This module must not know how the command ran; it reads its output.
 
@@ -17,6 +18,10 @@ const REFUSALS: [&str; 3] = [
     "Operation not permitted",
     "Read-only file system",
 ];
+
+/// What a read under a denied directory the helper hid says (the tmpfs
+/// over it is empty; root can enter it).
+const HIDDEN: &str = "No such file or directory";
 
 /// Words that say an output is about the network.
 const NETWORK_WORDS: [&str; 7] = [
@@ -48,8 +53,19 @@ pub fn explain(output: &str, policy: &Policy, cwd: &Path) -> Option<String> {
     let about_network = NETWORK_WORDS.iter().any(|w| output.contains(w));
     let what = output
         .lines()
-        .filter(|line| REFUSALS.iter().any(|r| line.contains(r)))
-        .find_map(|line| blocked_in(line, policy, cwd, about_network))
+        .find_map(|line| {
+            if REFUSALS.iter().any(|r| line.contains(r)) {
+                blocked_in(line, policy, cwd, about_network)
+            } else if line.contains(HIDDEN) {
+                paths_in(line)
+                    .iter()
+                    .map(|p| absolute(p, cwd))
+                    .find(|p| policy.denies_read(p))
+                    .map(|p| p.display().to_string())
+            } else {
+                None
+            }
+        })
         .or_else(|| {
             let refused = output
                 .lines()
@@ -95,7 +111,7 @@ fn paths_in(line: &str) -> Vec<String> {
         .map(clean)
         .filter(|w| w.contains('/') && !w.contains("://"))
         .collect();
-    for refusal in REFUSALS {
+    for refusal in REFUSALS.iter().chain([&HIDDEN]) {
         if let Some((before, after)) = line.split_once(refusal) {
             let named_before = before
                 .split_whitespace()
@@ -187,6 +203,17 @@ mod tests {
         let p = policy();
         let cwd = Path::new("/w");
         assert_eq!(explain("bash: ./run.sh: Permission denied", &p, cwd), None);
+        // A missing file is the sandbox's only under a hidden directory.
+        assert_eq!(
+            explain("cat: nope.txt: No such file or directory", &p, cwd),
+            None
+        );
+        assert_eq!(
+            explain("cat: /root/.ssh/id_rsa: No such file or directory", &p, cwd).as_deref(),
+            Some(
+                "blocked by the sandbox (workspace-write): /root/.ssh/id_rsa; ask the user or use bypass"
+            )
+        );
         assert_eq!(explain("all fine", &p, cwd), None);
         let net = "  File \"socket.py\", line 851, in create_connection\nPermissionError: [Errno 1] Operation not permitted";
         assert!(explain(net, &p, cwd).unwrap().contains("network access"));

@@ -7,10 +7,17 @@
 //! namespace when it is not root) and bind-mounts each protected
 //! directory read-only over itself; the view is the command's alone.
 //!
+//! The same namespace hides the directories the command may not read:
+//! an empty, read-only tmpfs that no one may enter (mode 000) is mounted
+//! over each, which costs one mount where Landlock alone needs a rule
+//! for every sibling on the way down to it (see `plan`). Landlock keeps
+//! the command from unmounting any of it.
+//!
 //! Where namespaces are not allowed (many containers, or AppArmor's
-//! limit on unprivileged user namespaces) this returns `false` and the
-//! status says the sandbox is partly enforced. This module must not know
-//! which directories are protected or why.
+//! limit on unprivileged user namespaces) [`enter`] fails: the protected
+//! directories stay writable and the status says the sandbox is partly
+//! enforced, and the denied directories are left to Landlock. This
+//! module must not know which directories are protected or why.
 
 use std::path::{Path, PathBuf};
 
@@ -19,29 +26,49 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use nix::unistd::{Gid, Uid};
 
-/// Mounts every existing directory of `dirs` read-only in a private
-/// mount namespace; `false` when that could not be done for all of them.
-pub(crate) fn read_only(dirs: &[PathBuf]) -> bool {
-    let dirs: Vec<&PathBuf> = dirs.iter().filter(|d| d.is_dir()).collect();
-    if dirs.is_empty() {
-        return true;
-    }
-    if enter_namespace().is_err() {
-        return false;
-    }
-    // Nothing mounted here may reach the namespace the user's shell sees.
-    if mount(
+/// Enters a private mount namespace of this process's own, whose
+/// mounts never reach the namespace the user's shell sees.
+pub(crate) fn enter() -> nix::Result<()> {
+    enter_namespace()?;
+    mount(
         None::<&str>,
         "/",
         None::<&str>,
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None::<&str>,
     )
-    .is_err()
-    {
-        return false;
-    }
-    dirs.iter().all(|dir| bind_read_only(dir).is_ok())
+}
+
+/// Mounts every existing directory of `dirs` read-only (in the namespace
+/// [`enter`] made); `false` when that could not be done for all of them.
+pub(crate) fn read_only(dirs: &[PathBuf]) -> bool {
+    dirs.iter()
+        .filter(|d| d.is_dir())
+        .all(|dir| bind_read_only(dir).is_ok())
+}
+
+/// Hides each directory of `dirs` under an empty tmpfs that is read-only
+/// and closed to everyone but root (in the namespace [`enter`] made);
+/// returns the paths it did not hide (files, and directories a mount
+/// failed on), which Landlock must keep out instead.
+pub(crate) fn hide(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .filter(|path| {
+            !(path.is_dir()
+                && mount(
+                    Some("tmpfs"),
+                    path.as_path(),
+                    Some("tmpfs"),
+                    MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC,
+                    Some("mode=000,size=4k"),
+                )
+                .is_ok())
+        })
+        .cloned()
+        .collect()
 }
 
 /// A mount namespace of this process's own; unprivileged, a user
