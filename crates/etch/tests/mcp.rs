@@ -222,18 +222,15 @@ fn everything_over_streamable_http() {
     assert_eq!(ws.result_text("c1"), "Echo: over http");
 }
 
-/// server-filesystem reads and writes inside its allowed directory and
-/// refuses a path outside it, as a tool error the session goes on from.
-#[test]
-fn filesystem_inside_the_allowed_directory_only() {
+/// A workspace whose `allowed` directory (returned) holds `in.txt`,
+/// configured with server-filesystem over it as `fs`, and `extra`.
+fn filesystem_workspace(extra: &str) -> (Workspace, PathBuf) {
     let servers = installed();
     let ws = Workspace::new();
     let allowed = ws.path().join("allowed");
     std::fs::create_dir_all(&allowed).unwrap();
     std::fs::write(allowed.join("in.txt"), "inside text").unwrap();
-    let outside = ws.home.path().join("secret.txt");
-    std::fs::write(&outside, "secret text").unwrap();
-    ws.user_config(&stdio(
+    let entry = stdio(
         "fs",
         "node",
         &[
@@ -241,7 +238,14 @@ fn filesystem_inside_the_allowed_directory_only() {
             allowed.to_str().unwrap(),
         ],
         "",
-    ));
+    );
+    ws.user_config(&format!("{entry}\n{extra}"));
+    (ws, allowed)
+}
+
+/// The arguments of reading `allowed/in.txt` and of writing
+/// `allowed/new.txt`.
+fn filesystem_calls(allowed: &Path) -> (String, String) {
     let read_in = format!(
         r#"{{"path":{}}}"#,
         quoted(allowed.join("in.txt").to_str().unwrap())
@@ -250,6 +254,17 @@ fn filesystem_inside_the_allowed_directory_only() {
         r#"{{"path":{},"content":"written by mcp"}}"#,
         quoted(allowed.join("new.txt").to_str().unwrap())
     );
+    (read_in, write_in)
+}
+
+/// server-filesystem reads and writes inside its allowed directory and
+/// refuses a path outside it, as a tool error the session goes on from.
+#[test]
+fn filesystem_inside_the_allowed_directory_only() {
+    let (ws, allowed) = filesystem_workspace("");
+    let outside = ws.home.path().join("secret.txt");
+    std::fs::write(&outside, "secret text").unwrap();
+    let (read_in, write_in) = filesystem_calls(&allowed);
     let read_out = format!(r#"{{"path":{}}}"#, quoted(outside.to_str().unwrap()));
     let server = model(&[
         ("c1", "mcp__fs__read_text_file", &read_in),
@@ -277,23 +292,7 @@ fn filesystem_inside_the_allowed_directory_only() {
 /// without `--approve-all` refuses and logs.
 #[test]
 fn filesystem_tools_follow_their_read_only_hints() {
-    let servers = installed();
-    let ws = Workspace::new();
-    let allowed = ws.path().join("allowed");
-    std::fs::create_dir_all(&allowed).unwrap();
-    std::fs::write(allowed.join("in.txt"), "inside text").unwrap();
-    ws.user_config(&format!(
-        "{}\n[approval]\npolicy = \"untrusted\"\n",
-        stdio(
-            "fs",
-            "node",
-            &[
-                servers.filesystem.to_str().unwrap(),
-                allowed.to_str().unwrap(),
-            ],
-            "",
-        )
-    ));
+    let (ws, allowed) = filesystem_workspace("[approval]\npolicy = \"untrusted\"\n");
     let server = FakeServer::start(vec![Reply::sse(chat_text("done"))]).unwrap();
     let out = ws.run_model(&server, &["-p", "look", "--read-only"], &[]);
     assert_eq!(out.ok(), "done\n", "{}", out.stderr());
@@ -302,14 +301,7 @@ fn filesystem_tools_follow_their_read_only_hints() {
     assert!(tool(&tools, "mcp__fs__write_file").is_none());
     assert!(tool(&tools, "write").is_none());
 
-    let read_in = format!(
-        r#"{{"path":{}}}"#,
-        quoted(allowed.join("in.txt").to_str().unwrap())
-    );
-    let write_in = format!(
-        r#"{{"path":{},"content":"written by mcp"}}"#,
-        quoted(allowed.join("new.txt").to_str().unwrap())
-    );
+    let (read_in, write_in) = filesystem_calls(&allowed);
     let server = model(&[
         ("c1", "mcp__fs__read_text_file", &read_in),
         ("c2", "mcp__fs__write_file", &write_in),

@@ -134,6 +134,20 @@ fn prompts_in(file: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// On the page: a new session, then `message` sent in it.
+fn new_session_and_send(browser: &Browser, message: &str) {
+    browser.eval("document.getElementById('new').click()");
+    browser.wait(
+        "a new session open",
+        "return document.getElementById('status').textContent === 'connected'",
+    );
+    browser.eval(&format!(
+        "document.getElementById('message').value = {}; \
+         document.getElementById('send').click()",
+        serde_json::Value::from(message)
+    ));
+}
+
 /// Whether a frame is the live `agent_end`.
 fn agent_end(frame: &Frame) -> bool {
     frame.event.as_deref() == Some("live") && frame.json()["type"] == "agent_end"
@@ -824,15 +838,7 @@ fn the_page_streams_a_session_and_resumes_after_a_restart() {
     );
     assert_eq!(browser.text("return document.cookie"), "", "HttpOnly");
 
-    browser.eval("document.getElementById('new').click()");
-    browser.wait(
-        "a new session open",
-        "return document.getElementById('status').textContent === 'connected'",
-    );
-    browser.eval(
-        "document.getElementById('message').value = 'hi from the page'; \
-         document.getElementById('send').click()",
-    );
+    new_session_and_send(&browser, "hi from the page");
     browser.wait(
         "the streamed answer",
         "return document.querySelectorAll('#log .assistant:not(.streaming)').length === 1",
@@ -1161,15 +1167,7 @@ fn the_page_answers_approvals() {
     let serve = Serve::start(&ws, &args);
     let browser = Browser::start();
     browser.go(&format!("http://{}/?token={}", serve.addr, serve.token));
-    browser.eval("document.getElementById('new').click()");
-    browser.wait(
-        "a new session open",
-        "return document.getElementById('status').textContent === 'connected'",
-    );
-    browser.eval(
-        "document.getElementById('message').value = 'make it'; \
-         document.getElementById('send').click()",
-    );
+    new_session_and_send(&browser, "make it");
     browser.wait(
         "the question",
         "return document.querySelectorAll('#log .approval').length === 1",
