@@ -1,0 +1,82 @@
+//! Background processes of a session (`bash` with `background: true`):
+//! each runs under a guard (`etch __proc-guard`, see [`guard`]) in a
+//! process group of its own, so that it can be stopped whole and dies
+//! with etch; its output is read as it comes, kept (the last MiB in
+//! memory, the start in a spill file) and pushed to the model before
+//! each request as `<process-update>` blocks ([`Table::take_update`]).
+//!
+//! - `guard`: the helper's side, run before any thread starts.
+//! - `ring`: the kept tail of an output, addressed by offset.
+//! - `table`: one session's processes and their operations.
+//! - `error`: what the model is told when an operation fails.
+//!
+//! [`Processes`] holds the table of every session of a context (`etch
+//! serve` serves several at once from one). This crate must not know
+//! the loop, the log, the protocol or the sandbox: it is given the
+//! program to run (already wrapped by the sandbox when there is one).
+
+mod error;
+pub mod guard;
+mod ring;
+mod table;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub use error::ProcessError;
+pub use guard::GUARD;
+pub use table::{
+    Limits, Listener, Notice, Read, Row, Start, State, Stop, Table, Update, signal_name,
+};
+
+/// The background processes of every session of a context, by session
+/// id.
+pub struct Processes {
+    /// The etch executable, which runs the guard.
+    exe: PathBuf,
+    /// The bounds of each session's processes.
+    limits: Limits,
+    /// The tables, by session id.
+    tables: Mutex<HashMap<String, Arc<Table>>>,
+}
+
+impl Processes {
+    /// The processes of sessions whose guard `exe` runs, under `limits`.
+    pub fn new(exe: PathBuf, limits: Limits) -> Self {
+        Self {
+            exe,
+            limits,
+            tables: Mutex::default(),
+        }
+    }
+
+    /// The tables, whatever a panic elsewhere left.
+    fn tables(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Table>>> {
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Session `session`'s table, made on first use with its spill files
+    /// in `dir`.
+    pub fn table(&self, session: &str, dir: &Path) -> Arc<Table> {
+        Arc::clone(
+            self.tables()
+                .entry(session.to_owned())
+                .or_insert_with(|| Table::new(self.exe.clone(), dir.to_path_buf(), self.limits)),
+        )
+    }
+
+    /// Session `session`'s table, when it has one.
+    pub fn get(&self, session: &str) -> Option<Arc<Table>> {
+        self.tables().get(session).cloned()
+    }
+
+    /// Stops session `session`'s processes and forgets them: the session
+    /// ended.
+    pub async fn close(&self, session: &str) {
+        let table = self.tables().remove(session);
+        if let Some(table) = table {
+            table.close().await;
+        }
+    }
+}
