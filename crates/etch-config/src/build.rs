@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::config::{
     AcpConfig, AnthropicConfig, ApprovalConfig, Config, ContextConfig, HookEntry, McpServerEntry,
-    OpenAiConfig, PluginEntry, PriceConfig, PromptConfig, ProviderConfig, SandboxConfig,
-    ServeConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
+    OpenAiConfig, PluginEntry, PriceConfig, ProcessConfig, PromptConfig, ProviderConfig,
+    SandboxConfig, ServeConfig, SessionConfig, SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 use crate::parse::Entry;
 use crate::schema::{self, HOOKS_TABLE};
@@ -111,6 +111,10 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
                 .or_else(|| get("acp").set("ask"))
                 .and_then(Value::as_strings)
                 .map(<[String]>::to_vec),
+        },
+        process: ProcessConfig {
+            max_running: get("process").u32("max_running"),
+            wake_on_output: get("process").bool("wake_on_output"),
         },
         serve: ServeConfig {
             token_file: get("serve").set_string("token_file"),

@@ -31,6 +31,8 @@ pub struct Config {
     pub acp: AcpConfig,
     /// `[serve]`: the HTTP front end (M3).
     pub serve: ServeConfig,
+    /// `[process]`: background processes (M3).
+    pub process: ProcessConfig,
     /// `[sandbox]`: how the model's commands are confined (M3).
     pub sandbox: SandboxConfig,
     /// `[approval]`: which calls wait for the user (M3).
@@ -237,6 +239,16 @@ pub struct ApprovalConfig {
     /// `ask`: tools that always ask (`*` suffix matches by prefix);
     /// `None` when neither it nor `[acp] ask` is set.
     pub ask: Option<Vec<String>>,
+}
+
+/// `[process]` (M3): background processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessConfig {
+    /// `max_running`: processes one session runs at once.
+    pub max_running: u32,
+    /// `wake_on_output`: new output of a process started in a run that
+    /// would end gives the model another round.
+    pub wake_on_output: bool,
 }
 
 /// `[serve]` (M3): what `etch serve` reads at start.

@@ -52,8 +52,8 @@ pub mod trust;
 pub use config::{
     AcpConfig, AnthropicConfig, ApprovalConfig, Config, ContextConfig, DEFAULT_ACP_ASK,
     DEFAULT_DENY_READ, EDITOR_SOURCE, HookEntry, McpServerEntry, OpenAiConfig, PluginEntry,
-    PriceConfig, PromptConfig, ProviderConfig, SandboxConfig, SessionConfig, SubagentProfile,
-    SubagentsConfig, ToolsConfig,
+    PriceConfig, ProcessConfig, PromptConfig, ProviderConfig, SandboxConfig, SessionConfig,
+    SubagentProfile, SubagentsConfig, ToolsConfig,
 };
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{ConfigFiles, discover};

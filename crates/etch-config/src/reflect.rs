@@ -60,6 +60,8 @@ pub(crate) fn scalar(config: &Config, dotted: &str) -> Option<Value> {
         "sandbox.deny_read" => config.sandbox.deny_read.clone().map(Value::StringArray),
         "approval.policy" => text(&config.approval.policy),
         "approval.ask" => config.approval.ask.clone().map(Value::StringArray),
+        "process.max_running" => int(config.process.max_running.into()),
+        "process.wake_on_output" => flag(config.process.wake_on_output),
         "serve.token_file" => optional(&config.serve.token_file),
         "serve.max_running" => int(config.serve.max_running.into()),
         "serve.idle_unload_secs" => int(config.serve.idle_unload_secs),

@@ -664,6 +664,25 @@ const APPROVAL: &[KeySpec] = &[
 /// The approval policies, most trusting first.
 pub(crate) const APPROVAL_POLICIES: &[&str] = &["never", "on-request", "untrusted", "always"];
 
+/// `[process]` keys: background processes (`bash` with `background`).
+const PROCESS: &[KeySpec] = &[
+    KeySpec::integer(
+        "max_running",
+        1,
+        256,
+        "Most background processes one session runs at once; a start beyond them is refused \
+         with a message to stop one first.",
+    )
+    .default(Literal::Int(16)),
+    KeySpec::boolean(
+        "wake_on_output",
+        "When the model would end its turn while a process it started in that turn is still \
+         running and printed something new, give it the output and another round instead of \
+         delivering the output with your next prompt.",
+    )
+    .default(Literal::Bool(false)),
+];
+
 /// `[serve]` keys: the HTTP front end, `etch serve`.
 const SERVE: &[KeySpec] = &[
     KeySpec::string(
@@ -980,6 +999,14 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M3,
         description: "Which tool calls wait for your approval, in every front end.",
         keys: APPROVAL,
+        rule: None,
+    },
+    TableSpec {
+        name: "process",
+        kind: TableKind::Table,
+        milestone: Milestone::M3,
+        description: "Background processes the model starts with bash background=true.",
+        keys: PROCESS,
         rule: None,
     },
     TableSpec {

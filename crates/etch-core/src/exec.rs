@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use etch_model::ToolCall;
 use etch_session::{ApprovalData, HookRunData};
 use etch_tool::{
-    Access, CallOrigin, Decision, ProgressSink, Tool, ToolContext, ToolError, ToolOutput,
+    Access, CallOrigin, Decision, ProgressSink, Record, Tool, ToolContext, ToolError, ToolOutput,
     ToolRegistry,
 };
 use serde_json::Value;
@@ -58,6 +58,9 @@ pub struct CallResult {
     /// What was decided about the call when it asked for approval,
     /// logged as `approval.decision` before the result.
     pub approvals: Vec<ApprovalData>,
+    /// Other records the call asked to log before its result (event
+    /// type, data).
+    pub records: Vec<(&'static str, Value)>,
 }
 
 impl CallResult {
@@ -70,6 +73,7 @@ impl CallResult {
             hooks: Vec::new(),
             copy_of: None,
             approvals: Vec::new(),
+            records: Vec::new(),
         }
     }
 
@@ -94,6 +98,7 @@ impl CallResult {
                 hooks: Vec::new(),
                 copy_of: None,
                 approvals: Vec::new(),
+                records: Vec::new(),
             },
             Err(err) => Self::error(&err.0),
         }
@@ -379,6 +384,7 @@ pub async fn run_batch<S: BuildHasher>(
                     hooks,
                     copy_of: Some(first),
                     approvals: Vec::new(),
+                    records: Vec::new(),
                 }),
                 None => Ok(Ready { hooks, ..ready }),
             },
@@ -436,6 +442,8 @@ async fn schedule(
     let (counters_tx, mut counters_rx) = mpsc::unbounded_channel::<(String, String)>();
     let (decisions_tx, mut decisions_rx) = mpsc::unbounded_channel::<Decision>();
     let mut decided: Vec<Decision> = Vec::new();
+    let (records_tx, mut records_rx) = mpsc::unbounded_channel::<Record>();
+    let mut recorded: Vec<Record> = Vec::new();
     let mut set: JoinSet<(usize, CallResult, Duration)> = JoinSet::new();
     let mut tasks: HashMap<tokio::task::Id, usize> = HashMap::new();
     let mut cancel_deadline: Option<tokio::time::Instant> = None;
@@ -464,7 +472,8 @@ async fn schedule(
                         cancel: env.cancel.child_token(),
                         progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone())
                             .with_counters(counters_tx.clone())
-                            .with_decisions(decisions_tx.clone()),
+                            .with_decisions(decisions_tx.clone())
+                            .with_records(records_tx.clone()),
                         temp_dir: PathBuf::from(env.temp_dir),
                         origin: env.origin.clone(),
                         approved: false,
@@ -521,6 +530,14 @@ async fn schedule(
                         decided.push(decision);
                     }
                     result.approvals = take_decisions(&mut decided, &calls[i].id, &secrets);
+                    while let Ok(record) = records_rx.try_recv() {
+                        recorded.push(record);
+                    }
+                    let (mine, others): (Vec<Record>, Vec<Record>) = std::mem::take(&mut recorded)
+                        .into_iter()
+                        .partition(|r| r.call_id == calls[i].id);
+                    recorded = others;
+                    result.records = mine.into_iter().map(|r| (r.kind, r.data)).collect();
                     observer.agent_event(&AgentEvent::ToolExecutionEnd {
                         call_id: &calls[i].id,
                         text: &result.text,

@@ -216,6 +216,7 @@ mod tests {
             hooks: Vec::new(),
             copy_of: None,
             approvals: Vec::new(),
+            records: Vec::new(),
         }
     }
 

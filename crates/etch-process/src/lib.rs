@@ -41,6 +41,16 @@ pub struct Processes {
     tables: Mutex<HashMap<String, Arc<Table>>>,
 }
 
+impl std::fmt::Debug for Processes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processes")
+            .field("exe", &self.exe)
+            .field("limits", &self.limits)
+            .field("sessions", &self.tables().len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Processes {
     /// The processes of sessions whose guard `exe` runs, under `limits`.
     pub fn new(exe: PathBuf, limits: Limits) -> Self {

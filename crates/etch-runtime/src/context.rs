@@ -45,6 +45,8 @@ pub struct Context {
     /// session (the chat, an RPC or HTTP client), when this context's
     /// tools ask them ([`Self::build`]).
     pub approvals: Arc<Broker>,
+    /// The background processes of this context's sessions, by session.
+    pub processes: Arc<etch_process::Processes>,
 }
 
 impl Context {
@@ -89,14 +91,15 @@ impl Context {
     ) -> Result<Self, OpenError> {
         let hooks = crate::hooks::load(place)?;
         let sandbox = Arc::new(Sandbox::for_place(place));
-        let mut tools = active_tools(settings, place, &sandbox)?;
+        let processes = Arc::new(processes_for(place));
+        let mut tools = active_tools(settings, place, &sandbox, Some(&processes))?;
         // Every built-in name is reserved, active or not: a plugin's `bash`
         // must not pass for the built-in under --read-only.
         let plugins = Arc::new(PluginSet::start(
             &sandbox.confine_plugins(&place.config.plugins),
             &crate::mcp::bridge_entries(&place.config.mcp_servers, &etch_exe()),
             &place.cwd,
-            builtin::ALL.iter().map(|n| (*n).to_owned()).collect(),
+            builtin::RESERVED.iter().map(|n| (*n).to_owned()).collect(),
         ));
         let source = Arc::clone(&plugins) as Arc<dyn ToolSource>;
         if settings.read_only {
@@ -117,6 +120,7 @@ impl Context {
             children: Arc::default(),
             sandbox,
             approvals,
+            processes,
         }
         .with_task(place, settings, approver)
     }
@@ -146,7 +150,8 @@ impl Context {
     /// hooks, so no trust is needed.
     pub fn inspect(place: &Place, settings: &RunSettings) -> Result<Self, OpenError> {
         let sandbox = Arc::new(Sandbox::for_place(place));
-        let tools = active_tools(settings, place, &sandbox)?;
+        let processes = Arc::new(processes_for(place));
+        let tools = active_tools(settings, place, &sandbox, Some(&processes))?;
         let assembled = assemble(place, &tools);
         Self {
             tools,
@@ -156,6 +161,7 @@ impl Context {
             children: Arc::default(),
             sandbox,
             approvals: Arc::default(),
+            processes,
         }
         .with_task(place, settings, None)
     }
@@ -324,14 +330,32 @@ pub(crate) fn local_endpoint(settings: &RunSettings, config: &Config) -> bool {
 /// (`max_spill_bytes`, E-CFG-25), the home whose `.etch` they never
 /// expose or change (E-TOOL-22), and the sandbox `bash` runs commands in
 /// (the place's).
-pub fn builtin_options(place: &Place, sandbox: &Sandbox) -> BuiltinOptions {
+pub fn builtin_options(
+    place: &Place,
+    sandbox: &Sandbox,
+    processes: Option<&Arc<etch_process::Processes>>,
+) -> BuiltinOptions {
     let config = &place.config;
     BuiltinOptions {
         inherit_credentials: config.tools.bash_inherit_credentials,
         max_spill_bytes: config.tools.bash_max_spill_bytes,
         home: home_dir(),
         sandbox: sandbox.for_tools(),
+        processes: processes.cloned(),
     }
+}
+
+/// The background processes of `place`'s sessions, under `[process]`.
+fn processes_for(place: &Place) -> etch_process::Processes {
+    let config = &place.config;
+    etch_process::Processes::new(
+        etch_exe(),
+        etch_process::Limits {
+            max_running: usize::try_from(config.process.max_running).unwrap_or(usize::MAX),
+            max_spill: config.tools.bash_max_spill_bytes,
+            ..etch_process::Limits::default()
+        },
+    )
 }
 
 /// `$HOME`, when set.
@@ -399,9 +423,10 @@ pub fn active_tools(
     settings: &RunSettings,
     place: &Place,
     sandbox: &Sandbox,
+    processes: Option<&Arc<etch_process::Processes>>,
 ) -> Result<ToolRegistry, OpenError> {
     let config = &place.config;
-    let options = builtin_options(place, sandbox);
+    let options = builtin_options(place, sandbox, processes);
     let profile = tool_profile(settings, config);
     builtin::registry(&tool_names(settings, config), &options)
         .map(|registry| registry.with_profile(profile))

@@ -22,4 +22,6 @@ pub use access::Access;
 pub use gate::{Approval, ApprovalFuture, ApprovalRequest, Approver, Decision, Gated, Verdict};
 pub use reading::OnlyReading;
 pub use registry::{Profile, RegistryError, ToolRegistry, ToolSource, check_tool};
-pub use tool::{CallOrigin, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+pub use tool::{
+    CallOrigin, ProgressSink, Record, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+};

@@ -103,6 +103,20 @@ pub struct ProgressSink {
     /// Channel for the approval decisions about the call, which the loop
     /// logs before its result; `None` discards.
     decisions: Option<mpsc::UnboundedSender<Decision>>,
+    /// Channel for other log records of the call (a background process
+    /// started), logged before its result; `None` discards.
+    records: Option<mpsc::UnboundedSender<Record>>,
+}
+
+/// A log record a call asks the loop to append before its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// The call it belongs to.
+    pub call_id: String,
+    /// The event type (`process.started`).
+    pub kind: &'static str,
+    /// The event's data.
+    pub data: Value,
 }
 
 impl ProgressSink {
@@ -113,6 +127,26 @@ impl ProgressSink {
             call_id: call_id.into(),
             counters: None,
             decisions: None,
+            records: None,
+        }
+    }
+
+    /// Also takes the call's other log records, into `tx`.
+    #[must_use]
+    pub fn with_records(mut self, tx: mpsc::UnboundedSender<Record>) -> Self {
+        self.records = Some(tx);
+        self
+    }
+
+    /// Asks the loop to log an event of type `kind` with `data` before
+    /// the call's result; dropped when nobody listens (direct CLI use).
+    pub fn record(&self, kind: &'static str, data: Value) {
+        if let Some(tx) = &self.records {
+            let _ = tx.send(Record {
+                call_id: self.call_id.clone(),
+                kind,
+                data,
+            });
         }
     }
 

@@ -19,6 +19,13 @@ use crate::write::WriteTool;
 /// Every built-in tool, sorted; all are active by default (C1).
 pub const ALL: [&str; 7] = ["bash", "edit", "find", "grep", "ls", "read", "write"];
 
+/// Every name the built-ins may take: the seven and `process`, which
+/// comes with `bash` when the session keeps background processes. A
+/// plugin or MCP tool may not take any of them.
+pub const RESERVED: [&str; 8] = [
+    "bash", "edit", "find", "grep", "ls", "process", "read", "write",
+];
+
 /// The `--read-only` selection (Pi's read-only set).
 pub const READ_ONLY: [&str; 4] = ["find", "grep", "ls", "read"];
 
@@ -36,6 +43,9 @@ pub struct BuiltinOptions {
     pub home: Option<PathBuf>,
     /// How `bash` confines its commands; `None` runs them unconfined.
     pub sandbox: Option<Arc<etch_sandbox::Launcher>>,
+    /// The sessions' background processes: `bash` offers `background`
+    /// and the `process` tool comes with it; `None`: neither.
+    pub processes: Option<Arc<etch_process::Processes>>,
 }
 
 impl Default for BuiltinOptions {
@@ -47,6 +57,7 @@ impl Default for BuiltinOptions {
             max_spill_bytes: crate::limits::BASH_DEFAULT_MAX_SPILL_BYTES,
             home: std::env::var_os("HOME").map(PathBuf::from),
             sandbox: None,
+            processes: None,
         }
     }
 }
@@ -64,7 +75,8 @@ pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Opti
         "bash" => Arc::new(
             BashTool::new(options.inherit_credentials)
                 .with_max_spill_bytes(options.max_spill_bytes)
-                .with_sandbox(options.sandbox.clone()),
+                .with_sandbox(options.sandbox.clone())
+                .with_processes(options.processes.clone()),
         ),
         "edit" => Arc::new(EditTool::new(locks.clone()).with_protected(protected)),
         "find" => Arc::new(FindTool::new().with_protected(protected)),
@@ -91,6 +103,17 @@ pub fn registry(names: &[&str], options: &BuiltinOptions) -> Result<ToolRegistry
         registry
             .register(tool)
             .map_err(|e| UnknownTool(format!("{name} ({e})")))?;
+    }
+    if let Some(processes) = options
+        .processes
+        .as_ref()
+        .filter(|_| names.contains(&"bash"))
+    {
+        let process: Arc<dyn Tool> =
+            Arc::new(crate::process::ProcessTool::new(Arc::clone(processes)));
+        registry
+            .register(process)
+            .map_err(|e| UnknownTool(format!("process ({e})")))?;
     }
     Ok(registry)
 }

@@ -11,6 +11,10 @@
 //! `~/.etch` (E-TOOL-22, see [`protect`]), and the tools read only regular
 //! files, so a pipe or device cannot hang a run.
 //!
+//! Beside `bash`, when the session keeps background processes, the
+//! `process` tool reads and stops the ones `bash` started with
+//! `background: true` (see [`process`]).
+//!
 //! This crate must not know about the agent loop, sessions or providers.
 
 pub mod args;
@@ -28,6 +32,7 @@ pub mod lock;
 pub mod ls;
 pub mod nearby;
 pub mod paths;
+pub mod process;
 pub mod protect;
 pub mod read;
 pub mod walk;

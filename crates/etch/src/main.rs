@@ -59,10 +59,19 @@ fn main() -> ExitCode {
     // before anything starts a thread (Landlock and seccomp hold for
     // the calling thread only) and before the CLI is parsed.
     let mut args = std::env::args_os();
-    if args.nth(1).is_some_and(|a| a == etch_sandbox::HELPER) {
+    let first = args.nth(1);
+    if first.as_ref().is_some_and(|a| a == etch_sandbox::HELPER) {
         let rest: Vec<_> = args.collect();
         let error = etch_sandbox::main(&rest);
         diag!("etch: error: {error}");
+        return ExitCode::from(exit::SANDBOX);
+    }
+    // A background process's guard blocks signals for the process, so
+    // it too runs before any thread starts.
+    if first.as_ref().is_some_and(|a| a == etch_process::GUARD) {
+        let rest: Vec<_> = args.collect();
+        let error = etch_process::guard::main(&rest);
+        diag!("etch: error: background process guard: {error}");
         return ExitCode::from(exit::SANDBOX);
     }
     let cli = Cli::parse();

@@ -71,7 +71,7 @@ pub async fn run(place: &Place, command: PluginsCommand) -> Result<(), Failure> 
 
 /// The built-in tool names, which no plugin may take.
 pub fn builtins() -> Vec<String> {
-    etch_tools::builtin::ALL
+    etch_tools::builtin::RESERVED
         .iter()
         .map(|n| (*n).to_owned())
         .collect()

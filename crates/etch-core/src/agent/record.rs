@@ -115,6 +115,9 @@ impl RunState<'_> {
         for decision in &result.approvals {
             self.append(types::APPROVAL_DECISION, decision)?;
         }
+        for (kind, data) in &result.records {
+            self.append(kind, data)?;
+        }
         let content = vec![ContentPart::text(result.text)];
         self.append(
             types::MESSAGE_TOOL,

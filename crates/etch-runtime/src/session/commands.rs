@@ -73,7 +73,8 @@ impl Session {
         record: bool,
         cancel: &CancellationToken,
     ) -> Result<(String, bool), SessionError> {
-        let options = crate::context::builtin_options(&self.place, &self.context.sandbox);
+        // The user's own command runs in the foreground only.
+        let options = crate::context::builtin_options(&self.place, &self.context.sandbox, None);
         let locks = etch_tools::lock::MutationLocks::shared();
         let (output, failed) = match etch_tools::builtin::tool("bash", &options, &locks) {
             Some(tool) => {

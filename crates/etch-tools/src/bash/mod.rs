@@ -12,10 +12,13 @@
 //! - `capture`: each stream's kept tail and its spill file, capped.
 //! - `progress`: throttled progress updates while the command runs.
 //! - `render`: the result text.
+//! - `background`: `background: true`, a process started in the
+//!   session's table (`etch-process`) and left running.
 //!
 //! This module must not know about the agent loop, sessions, providers or how
 //! results are displayed; it only produces the result text.
 
+mod background;
 mod capture;
 mod env;
 mod process;
@@ -44,6 +47,11 @@ is not 0. stdin is closed: pass non-interactive flags. Timeout 30 seconds by def
 120. Background processes are killed when the command returns. To look at files prefer read, \
 grep, find and ls.";
 
+/// What the model is told about `background`.
+const BACKGROUND_DESCRIPTION: &str = "Start it in the background and return at once (servers, \
+watchers, long runs): no timeout; its output is shown to you as it arrives; the process tool \
+reads, waits for, writes to or stops it. Do not add &.";
+
 /// The `bash` tool.
 #[derive(Debug, Clone)]
 pub struct BashTool {
@@ -55,6 +63,8 @@ pub struct BashTool {
     max_spill_bytes: u64,
     /// The sandbox commands run in; `None`: unconfined.
     sandbox: Option<Arc<Launcher>>,
+    /// The sessions' background processes; `None`: no `background`.
+    processes: Option<Arc<etch_process::Processes>>,
 }
 
 /// What the model is told about leaving the sandbox.
@@ -67,10 +77,11 @@ impl BashTool {
     /// variables in the command's environment instead of removing them.
     pub fn new(inherit_credentials: bool) -> Self {
         Self {
-            spec: args::spec("bash", DESCRIPTION, schema(false)),
+            spec: args::spec("bash", DESCRIPTION, schema(false, false)),
             inherit_credentials,
             max_spill_bytes: BASH_DEFAULT_MAX_SPILL_BYTES,
             sandbox: None,
+            processes: None,
         }
     }
 
@@ -79,9 +90,27 @@ impl BashTool {
     #[must_use]
     pub fn with_sandbox(mut self, sandbox: Option<Arc<Launcher>>) -> Self {
         self.sandbox = sandbox.filter(|s| s.is_on());
-        let description = self.spec.description.clone();
-        self.spec = args::spec("bash", &description, schema(self.sandbox.is_some()));
+        self.respec();
         self
+    }
+
+    /// Starts commands asking for `background` in the session's table of
+    /// `processes`, and offers the model `background`.
+    #[must_use]
+    pub fn with_processes(mut self, processes: Option<Arc<etch_process::Processes>>) -> Self {
+        self.processes = processes;
+        self.respec();
+        self
+    }
+
+    /// The spec for the options in force.
+    fn respec(&mut self) {
+        let description = self.spec.description.clone();
+        self.spec = args::spec(
+            "bash",
+            &description,
+            schema(self.sandbox.is_some(), self.processes.is_some()),
+        );
     }
 
     /// Keeps at most `bytes` (the last ones, at least 1) of each output
@@ -94,8 +123,8 @@ impl BashTool {
 }
 
 /// The argument schema; `bypass` adds the fields that ask to leave the
-/// sandbox.
-fn schema(bypass: bool) -> Value {
+/// sandbox, `background` the one that starts a background process.
+fn schema(bypass: bool, background: bool) -> Value {
     let mut schema = json!({
             "type": "object",
             "properties": {
@@ -113,6 +142,12 @@ fn schema(bypass: bool) -> Value {
             "required": ["command"],
             "additionalProperties": false
     });
+    if background && let Some(properties) = schema["properties"].as_object_mut() {
+        properties.insert(
+            "background".into(),
+            json!({"type": "boolean", "description": BACKGROUND_DESCRIPTION}),
+        );
+    }
     if bypass && let Some(properties) = schema["properties"].as_object_mut() {
         properties.insert(
             "bypass_sandbox".into(),
@@ -137,6 +172,9 @@ struct BashArgs {
     /// Whether to run outside the sandbox (needs an approved call).
     #[serde(default)]
     bypass_sandbox: bool,
+    /// Whether to start it as a background process.
+    #[serde(default)]
+    background: bool,
 }
 
 /// The error of a call asking to leave the sandbox that no one approved.
@@ -174,6 +212,16 @@ impl Tool for BashTool {
             };
             let env = env::child_env(std::env::vars_os(), self.inherit_credentials);
             let script = env::script(&args.command, self.inherit_credentials);
+            if args.background {
+                return background::start(
+                    self.processes.as_deref(),
+                    &args.command,
+                    &script,
+                    env,
+                    sandbox,
+                    &ctx,
+                );
+            }
             process::run_command(
                 &script,
                 timeout,
