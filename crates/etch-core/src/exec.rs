@@ -533,11 +533,7 @@ async fn schedule(
                     while let Ok(record) = records_rx.try_recv() {
                         recorded.push(record);
                     }
-                    let (mine, others): (Vec<Record>, Vec<Record>) = std::mem::take(&mut recorded)
-                        .into_iter()
-                        .partition(|r| r.call_id == calls[i].id);
-                    recorded = others;
-                    result.records = mine.into_iter().map(|r| (r.kind, r.data)).collect();
+                    result.records = take_records(&mut recorded, &calls[i].id);
                     observer.agent_event(&AgentEvent::ToolExecutionEnd {
                         call_id: &calls[i].id,
                         text: &result.text,
@@ -568,5 +564,32 @@ async fn schedule(
             },
         }
     }
+    // A call that was aborted or crashed may have been approved, or
+    // have started something, before: that is logged too.
+    while let Ok(decision) = decisions_rx.try_recv() {
+        decided.push(decision);
+    }
+    while let Ok(record) = records_rx.try_recv() {
+        recorded.push(record);
+    }
+    for (i, call) in calls.iter().enumerate() {
+        let approvals = take_decisions(&mut decided, &call.id, &secrets);
+        let records = take_records(&mut recorded, &call.id);
+        if approvals.is_empty() && records.is_empty() {
+            continue;
+        }
+        let result = results[i].get_or_insert_with(|| CallResult::error(ABORTED));
+        result.approvals.extend(approvals);
+        result.records.extend(records);
+    }
     cancel_deadline.is_some() || env.cancel.is_cancelled()
+}
+
+/// Takes the log records of call `call_id` out of `recorded`.
+fn take_records(recorded: &mut Vec<Record>, call_id: &str) -> Vec<(&'static str, Value)> {
+    let (mine, others): (Vec<Record>, Vec<Record>) = std::mem::take(recorded)
+        .into_iter()
+        .partition(|r| r.call_id == call_id);
+    *recorded = others;
+    mine.into_iter().map(|r| (r.kind, r.data)).collect()
 }

@@ -109,8 +109,9 @@ pub fn registry(names: &[&str], options: &BuiltinOptions) -> Result<ToolRegistry
         .as_ref()
         .filter(|_| names.contains(&"bash"))
     {
-        let process: Arc<dyn Tool> =
-            Arc::new(crate::process::ProcessTool::new(Arc::clone(processes)));
+        let process = crate::compact::Compacted::wrap(Arc::new(crate::process::ProcessTool::new(
+            Arc::clone(processes),
+        )));
         registry
             .register(process)
             .map_err(|e| UnknownTool(format!("process ({e})")))?;

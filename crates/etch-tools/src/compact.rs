@@ -35,6 +35,18 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             }),
             &["command"],
         ),
+        "process" => (
+            "Manage processes started by bash background=true.",
+            json!({
+                "action": {"type": "string", "enum": ["list", "output", "write", "kill", "dismiss"]},
+                "id": {"type": "string"},
+                "wait_ms": {"type": "integer", "minimum": 0},
+                "offset": {"type": "integer", "minimum": 0},
+                "text": {"type": "string"},
+                "signal": {"type": "string", "enum": ["term", "kill"]}
+            }),
+            &["action"],
+        ),
         "edit" => (
             "Replace exact text in a file. Each oldText must match one place exactly; copy it from read output without the line numbers. To add text, replace the unique text next to it with that text plus the new text.",
             json!({
@@ -132,9 +144,16 @@ impl Compacted {
         match spec(&inner.spec().name) {
             Some(mut compact) => {
                 // Arguments only some setups offer (bash's way out of the
-                // sandbox) are offered under both profiles alike.
-                for extra in ["bypass_sandbox", "justification"] {
-                    let offered = inner.spec().parameters["properties"].get(extra).cloned();
+                // sandbox, its background processes) are offered under
+                // both profiles alike.
+                for extra in ["bypass_sandbox", "justification", "background"] {
+                    let offered = inner.spec().parameters["properties"].get(extra).map(|full| {
+                        match extra {
+                            "background" => json!({"type": "boolean", "description": "return at once"}),
+                            "bypass_sandbox" => json!({"type": "boolean", "description": "outside the sandbox; the user must approve"}),
+                            _ => full.clone(),
+                        }
+                    });
                     if let (Some(offered), Some(properties)) =
                         (offered, compact.parameters["properties"].as_object_mut())
                     {

@@ -186,7 +186,9 @@ fn the_chat_asks_and_answers_by_keys() {
         "{screen}"
     );
     tmux.line("make the files");
-    let screen = tmux.wait_screen("$ echo 1 > one.txt");
+    // A question's keys work once it says so (a moment after it shows).
+    let armed = |text: &str| tmux.wait_screen_all(&[text, "[n] deny with a reason"]);
+    let screen = armed("$ echo 1 > one.txt");
     assert!(
         screen.contains("bash asks for approval: the approval policy is always"),
         "{screen}"
@@ -194,9 +196,9 @@ fn the_chat_asks_and_answers_by_keys() {
     assert!(screen.contains("[y] allow once"), "{screen}");
     assert!(!ws.path().join("one.txt").exists());
     tmux.keys(&["y"]);
-    tmux.wait_screen("$ echo 2 > two.txt");
+    armed("$ echo 2 > two.txt");
     tmux.keys(&["a"]);
-    let screen = tmux.wait_screen("write four.txt (1 lines)");
+    let screen = armed("write four.txt (1 lines)");
     assert!(screen.contains("write asks for approval"), "{screen}");
     tmux.keys(&["n"]);
     tmux.type_text("not that file");

@@ -70,7 +70,9 @@ fn streams_text_with_the_compatibility_request() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "edit", "find", "grep", "ls", "read", "write"]
+        [
+            "bash", "edit", "find", "grep", "ls", "process", "read", "write"
+        ]
     );
     for key in ["tool_choice", "store", "prompt_cache_key", "reasoning"] {
         assert!(body.get(key).is_none(), "{key} must not be sent");

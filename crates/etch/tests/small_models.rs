@@ -94,7 +94,7 @@ fn a_local_server_gets_the_compact_profile() {
         keys.sort();
         keys
     };
-    for tool in 0..7 {
+    for tool in 0..8 {
         assert_eq!(params(&compact, tool), params(&full, tool), "tool {tool}");
     }
     let system = |body: &Value| body["messages"][0]["content"].as_str().unwrap().to_owned();
@@ -102,6 +102,22 @@ fn a_local_server_gets_the_compact_profile() {
         system(&compact).starts_with("You are a coding assistant working in the user's project."),
         "{}",
         system(&compact)
+    );
+    // `process` comes with `bash`, shorter under the compact profile too.
+    let tool_size = |body: &Value, name: &str| {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| (t["function"]["name"] == name) == (name != "*"))
+            .map(|t| t.to_string().len())
+            .sum::<usize>()
+    };
+    assert!(
+        tool_size(&compact, "process") < tool_size(&full, "process"),
+        "{} {}",
+        tool_size(&compact, "process"),
+        tool_size(&full, "process")
     );
     let size = |body: &Value| body["tools"].to_string().len() + system(body).len();
     assert!(

@@ -50,18 +50,24 @@ impl App {
                 is_error,
                 duration_ms,
                 details,
-            } => self.tool_end(&tool_call_id, result, is_error, duration_ms, details),
+            } => {
+                self.approval_gone(Some(&tool_call_id), now);
+                self.tool_end(&tool_call_id, result, is_error, duration_ms, details);
+            }
             EventBody::ApprovalRequest {
                 tool_call_id,
                 tool_name,
                 args,
                 reason,
-            } => self.approval_request(super::approval::Question {
-                call_id: tool_call_id,
-                tool: tool_name,
-                args,
-                reason,
-            }),
+            } => self.approval_request(
+                super::approval::Question {
+                    call_id: tool_call_id,
+                    tool: tool_name,
+                    args,
+                    reason,
+                },
+                now,
+            ),
             EventBody::TurnEnd { .. } => self.flush_batch(),
             EventBody::AgentEnd { error } => self.agent_end(error, now),
             EventBody::QueueUpdate {
@@ -226,7 +232,6 @@ impl App {
         duration_ms: u64,
         details: Option<serde_json::Value>,
     ) {
-        self.approval_gone(Some(tool_call_id));
         if let Some(run) = &mut self.run
             && let Some(entry) = run.tools.iter_mut().find(|c| c.view.id == tool_call_id)
         {
@@ -444,7 +449,7 @@ impl App {
     /// turn's footer; an error or a cancellation is a notice, and the
     /// chat takes the next prompt (E-CHAT-13: a round limit is a notice).
     fn agent_end(&mut self, error: Option<String>, now: Instant) {
-        self.approval_gone(None);
+        self.approval_gone(None, now);
         self.flush_batch();
         // The run's commands may have switched branches.
         self.footer.branch = etch_runtime::git::branch(&self.cwd);

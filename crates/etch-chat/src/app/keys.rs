@@ -68,7 +68,7 @@ impl App {
             self.armed = false;
         }
         if self.asking()
-            && let Some(effects) = self.approval_key(key)
+            && let Some(effects) = self.approval_key(key, now)
         {
             return effects;
         }

@@ -64,7 +64,7 @@ impl App {
             bottom.push(Line::from(Span::styled("─".repeat(width), theme::muted())));
         }
         if self.asking() {
-            let mut rows = self.approval_rows(width, height.saturating_sub(bottom.len() + 1));
+            let mut rows = self.approval_rows(width, height.saturating_sub(bottom.len() + 1), now);
             rows.reverse();
             bottom.extend(rows);
         } else if let Some(picker) = &self.picker {

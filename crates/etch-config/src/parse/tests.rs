@@ -82,7 +82,7 @@ fn unknown_table_lists_valid_tables() {
         only_finding("\n[sesion]\ndir = \"x\"\n"),
         format!(
             "warning: {PATH}:2: sesion: unknown table `sesion`; did you mean `session`?; valid tables: \
-             session, context, provider, openai, anthropic, prompt, tools, subagents, acp, sandbox, approval, serve, plugins, mcp, prices, hooks"
+             session, context, provider, openai, anthropic, prompt, tools, subagents, acp, sandbox, approval, process, serve, plugins, mcp, prices, hooks"
         )
     );
     assert_eq!(

@@ -45,6 +45,8 @@ struct Pending {
     asked: Asked,
     /// Where the answer goes.
     reply: oneshot::Sender<Answer>,
+    /// Its number, so that only its own call removes it.
+    ticket: u64,
 }
 
 /// The state behind the lock.
@@ -100,9 +102,16 @@ impl Watch {
         &self.session
     }
 
-    /// Whether this watches `session` at `broker`.
+    /// Whether this watches `session` at `broker` (and no later watcher
+    /// took its place).
     pub fn watches(&self, broker: &Arc<Broker>, session: &str) -> bool {
-        Arc::ptr_eq(&self.broker, broker) && self.session == session
+        Arc::ptr_eq(&self.broker, broker)
+            && self.session == session
+            && broker
+                .lock()
+                .watchers
+                .get(session)
+                .is_some_and(|(number, _)| *number == self.number)
     }
 }
 
@@ -229,17 +238,27 @@ impl Broker {
     }
 }
 
-/// Removes a question when its call stops waiting (answered, cancelled).
+/// Removes a question when its call stops waiting (answered, cancelled),
+/// unless another question took its key meanwhile.
 struct Unask<'a> {
     /// The broker.
     broker: &'a Broker,
     /// The question's key.
     key: (String, String),
+    /// The question's number.
+    ticket: u64,
 }
 
 impl Drop for Unask<'_> {
     fn drop(&mut self) {
-        self.broker.lock().pending.remove(&self.key);
+        let mut state = self.broker.lock();
+        if state
+            .pending
+            .get(&self.key)
+            .is_some_and(|p| p.ticket == self.ticket)
+        {
+            state.pending.remove(&self.key);
+        }
     }
 }
 
@@ -251,7 +270,7 @@ impl Asker for Broker {
     fn ask<'a>(&'a self, request: ApprovalRequest<'a>, why: Why) -> AskFuture<'a> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
-            let (show, asked) = {
+            let (show, asked, key, ticket) = {
                 let mut state = self.lock();
                 let session = state.root(request.session_id);
                 let Some((_, show)) = state.watchers.get(&session) else {
@@ -263,33 +282,39 @@ impl Asker for Broker {
                     ));
                 };
                 let show = Arc::clone(show);
-                let key = (session.clone(), request.call_id.to_owned());
-                if state.pending.contains_key(&key) {
-                    return Answer::Refuse(format!(
-                        "another call with id {} is already waiting for approval; call ids must \
-                         be unique, so this one was not run",
-                        request.call_id
-                    ));
+                let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+                // Two calls may share an id (two subagents of one
+                // session, a server that numbers calls per response): the
+                // later one is asked under an id of its own.
+                let mut call_id = request.call_id.to_owned();
+                if state
+                    .pending
+                    .contains_key(&(session.clone(), call_id.clone()))
+                {
+                    call_id = format!("{}~{ticket}", request.call_id);
                 }
+                let key = (session.clone(), call_id.clone());
                 let asked = Asked {
                     session_id: session,
-                    call_id: request.call_id.to_owned(),
+                    call_id,
                     tool: request.tool.to_owned(),
                     args: request.args.clone(),
                     why: why.as_str().to_owned(),
                 };
                 state.pending.insert(
-                    key,
+                    key.clone(),
                     Pending {
                         asked: asked.clone(),
                         reply,
+                        ticket,
                     },
                 );
-                (show, asked)
+                (show, asked, key, ticket)
             };
             let _unask = Unask {
                 broker: self,
-                key: (asked.session_id.clone(), asked.call_id.clone()),
+                key,
+                ticket,
             };
             show(asked);
             answer.await.unwrap_or_else(|_| {
@@ -377,6 +402,36 @@ mod tests {
             .unwrap();
         assert_eq!(asking.await, Answer::Deny(Some("no".into())));
         assert!(broker.waiting("parent").is_empty());
+    }
+
+    /// Two calls with one id (two subagents of a session) are both asked,
+    /// the later under an id of its own, and each is answered alone.
+    #[tokio::test]
+    async fn calls_sharing_an_id_are_asked_apart() {
+        let broker = Arc::new(Broker::default());
+        let (show, mut shown) = watcher();
+        let _watch = broker.watch("s", &show);
+        let args = json!({"command": "x"});
+        let progress = ProgressSink::default();
+        let first = ask(&broker, "s", "call_0", &args, &progress);
+        let second = ask(&broker, "s", "call_0", &args, &progress);
+        tokio::pin!(first, second);
+        let mut ids = Vec::new();
+        while ids.len() < 2 {
+            tokio::select! {
+                biased;
+                _ = &mut first => panic!("answered early"),
+                _ = &mut second => panic!("answered early"),
+                asked = shown.recv() => ids.push(asked.unwrap().call_id),
+            }
+        }
+        assert_eq!(ids[0], "call_0");
+        assert!(ids[1].starts_with("call_0~"), "{ids:?}");
+        broker.answer("s", &ids[1], Answer::Once).unwrap();
+        assert_eq!(second.await, Answer::Once);
+        assert_eq!(broker.waiting("s").len(), 1);
+        broker.answer("s", "call_0", Answer::Deny(None)).unwrap();
+        assert_eq!(first.await, Answer::Deny(None));
     }
 
     /// Without a watcher the call is refused at once; when the watcher

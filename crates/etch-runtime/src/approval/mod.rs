@@ -96,8 +96,8 @@ const READ_ONLY_TOOLS: [&str; 4] = ["read", "grep", "find", "ls"];
 /// chained), for `untrusted`.
 const READ_ONLY_PROGRAMS: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "stat", "file", "which",
-    "tree", "du", "df", "date", "uname", "whoami", "id", "env", "printenv", "sort", "uniq", "diff",
-    "cmp", "basename", "dirname", "realpath", "readlink", "nl",
+    "tree", "du", "df", "date", "uname", "whoami", "id", "printenv", "sort", "uniq", "diff", "cmp",
+    "basename", "dirname", "realpath", "readlink", "nl",
 ];
 
 /// `git` subcommands that only read.
@@ -131,16 +131,23 @@ impl Rules {
         }
     }
 
-    /// The rules of a session an editor drives (`etch acp`): without an
-    /// `ask` list, the tools that change files or run commands ask, as
-    /// they always have there.
+    /// The rules of a session an editor drives (`etch acp`): the tools
+    /// `[approval] ask` names and those `[acp] ask` names (without it,
+    /// the tools that change files or run commands, as they always have
+    /// there). Both lists only add: a project's empty `[approval] ask`
+    /// cannot stop the editor being asked about `bash`.
     pub fn for_editor(config: &Config) -> Self {
-        let ask = config
-            .approval
+        let mut ask: Vec<String> = config.approval.ask.clone().unwrap_or_default();
+        let editor: Vec<String> = config
+            .acp
             .ask
             .clone()
-            .or_else(|| config.acp.ask.clone())
             .unwrap_or_else(|| DEFAULT_ACP_ASK.iter().map(|s| (*s).to_owned()).collect());
+        for tool in editor {
+            if !ask.contains(&tool) {
+                ask.push(tool);
+            }
+        }
         Self {
             policy: Policy::parse(&config.approval.policy),
             ask,
@@ -206,12 +213,47 @@ fn known_read_only(tool: &str, args: &serde_json::Value) -> bool {
     if command.contains(['>', '<', '|', ';', '&', '`', '$', '\n', '(', ')']) {
         return false;
     }
-    let mut words = command.split_whitespace();
-    match words.next() {
-        Some("git") => words.next().is_some_and(|sub| READ_ONLY_GIT.contains(&sub)),
-        Some("find") => !command.contains("-exec") && !command.contains("-delete"),
-        Some(program) => READ_ONLY_PROGRAMS.contains(&program),
-        None => false,
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let Some((program, rest)) = words.split_first() else {
+        return false;
+    };
+    // Options that write a file or run a program, whatever the program
+    // (`sort -o`, `tree -o`, `git diff --output`, `rg --pre`, `find
+    // -fprint`, `-exec`, `-delete`).
+    let writes = |w: &&str| {
+        w.starts_with("-o")
+            || w.starts_with("--output")
+            || w.starts_with("--pre")
+            || w.starts_with("-f") && *program == "find"
+            || ["-exec", "-execdir", "-ok", "-okdir", "-delete"].contains(w)
+    };
+    if rest.iter().any(writes) {
+        return false;
+    }
+    let operands = rest.iter().filter(|w| !w.starts_with('-')).count();
+    match *program {
+        "git" => match rest.split_first() {
+            // `git branch NAME`, `-d`, `-m`... change branches.
+            Some((&"branch", flags)) => flags.iter().all(|f| {
+                [
+                    "-a",
+                    "-r",
+                    "-v",
+                    "-vv",
+                    "--all",
+                    "--remotes",
+                    "--list",
+                    "--show-current",
+                ]
+                .contains(f)
+            }),
+            Some((sub, _)) => READ_ONLY_GIT.contains(sub),
+            None => false,
+        },
+        "find" => true,
+        // `uniq IN OUT` writes OUT.
+        "uniq" => operands <= 1,
+        program => READ_ONLY_PROGRAMS.contains(&program),
     }
 }
 
@@ -227,6 +269,23 @@ mod tests {
             policy,
             ask: ask.iter().map(|s| (*s).to_owned()).collect(),
         }
+    }
+
+    /// Under ACP the editor's list and `[approval] ask` add up: an empty
+    /// `[approval] ask` (a project may set one untrusted) takes nothing
+    /// away from the default `bash`, `write`, `edit`.
+    #[test]
+    fn the_editors_rules_only_add() {
+        let mut config = Config::default();
+        config.approval.ask = Some(Vec::new());
+        assert_eq!(Rules::for_editor(&config).ask, ["bash", "write", "edit"]);
+        config.approval.ask = Some(vec!["mcp__*".into(), "bash".into()]);
+        assert_eq!(
+            Rules::for_editor(&config).ask,
+            ["mcp__*", "bash", "write", "edit"]
+        );
+        config.acp.ask = Some(Vec::new());
+        assert_eq!(Rules::for_editor(&config).ask, ["mcp__*", "bash"]);
     }
 
     /// Each policy asks about what Codex's does.

@@ -284,10 +284,16 @@ impl Tmux {
 
     /// Waits until the visible screen contains `text` (the live area).
     pub fn wait_screen(&self, text: &str) -> String {
+        self.wait_screen_all(&[text])
+    }
+
+    /// Waits until the visible screen contains every one of `texts`.
+    pub fn wait_screen_all(&self, texts: &[&str]) -> String {
+        let text = texts.join(" and ");
         let deadline = Instant::now() + DEADLINE;
         loop {
             let screen = self.screen();
-            if screen.contains(text) {
+            if texts.iter().all(|t| screen.contains(t)) {
                 return screen;
             }
             assert!(
