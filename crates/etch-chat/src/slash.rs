@@ -50,6 +50,8 @@ pub enum Slash {
     Reload,
     /// `/hotkeys`.
     Hotkeys,
+    /// `/ps`: the background processes, to stop one.
+    Ps,
     /// `/skill:NAME [text]`.
     Skill {
         /// Skill name.
@@ -64,7 +66,7 @@ pub enum Slash {
 }
 
 /// Every command with its help line, in the order `/help` lists them.
-pub const COMMANDS: [(&str, &str); 19] = [
+pub const COMMANDS: [(&str, &str); 20] = [
     ("/help", "list the commands"),
     ("/new", "start a new session"),
     (
@@ -107,6 +109,10 @@ pub const COMMANDS: [(&str, &str); 19] = [
     ),
     ("/reload", "read config, AGENTS.md and skills again"),
     ("/hotkeys", "the keys the chat knows"),
+    (
+        "/ps",
+        "the background processes the model started; Enter stops one (its whole group)",
+    ),
     ("/skill:NAME", "run a skill: /skill:NAME [TEXT]"),
     ("/quit", "leave (also /exit, Ctrl-D)"),
     ("/exit", "leave"),
@@ -209,6 +215,7 @@ pub fn parse(text: &str) -> Option<Slash> {
         "copy" => Slash::Copy,
         "reload" => Slash::Reload,
         "hotkeys" => Slash::Hotkeys,
+        "ps" => Slash::Ps,
         _ => match name.strip_prefix("skill:") {
             Some("") => {
                 Slash::Usage("name the skill: /skill:NAME [TEXT] (Tab completes names)".into())

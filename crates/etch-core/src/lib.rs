@@ -23,6 +23,7 @@ pub mod error;
 pub mod exec;
 pub mod grounding;
 pub mod guard;
+pub mod inbox;
 pub mod intercept;
 pub mod observer;
 pub mod pass;
@@ -33,6 +34,7 @@ pub use agent::{Agent, AgentConfig, RunOutcome, SOURCE_GRACE, close_dangling_cal
 pub use compaction::{Compaction, CompactionPolicy, compact_session};
 pub use error::{GuardStopError, RunError, ToolRoundLimitError};
 pub use guard::GuardSettings;
+pub use inbox::{Delivery, Inbox};
 pub use intercept::{
     BeforeCompact, Intercept, InterceptFuture, Intercepted, Point, TurnEnd, Verdict,
 };

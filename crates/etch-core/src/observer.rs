@@ -68,6 +68,12 @@ pub enum AgentEvent<'a> {
         /// The call.
         call: &'a ToolCall,
     },
+    /// The background processes' new output and ends went to the model
+    /// (logged as `process.update`).
+    ProcessUpdate {
+        /// The text as the model got it.
+        text: &'a str,
+    },
     /// A running call reported partial output.
     ToolExecutionUpdate {
         /// Call id.

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etch_core::{
-    Agent, AgentConfig, AgentEvent, CompactionPolicy, CompactionResult, GuardSettings, Observer,
-    RunError, RunOutcome,
+    Agent, AgentConfig, AgentEvent, CompactionPolicy, CompactionResult, Delivery, GuardSettings,
+    Inbox, Observer, RunError, RunOutcome,
 };
 use etch_model::{
     ErrorKind, Message, ModelClient, ModelError, ModelRequest, ModelStream, RequestOptions,
@@ -222,6 +222,7 @@ impl Observer for Recorder {
                 success, attempt, ..
             } => format!("retry_end:{attempt}:{success}"),
             AgentEvent::AgentEnd { .. } => "agent_end".to_string(),
+            AgentEvent::ProcessUpdate { .. } => "process_update".to_string(),
         };
         self.events.push(name);
     }
@@ -1507,4 +1508,103 @@ async fn refused_follow_ups_make_no_request() {
         "{blocked:?}"
     );
     assert_eq!(client.requests.lock().unwrap().len(), 1);
+}
+
+/// An inbox that hands over its queued deliveries one per look, and
+/// wakes a run while any are left and waking is on.
+struct Queued {
+    /// Deliveries not handed over yet.
+    left: Mutex<VecDeque<Delivery>>,
+    /// Whether what is left wakes a run that would end.
+    wake: bool,
+}
+
+impl Inbox for Queued {
+    fn take(&self) -> Delivery {
+        self.left.lock().unwrap().pop_front().unwrap_or_default()
+    }
+    fn wakes(&self) -> bool {
+        self.wake && !self.left.lock().unwrap().is_empty()
+    }
+}
+
+/// A delivery of `text` about `p1`, with an end record.
+fn delivery(text: &str) -> Delivery {
+    Delivery {
+        text: Some(text.into()),
+        ids: vec!["p1".into()],
+        records: vec![(
+            "process.exited",
+            serde_json::json!({"processId": "p1", "state": "exited", "code": 0}),
+        )],
+    }
+}
+
+/// What the inbox delivers is logged (its records, then
+/// `process.update`) and reaches the next request as a user message
+/// before the prompt; without waking, a run that answers ends with the
+/// rest undelivered; with waking, it goes on for it.
+#[tokio::test(start_paused = true)]
+async fn the_inbox_is_delivered_before_requests() {
+    let model = Scripted::new(vec![
+        text_pass("first"),
+        text_pass("second"),
+        text_pass("third"),
+    ]);
+    let client: Arc<dyn ModelClient> = model.clone();
+    let mut f = fixture(client, vec![], 8);
+    let inbox = Arc::new(Queued {
+        left: Mutex::new(
+            vec![
+                delivery("<process-update id=\"p1\" state=\"running\">\nready\n</process-update>"),
+                delivery("later"),
+            ]
+            .into(),
+        ),
+        wake: false,
+    });
+    f.agent = f.agent.with_inbox(inbox.clone());
+    let mut rec = Recorder::default();
+    let out = f
+        .run("hi", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.final_text, "first");
+    assert_eq!(
+        logged_types(&f.writer),
+        [
+            "process.exited",
+            "process.update",
+            "message.user",
+            "message.assistant",
+            "model.usage"
+        ]
+    );
+    let first = model.requests.lock().unwrap()[0].clone();
+    assert_eq!(
+        user_texts(&first),
+        [
+            "<process-update id=\"p1\" state=\"running\">\nready\n</process-update>",
+            "hi"
+        ]
+    );
+    assert!(rec.events.contains(&"process_update".to_string()));
+    assert_eq!(
+        inbox.left.lock().unwrap().len(),
+        1,
+        "not woken for the rest"
+    );
+
+    let mut f = fixture(model.clone(), vec![], 8);
+    f.agent = f.agent.with_inbox(Arc::new(Queued {
+        left: Mutex::new(vec![Delivery::default(), delivery("news")].into()),
+        wake: true,
+    }));
+    let out = f
+        .run("go", &mut rec, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!((out.final_text.as_str(), out.rounds), ("third", 2));
+    let woken = model.requests.lock().unwrap()[2].clone();
+    assert_eq!(user_texts(&woken).last().map(String::as_str), Some("news"));
 }

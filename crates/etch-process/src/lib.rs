@@ -82,11 +82,10 @@ impl Processes {
     }
 
     /// Stops session `session`'s processes and forgets them: the session
-    /// ended.
-    pub async fn close(&self, session: &str) {
-        let table = self.tables().remove(session);
-        if let Some(table) = table {
-            table.close().await;
-        }
+    /// ended. Returns its table, whose ends the caller may still log.
+    pub async fn close(&self, session: &str) -> Option<Arc<Table>> {
+        let table = self.tables().remove(session)?;
+        table.close().await;
+        Some(table)
     }
 }

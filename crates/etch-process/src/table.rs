@@ -706,6 +706,15 @@ impl Table {
         for group in groups {
             etch_spawn::signal_group(group, Signal::SIGKILL);
         }
+        // Their ends are recorded by their readers a moment later.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        while !self.running().is_empty() {
+            changes.borrow_and_update();
+            tokio::select! {
+                woke = changes.changed() => if woke.is_err() { break },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
     }
 
     /// Adds output of process `number`.

@@ -69,6 +69,19 @@ pub enum CommandBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// The session's background processes: id, pid, command, state,
+    /// age and unread bytes of each.
+    ListProcesses,
+    /// Stop a background process and its whole process group: SIGTERM,
+    /// then SIGKILL after 2 s (`signal: "kill"`: at once). Answered once
+    /// it ended.
+    KillProcess {
+        /// The process (`p3`).
+        process_id: String,
+        /// `term` (the default) or `kill`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
     /// Summarize older history into a `context.summary` event.
     Compact {
         /// Extra instruction for the summary.
@@ -189,6 +202,8 @@ impl CommandBody {
             Self::Abort => "abort",
             Self::AbortSubagent { .. } => "abort_subagent",
             Self::Approve { .. } => "approve",
+            Self::ListProcesses => "list_processes",
+            Self::KillProcess { .. } => "kill_process",
             Self::Compact { .. } => "compact",
             Self::SetModel { .. } => "set_model",
             Self::SetThinkingLevel { .. } => "set_thinking_level",

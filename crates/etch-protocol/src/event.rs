@@ -194,6 +194,34 @@ pub enum EventBody {
         /// the policy asks for every call, ...).
         reason: String,
     },
+    /// A background process started (`bash` with `background`).
+    ProcessStarted {
+        /// Its id in the session (`p3`).
+        process_id: String,
+        /// Its process id.
+        pid: u32,
+        /// The command line.
+        command: String,
+    },
+    /// A background process ended.
+    ProcessExited {
+        /// Its id.
+        process_id: String,
+        /// `exited`, `killed` or `lost`.
+        state: String,
+        /// Its exit code, when it exited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        /// The signal that ended it, when killed (`SIGTERM`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    /// The background processes' new output and ends went to the model,
+    /// as this text (`<process-update>` blocks).
+    ProcessUpdate {
+        /// The text.
+        text: String,
+    },
     /// Something the user should know that is not an error of a command
     /// (a skipped instruction file, a switched endpoint).
     Notice {
@@ -308,6 +336,9 @@ mod tests {
             json!({"type": "thinking_level_changed", "level": "low"}),
             json!({"type": "session_info", "sessionId": "01J", "sessionFile": "/s.jsonl"}),
             json!({"type": "approval_request", "toolCallId": "t1", "toolName": "bash", "args": {"command": "git commit", "bypass_sandbox": true}, "reason": "it asks to run outside the sandbox"}),
+            json!({"type": "process_started", "processId": "p1", "pid": 42, "command": "npm run dev"}),
+            json!({"type": "process_exited", "processId": "p1", "state": "killed", "signal": "SIGTERM"}),
+            json!({"type": "process_update", "text": "<process-update id=\"p1\" state=\"running\">\nready\n</process-update>"}),
             json!({"type": "notice", "level": "warning", "message": "AGENTS.md unreadable"}),
         ];
         for case in cases {

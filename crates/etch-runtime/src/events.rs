@@ -118,6 +118,9 @@ pub fn counters(line: &str) -> Option<EventBody> {
 pub fn convert(event: &AgentEvent<'_>) -> Option<EventBody> {
     Some(match *event {
         AgentEvent::AgentStart => EventBody::AgentStart,
+        AgentEvent::ProcessUpdate { text } => EventBody::ProcessUpdate {
+            text: text.to_owned(),
+        },
         AgentEvent::TurnStart { round } => EventBody::TurnStart { round },
         AgentEvent::MessageStart { message } => EventBody::MessageStart {
             message: Some(match message {

@@ -134,6 +134,30 @@ fn render_event(event: &Event, out: &mut String) {
                 let _ = writeln!(out, "\n(etch {did}: {what})");
             }
         }
+        types::PROCESS_STARTED => {
+            if let Ok(d) = event.parse_data::<etch_session::ProcessStartedData>() {
+                let _ = writeln!(
+                    out,
+                    "\n(process {} started, pid {}: {})",
+                    d.process_id, d.pid, d.command
+                );
+            }
+        }
+        types::PROCESS_EXITED => {
+            if let Ok(d) = event.parse_data::<etch_session::ProcessExitedData>() {
+                let how = match (d.code, d.signal) {
+                    (Some(code), _) => format!("exited (code {code})"),
+                    (None, Some(signal)) => format!("killed ({signal})"),
+                    (None, None) => d.state,
+                };
+                let _ = writeln!(out, "\n(process {} {how})", d.process_id);
+            }
+        }
+        types::PROCESS_UPDATE => {
+            if let Ok(d) = event.parse_data::<etch_session::ProcessUpdateData>() {
+                block(out, "process update", &d.text);
+            }
+        }
         types::APPROVAL_DECISION => {
             if let Ok(d) = event.parse_data::<etch_session::ApprovalData>() {
                 let _ = writeln!(out, "\n({})", approval_line(&d));

@@ -58,6 +58,13 @@ pub mod types {
     /// A tool call asked for approval (or was refused by the policy):
     /// what was decided and by whom, logged before the call's result.
     pub const APPROVAL_DECISION: &str = "approval.decision";
+    /// A background process started (`bash` with `background`).
+    pub const PROCESS_STARTED: &str = "process.started";
+    /// A background process ended (or was found lost on resume).
+    pub const PROCESS_EXITED: &str = "process.exited";
+    /// Background processes' output and ends handed to the model as a
+    /// user message; replayed into the history like one.
+    pub const PROCESS_UPDATE: &str = "process.update";
 }
 
 /// One loaded event. `data` stays raw JSON until someone needs it typed, which
@@ -295,6 +302,49 @@ pub struct ApprovalData {
     /// Whether the call asked to run outside the sandbox.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bypass: bool,
+}
+
+/// `process.update` data: the text the model got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessUpdateData {
+    /// The `<process-update>` blocks.
+    pub text: String,
+    /// The processes they are about.
+    #[serde(default)]
+    pub processes: Vec<String>,
+}
+
+/// `process.started` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessStartedData {
+    /// Its id in the session (`p3`).
+    pub process_id: String,
+    /// Its process id.
+    #[serde(default)]
+    pub pid: u32,
+    /// The command line.
+    #[serde(default)]
+    pub command: String,
+    /// The `bash` call that started it.
+    #[serde(default)]
+    pub tool_call_id: String,
+}
+
+/// `process.exited` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessExitedData {
+    /// Its id.
+    pub process_id: String,
+    /// `exited`, `killed` or `lost`.
+    pub state: String,
+    /// The exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal, when killed (`SIGTERM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
 }
 
 /// `loop.guard` data: what the loop's guard saw and did.

@@ -43,8 +43,8 @@ pub const PRIVATE_DIR: u32 = 0o700;
 pub use error::{ResolveError, SessionError};
 pub use event::{
     ApprovalData, AssistantData, BranchSummaryData, Event, GroundingData, GuardData, HookRunData,
-    PluginDiagnosticData, ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData,
-    UserData, types,
+    PluginDiagnosticData, ProcessExitedData, ProcessStartedData, ProcessUpdateData, ReasoningData,
+    ResponseData, SessionStarted, SummaryData, ToolData, UserData, types,
 };
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};

@@ -156,6 +156,13 @@ fn project_event(event: &Event, out: &mut Projection, pending: &mut Vec<(String,
             }
             Err(err) => bad(out, err),
         },
+        types::PROCESS_UPDATE => match event.parse_data::<crate::event::ProcessUpdateData>() {
+            Ok(data) => {
+                close_pending(&mut out.messages, pending);
+                out.messages.push(Message::user_text(data.text));
+            }
+            Err(err) => bad(out, err),
+        },
         types::LOOP_GROUNDING => match event.parse_data::<GroundingData>() {
             Ok(data) => {
                 close_pending(&mut out.messages, pending);
@@ -283,6 +290,31 @@ mod tests {
         );
         assert!(p.warnings.is_empty());
         assert!(dangling_tool_calls(&s).is_empty());
+    }
+
+    /// A `process.update` replays as the user message the model got; the
+    /// start and end records of processes are metadata.
+    #[test]
+    fn process_updates_replay_as_user_messages() {
+        let s = session(&[
+            (
+                "process.started",
+                serde_json::json!({"processId":"p1","pid":7,"command":"make watch","toolCallId":"c1"}),
+            ),
+            (
+                "process.update",
+                serde_json::json!({"text":"<process-update id=\"p1\" state=\"running\">\nok\n</process-update>","processes":["p1"]}),
+            ),
+            (
+                "process.exited",
+                serde_json::json!({"processId":"p1","state":"exited","code":0}),
+            ),
+        ]);
+        let p = project_messages(&s);
+        assert_eq!(p.messages.len(), 1);
+        assert!(matches!(&p.messages[0], Message::User { content }
+            if etch_model::content::joined_text(content).starts_with("<process-update id=\"p1\"")));
+        assert!(p.warnings.is_empty());
     }
 
     /// P-DATA-07: a branch summary is a user message in Pi's exact wrapper

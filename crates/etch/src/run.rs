@@ -165,6 +165,15 @@ async fn execute(
     cancel: &CancellationToken,
 ) -> Result<(), Failure> {
     let result = session.run(prompt, observer.as_mut(), cancel).await;
+    // Background processes end with the run: -p has nothing after it.
+    let processes = std::sync::Arc::clone(&session.context().processes);
+    if let Some(table) = processes.close(session.id()).await
+        && let Ok(lines) = session.log_ends_of(&table)
+    {
+        for line in lines {
+            observer.durable_line(&line);
+        }
+    }
     session.context().plugins.shutdown().await;
     if let Some(notice) = session.tidy() {
         print_notice(notice);

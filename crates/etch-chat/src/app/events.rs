@@ -68,6 +68,47 @@ impl App {
                 },
                 now,
             ),
+            EventBody::ProcessStarted {
+                process_id,
+                command,
+                ..
+            } => self.processes.push(super::Process {
+                id: process_id,
+                command,
+                started: now,
+            }),
+            EventBody::ProcessExited {
+                process_id,
+                code,
+                signal,
+                state,
+            } => {
+                self.processes.retain(|p| p.id != process_id);
+                let how = match (code, signal) {
+                    (Some(code), _) => format!("exited (code {code})"),
+                    (None, Some(signal)) => format!("was killed ({signal})"),
+                    (None, None) => state,
+                };
+                self.notice(
+                    Level::Info,
+                    format!("background process {process_id} {how}"),
+                );
+            }
+            EventBody::ProcessUpdate { text } => {
+                let ids: Vec<&str> = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("<process-update id=\""))
+                    .filter_map(|l| l.split('"').next())
+                    .collect();
+                self.notice(
+                    Level::Info,
+                    crate::term::sanitize(&format!(
+                        "background output went to the model: {}",
+                        ids.join(", ")
+                    ))
+                    .into_owned(),
+                );
+            }
             EventBody::TurnEnd { .. } => self.flush_batch(),
             EventBody::AgentEnd { error } => self.agent_end(error, now),
             EventBody::QueueUpdate {

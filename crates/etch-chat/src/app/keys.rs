@@ -47,6 +47,7 @@ fn needs_idle(command: &Slash) -> bool {
         command,
         Slash::Help
             | Slash::Hotkeys
+            | Slash::Ps
             | Slash::Quit
             | Slash::Status
             | Slash::Copy
@@ -246,6 +247,7 @@ impl App {
         match command {
             Slash::Help => self.push(Block::Output(slash::help())),
             Slash::Hotkeys => self.push(Block::Output(slash::hotkeys())),
+            Slash::Ps => self.open_processes(),
             Slash::Quit => return vec![Effect::Quit],
             Slash::Unknown(name) => {
                 self.notice(Level::Warning, format!("unknown command: /{name}"));

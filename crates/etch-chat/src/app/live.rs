@@ -76,6 +76,28 @@ impl App {
             rows.reverse();
             bottom.extend(rows);
         }
+        // A row per background process (the newest three).
+        for process in self.processes.iter().rev().take(3) {
+            let line = format!(
+                "⚙ {} · {}s · {}",
+                process.id,
+                now.saturating_duration_since(process.started).as_secs(),
+                process.command.replace('\n', " ")
+            );
+            bottom.push(Line::from(Span::styled(
+                truncate(&sanitize(&line), width),
+                theme::muted(),
+            )));
+        }
+        if self.processes.len() > 3 {
+            bottom.push(Line::from(Span::styled(
+                format!(
+                    "⚙ {} more background processes (/ps)",
+                    self.processes.len() - 3
+                ),
+                theme::muted(),
+            )));
+        }
         let held = self.held.iter().map(|t| ("↳ after the command: ", t));
         let queued = self.queued.iter().map(|t| ("↳ queued: ", t));
         for (lead, text) in held.rev().chain(queued.rev()).take(3) {

@@ -295,6 +295,19 @@ pub struct App {
     pub(crate) cwd: std::path::PathBuf,
     /// Calls waiting for the user's approval.
     approvals: approval::Approvals,
+    /// Background processes running, oldest first.
+    processes: Vec<Process>,
+}
+
+/// A background process running, as the live area shows it.
+#[derive(Debug, Clone)]
+struct Process {
+    /// Its id (`p3`).
+    id: String,
+    /// Its command line.
+    command: String,
+    /// When the chat heard it started.
+    started: Instant,
 }
 
 impl App {
@@ -337,6 +350,7 @@ impl App {
             resized: None,
             cwd: start.cwd,
             approvals: approval::Approvals::default(),
+            processes: Vec::new(),
         }
     }
 

@@ -30,6 +30,8 @@ pub enum Pick {
     Tree,
     /// A running subagent to stop (values are `task` call ids).
     Subagent,
+    /// A background process to stop (values are process ids).
+    Process,
 }
 
 /// One choice.
@@ -163,6 +165,39 @@ impl App {
         Vec::new()
     }
 
+    /// `/ps`: the background processes running, to stop one (the list
+    /// comes from the host's events; `list_processes` over RPC has the
+    /// ended ones too).
+    pub(crate) fn open_processes(&mut self) {
+        let now = std::time::Instant::now();
+        let choices: Vec<Choice> = self
+            .processes
+            .iter()
+            .map(|p| Choice {
+                label: format!(
+                    "{}  {}s  {}",
+                    p.id,
+                    now.saturating_duration_since(p.started).as_secs(),
+                    crate::term::sanitize(&p.command)
+                ),
+                value: p.id.clone(),
+            })
+            .collect();
+        if choices.is_empty() {
+            self.notice(
+                super::Level::Info,
+                "no background process is running (the model starts them with bash background=true)",
+            );
+        } else {
+            self.open_picker(
+                Pick::Process,
+                "stop which background process? Enter stops it and its children (TERM, then KILL after 2 s); Esc keeps them",
+                choices,
+                0,
+            );
+        }
+    }
+
     /// Opens a picker.
     pub fn open_picker(
         &mut self,
@@ -260,6 +295,17 @@ impl App {
                     return Vec::new();
                 }
                 self.picker = None;
+                if pick == Pick::Process
+                    && let Some(value) = value
+                {
+                    return vec![self.host_command(
+                        etch_protocol::CommandBody::KillProcess {
+                            process_id: value,
+                            signal: None,
+                        },
+                        "stop the process",
+                    )];
+                }
                 if pick == Pick::Subagent
                     && let Some(value) = value
                 {

@@ -29,7 +29,7 @@ impl Slot {
             Pick::Resume => self.resume(app, Target::Path(Path::new(&value))).await,
             Pick::Model => Box::pin(self.slash(app, Slash::Model(Some(value)), now)).await,
             // The picker sends the stop itself (a host command).
-            Pick::Subagent => {}
+            Pick::Subagent | Pick::Process => {}
             Pick::Fork => {
                 let effect = app.fork(value);
                 if let crate::app::Effect::Host(command) = effect {

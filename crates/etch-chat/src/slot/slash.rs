@@ -80,6 +80,7 @@ impl Slot {
             Slash::Name(title) => self.rename(app, title).await,
             Slash::Help
             | Slash::Hotkeys
+            | Slash::Ps
             | Slash::Quit
             | Slash::Compact(_)
             | Slash::Unknown(_)

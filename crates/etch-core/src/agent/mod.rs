@@ -77,6 +77,8 @@ pub struct Agent {
     /// Per-project layers (instructions, skills, environment) sent at the
     /// start of the conversation rather than in the system prompt.
     project: Vec<SystemLayer>,
+    /// What reaches the model by itself between requests, if anything.
+    inbox: Option<Arc<dyn crate::inbox::Inbox>>,
 }
 
 /// A successful run.
@@ -111,6 +113,7 @@ impl Agent {
             intercept: None,
             redactor: Redactor::default(),
             project: Vec::new(),
+            inbox: None,
         }
     }
 
@@ -135,7 +138,15 @@ impl Agent {
         self
     }
 
-    /// Runs the loop's interception points through `intercept` (hooks).
+    /// Hands the model what `inbox` delivers before each request (the
+    /// background processes' output).
+    #[must_use]
+    pub fn with_inbox(mut self, inbox: Arc<dyn crate::inbox::Inbox>) -> Self {
+        self.inbox = Some(inbox);
+        self
+    }
+
+    /// Runs with `intercept` around its points (hooks).
     #[must_use]
     pub fn with_intercept(mut self, intercept: Arc<dyn Intercept>) -> Self {
         self.intercept = Some(intercept);
@@ -313,6 +324,10 @@ impl Agent {
             round += 1;
             let started = Instant::now();
             state.observer.agent_event(&AgentEvent::TurnStart { round });
+            // What the background processes printed since the last
+            // request comes first: it happened before the prompts below
+            // were read.
+            self.deliver(state)?;
             // Every prompt here passed admission already: the run's own
             // before the run began, later ones when they were drained.
             for text in pending_prompts.drain(..) {
@@ -455,7 +470,11 @@ impl Agent {
                 state.grounding_note(note)?;
                 continue;
             }
-            if answered && pending_prompts.is_empty() {
+            let wake = answered
+                && pending_prompts.is_empty()
+                && round < self.config.max_tool_rounds
+                && self.inbox.as_ref().is_some_and(|inbox| inbox.wakes());
+            if answered && pending_prompts.is_empty() && !wake {
                 return Ok(RunOutcome {
                     final_text,
                     rounds: round,
@@ -480,6 +499,18 @@ impl Agent {
 }
 
 impl Agent {
+    /// Logs and hands the model what the inbox has, if anything.
+    fn deliver(&self, state: &mut RunState<'_>) -> Result<(), RunError> {
+        let Some(inbox) = &self.inbox else {
+            return Ok(());
+        };
+        let delivery = inbox.take();
+        if delivery.is_empty() {
+            return Ok(());
+        }
+        state.delivery(delivery, &self.redactor)
+    }
+
     /// The grounding checks on `answer`, against the messages of this
     /// run: from the latest user prompt on (a note earlier in the run is
     /// no prompt: it follows an answer).

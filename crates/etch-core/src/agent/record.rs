@@ -46,6 +46,31 @@ impl RunState<'_> {
         Ok(())
     }
 
+    /// Appends what the inbox delivered: its records, then the update
+    /// (`process.update`, the text with the run's secrets redacted),
+    /// which joins the history as a user message.
+    pub(super) fn delivery(
+        &mut self,
+        delivery: crate::inbox::Delivery,
+        redactor: &crate::redact::Redactor,
+    ) -> Result<(), RunError> {
+        for (kind, data) in &delivery.records {
+            self.append(kind, data)?;
+        }
+        let Some(text) = delivery.text else {
+            return Ok(());
+        };
+        let text = redactor.secrets().redact(&text).into_owned();
+        self.append(
+            types::PROCESS_UPDATE,
+            &serde_json::json!({ "text": text, "processes": delivery.ids }),
+        )?;
+        self.observer
+            .agent_event(&AgentEvent::ProcessUpdate { text: &text });
+        self.history.push(Message::user_text(text));
+        Ok(())
+    }
+
     /// Appends a user message and emits its start/end events.
     pub(super) fn user(&mut self, text: String) -> Result<(), RunError> {
         let content = vec![ContentPart::text(text)];

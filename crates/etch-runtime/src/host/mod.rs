@@ -187,6 +187,14 @@ pub struct Host {
     /// Watching the session's approval questions, which go out as
     /// `approval_request` events.
     watch: Option<Watch>,
+    /// The session whose background processes report here, with its
+    /// processes (to stop them when the host moves on).
+    processes: Option<(String, Arc<etch_process::Processes>)>,
+    /// Where those reports go; the front end's actor takes the other
+    /// end ([`Host::process_notices`]).
+    process_tx: tokio::sync::mpsc::UnboundedSender<etch_process::Notice>,
+    /// The other end, until taken.
+    process_rx: Option<tokio::sync::mpsc::UnboundedReceiver<etch_process::Notice>>,
 }
 
 /// Renders a session (the runtime's projection of it) as an HTML page;
@@ -197,6 +205,7 @@ impl Host {
     /// A host for `session`, reporting to `sink`. It announces the session
     /// with a `session_info` event.
     pub fn new(session: Session, sink: Sink) -> Self {
+        let (process_tx, process_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut host = Self {
             snapshot: Snapshot::of(&session),
             session: Some(session),
@@ -207,10 +216,180 @@ impl Host {
             broken: None,
             html: None,
             watch: None,
+            processes: None,
+            process_tx,
+            process_rx: Some(process_rx),
         };
         host.emit(None, host.session_info());
         host.rewatch();
+        if let Some(session) = host.session.take() {
+            host.watch_processes(&session);
+            host.session = Some(session);
+        }
         host
+    }
+
+    /// What the session's background processes report (a start, an
+    /// end), for the front end's actor to hand back to
+    /// [`Host::process_notice`]; `None` once taken.
+    pub fn process_notices(
+        &mut self,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<etch_process::Notice>> {
+        self.process_rx.take()
+    }
+
+    /// Has the background processes of `session` report here; the
+    /// processes of a session the host moved away from are stopped.
+    fn watch_processes(&mut self, session: &Session) {
+        if self.processes.as_ref().is_some_and(|(id, processes)| {
+            id == session.id() && Arc::ptr_eq(processes, &session.context().processes)
+        }) {
+            return;
+        }
+        if let Some((old, processes)) = self.processes.take() {
+            tokio::spawn(async move { processes.close(&old).await });
+        }
+        let tx = self.process_tx.clone();
+        session.process_table().listen(Arc::new(move |notice| {
+            let _ = tx.send(notice);
+        }));
+        self.processes = Some((
+            session.id().to_owned(),
+            Arc::clone(&session.context().processes),
+        ));
+    }
+
+    /// A background process started or ended: says so, and logs an end
+    /// at once when no run holds the session (a run logs it before its
+    /// next request).
+    pub fn process_notice(&mut self, notice: etch_process::Notice) {
+        let body = match notice {
+            etch_process::Notice::Started { id, pid, command } => EventBody::ProcessStarted {
+                process_id: id,
+                pid,
+                command,
+            },
+            etch_process::Notice::Exited { id, state } => {
+                let data = crate::session::exited_data(&id, state);
+                EventBody::ProcessExited {
+                    process_id: id,
+                    state: data.state,
+                    code: data.code,
+                    signal: data.signal,
+                }
+            }
+        };
+        self.emit(None, body);
+        self.log_process_ends();
+    }
+
+    /// Logs the ends of background processes, when no task holds the
+    /// session.
+    fn log_process_ends(&mut self) {
+        if let Some(session) = self.session.as_mut()
+            && let Err(e) = session.log_process_ends()
+        {
+            self.notice(
+                None,
+                &Notice::warning(format!(
+                    "the end of a background process was not logged: {e}"
+                )),
+            );
+        }
+    }
+
+    /// The session's background processes, for `list_processes`.
+    fn list_processes(&self) -> Value {
+        let rows = self
+            .processes
+            .as_ref()
+            .and_then(|(id, processes)| processes.get(id))
+            .map(|table| table.list())
+            .unwrap_or_default();
+        let list: Vec<Value> = rows
+            .into_iter()
+            .map(|row| {
+                let data = crate::session::exited_data(&row.id, row.state);
+                json!({
+                    "processId": row.id,
+                    "pid": row.pid,
+                    "command": row.command,
+                    "state": data.state,
+                    "code": data.code,
+                    "signal": data.signal,
+                    "ageMs": u64::try_from(row.age.as_millis()).unwrap_or(u64::MAX),
+                    "unreadBytes": row.unread,
+                })
+            })
+            .collect();
+        json!({ "processes": list })
+    }
+
+    /// `kill_process`: stops the process on a task of its own (it may
+    /// take the grace) and answers when it ended.
+    fn kill_process(
+        &self,
+        id: Option<String>,
+        name: &'static str,
+        process: String,
+        signal: Option<&str>,
+    ) {
+        let how = match signal {
+            None | Some("term") => etch_process::Stop::Term,
+            Some("kill") => etch_process::Stop::Kill,
+            Some(other) => {
+                return self.respond(
+                    id,
+                    name,
+                    Err(format!(
+                        "unknown signal {other:?}: use \"term\" or \"kill\""
+                    )),
+                );
+            }
+        };
+        let Some(table) = self
+            .processes
+            .as_ref()
+            .and_then(|(session, processes)| processes.get(session))
+        else {
+            return self.respond(
+                id,
+                name,
+                Err(format!(
+                    "there is no background process {process}; none is kept"
+                )),
+            );
+        };
+        let sink = Arc::clone(&self.sink);
+        tokio::spawn(async move {
+            let answer = match table.stop(&process, how).await {
+                Ok(state) => Ok(Some(json!({
+                    "processId": process,
+                    "state": state.word(),
+                    "description": state.describe(),
+                }))),
+                Err(e) => Err(e.to_string()),
+            };
+            let response = match answer {
+                Ok(data) => Response::ok(id, name, data),
+                Err(error) => Response::err(id, name, error),
+            };
+            sink(Output::Response(response));
+        });
+    }
+
+    /// Stops the session's background processes (TERM, then KILL after
+    /// the grace): the session is closing.
+    pub async fn close_processes(&mut self) {
+        if let Some((id, processes)) = self.processes.take()
+            && let Some(table) = processes.close(&id).await
+            && let Some(session) = self.session.as_mut()
+            && session.id() == id
+        {
+            // Their ends belong in the log too; a failure here has no one
+            // left to tell but the log itself.
+            let _ = session.log_ends_of(&table);
+        }
     }
 
     /// Takes what is known about `session` (a new id, a reloaded
@@ -218,6 +397,7 @@ impl Host {
     fn look_at(&mut self, session: &Session) {
         self.snapshot = Snapshot::of(session);
         self.rewatch();
+        self.watch_processes(session);
     }
 
     /// Watches the current session's approval questions, unless that is
@@ -365,6 +545,10 @@ impl Host {
             CommandBody::SetFollowUpMode { mode } => {
                 self.with_queues(|q| q.set_follow_up_mode(mode));
                 Ok(Some(json!({ "mode": mode })))
+            }
+            CommandBody::ListProcesses => Ok(Some(self.list_processes())),
+            CommandBody::KillProcess { process_id, signal } => {
+                return self.kill_process(id, name, process_id, signal.as_deref());
             }
             CommandBody::Approve {
                 tool_call_id,
@@ -599,6 +783,7 @@ impl Host {
         }
         self.look_at(&session);
         self.session = Some(session);
+        self.log_process_ends();
         match finished {
             Finished::Run(Err(RunError::Cancelled) | Ok(_)) => {}
             Finished::Run(Err(err)) => {

@@ -220,10 +220,18 @@ impl Actor {
     /// session; a run that ends is settled at once.
     async fn serve(mut self, mut inbox: mpsc::UnboundedReceiver<Request>) {
         let ended = self.host.task_ended();
+        let mut processes = self.host.process_notices();
         loop {
+            let process_notice = async {
+                match processes.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 () = ended.notified() => self.host.settle().await,
+                Some(notice) = process_notice => self.host.process_notice(notice),
                 request = inbox.recv() => match request {
                     Some(Request::Command(command, taken)) => {
                         // A run that has just ended gives the session back
@@ -245,12 +253,14 @@ impl Actor {
                     }
                     Some(Request::Close(reply)) => {
                         let unsent = self.host.abort_and_settle().await;
+                        self.host.close_processes().await;
                         let settings = self.host.session().map(|s| s.settings().clone());
                         let _ = reply.send(Closed { unsent, settings });
                         return;
                     }
                     None => {
                         self.host.abort_and_settle().await;
+                        self.host.close_processes().await;
                         return;
                     }
                 },

@@ -38,6 +38,8 @@ use crate::provider::{self, Selection};
 use crate::settings::{Place, RunSettings};
 
 mod commands;
+mod processes;
+pub(crate) use processes::exited_data;
 mod tree;
 
 pub use commands::CompactFailure;
@@ -337,6 +339,8 @@ impl Session {
             history: projection.messages,
             unsent: Vec::new(),
         };
+        // Background processes of an earlier life died with it.
+        processes::mark_lost(&loaded, &session.process_table());
         session
             .started(
                 "resume",
@@ -400,9 +404,15 @@ impl Session {
                     .then_some(crate::context::REQUIRED_REPLY_TOKENS),
             },
         );
+        let inbox = processes::ProcessInbox::new(
+            Arc::clone(&self.context.processes),
+            self.writer.session_id(),
+            config.process.wake_on_output,
+        );
         let agent = agent
             .with_redactor(self.redactor())
-            .with_project_context(project);
+            .with_project_context(project)
+            .with_inbox(Arc::new(inbox));
         if self.context.hooks.is_empty() {
             agent
         } else {
@@ -461,6 +471,42 @@ impl Session {
         )?;
         self.selection = selection;
         Ok(())
+    }
+
+    /// The session's background processes (made on first use).
+    pub fn process_table(&self) -> Arc<etch_process::Table> {
+        let id = self.writer.session_id();
+        self.context
+            .processes
+            .table(id, &paths::session_temp_dir(&self.place.cwd, id))
+    }
+
+    /// Logs the ends of background processes no run logged yet (they
+    /// ended while the session was idle, or after a run's last request);
+    /// returns the lines appended.
+    ///
+    /// # Errors
+    /// When the log cannot be appended to.
+    pub fn log_process_ends(&mut self) -> Result<Vec<String>, SessionError> {
+        match self.context.processes.get(self.writer.session_id()) {
+            Some(table) => self.log_ends_of(&table),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Logs the ends in `table` (this session's, closed) not logged yet.
+    ///
+    /// # Errors
+    /// When the log cannot be appended to.
+    pub fn log_ends_of(
+        &mut self,
+        table: &etch_process::Table,
+    ) -> Result<Vec<String>, SessionError> {
+        let mut lines = Vec::new();
+        for (kind, data) in processes::unlogged_ends(table) {
+            lines.push(self.writer.append(kind, &data)?.line);
+        }
+        Ok(lines)
     }
 
     /// The session's counters, read from its log.

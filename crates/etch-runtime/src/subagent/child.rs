@@ -257,6 +257,10 @@ pub(super) async fn run(
         }
         Err(err) => ("error", err.to_string()),
     };
+    // What the child started in the background ends with it.
+    if let Some(table) = parent.context.processes.close(&id).await {
+        let _ = child.log_ends_of(&table);
+    }
     run.end = Some((outcome_word, &detail, started.elapsed().as_millis()));
     // The result stands whatever a stop hook says; its record is kept.
     let _ = child.subagent_hooks(run).await;
