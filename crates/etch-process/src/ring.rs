@@ -51,9 +51,25 @@ impl Ring {
     /// The bytes from `offset` on, and the offset they start at (later
     /// than `offset` when those bytes were let go).
     pub fn since(&self, offset: u64) -> (u64, Vec<u8>) {
+        self.tail_since(offset, usize::MAX)
+    }
+
+    /// The last `most` bytes of those from `offset` on, and the offset
+    /// they start at: only what is returned is copied.
+    pub fn tail_since(&self, offset: u64, most: usize) -> (u64, Vec<u8>) {
         let from = offset.clamp(self.start, self.end());
-        let skip = usize::try_from(from - self.start).unwrap_or(usize::MAX);
-        (from, self.buf.iter().skip(skip).copied().collect())
+        let available = usize::try_from(self.end() - from).unwrap_or(usize::MAX);
+        let take = available.min(most);
+        let skip = self.buf.len() - take;
+        let (a, b) = self.buf.as_slices();
+        let mut bytes = Vec::with_capacity(take);
+        if skip < a.len() {
+            bytes.extend_from_slice(&a[skip..]);
+            bytes.extend_from_slice(b);
+        } else {
+            bytes.extend_from_slice(&b[skip - a.len()..]);
+        }
+        (self.end() - take as u64, bytes)
     }
 }
 
@@ -76,5 +92,8 @@ mod tests {
         ring.push(b"0123456789AB");
         assert_eq!(ring.end(), 23);
         assert_eq!(ring.since(0), (15, b"456789AB".to_vec()));
+        assert_eq!(ring.tail_since(0, 3), (20, b"9AB".to_vec()));
+        assert_eq!(ring.tail_since(21, 3), (21, b"AB".to_vec()));
+        assert_eq!(ring.tail_since(23, 3), (23, Vec::new()));
     }
 }

@@ -223,8 +223,8 @@ struct Entry {
     output: Ring,
     /// What the model has been given (an offset into the output).
     delivered: u64,
-    /// Its spill file, once opened, and the bytes written to it.
-    spill: Option<(PathBuf, std::fs::File, u64)>,
+    /// Its spill file, once opened.
+    spill: Option<PathBuf>,
     /// Whether its end was pushed to the model.
     end_pushed: bool,
     /// Whether its end was recorded in the log.
@@ -490,7 +490,7 @@ impl Table {
                         skipped: start - from.min(start),
                         next,
                         state: entry.state,
-                        spill: entry.spill.as_ref().map(|(path, ..)| path.clone()),
+                        spill: entry.spill.clone(),
                     });
                 }
             }
@@ -639,10 +639,9 @@ impl Table {
             if !new && !ended {
                 continue;
             }
-            let (start, bytes) = entry.output.since(entry.delivered);
             let cap = self.limits.push_each.min(budget);
-            let kept = &bytes[bytes.len().saturating_sub(cap)..];
-            let left_out = (start - entry.delivered) + (bytes.len() - kept.len()) as u64;
+            let (start, kept) = entry.output.tail_since(entry.delivered, cap);
+            let left_out = start - entry.delivered;
             budget -= kept.len();
             entry.delivered = entry.output.end();
             entry.end_pushed |= entry.state != State::Running;
@@ -656,12 +655,12 @@ impl Table {
             };
             let _ = writeln!(text, "<process-update id=\"{}\" {attributes}>", entry.id());
             if left_out > 0 {
-                let whole = entry.spill.as_ref().map_or_else(String::new, |(path, ..)| {
+                let whole = entry.spill.as_ref().map_or_else(String::new, |path| {
                     format!("; the output so far is in {}", path.display())
                 });
                 let _ = writeln!(text, "[{left_out} earlier bytes left out{whole}]");
             }
-            let body = String::from_utf8_lossy(kept);
+            let body = String::from_utf8_lossy(&kept);
             text.push_str(&body);
             if !body.is_empty() && !body.ends_with('\n') {
                 text.push('\n');
@@ -717,14 +716,16 @@ impl Table {
         }
     }
 
-    /// Adds output of process `number`.
-    fn append(&self, number: u64, bytes: &[u8]) {
+    /// Adds output of process `number`: into its ring under the lock,
+    /// then (outside it, so a push never waits for the disk) into its
+    /// spill file; a byte in the file is always in the ring already.
+    fn append(&self, number: u64, bytes: &[u8], spill: &mut Spill) {
         let mut inner = self.lock();
         let Some(entry) = inner.entries.iter_mut().find(|e| e.number == number) else {
             return;
         };
         entry.output.push(bytes);
-        if entry.spill.is_none() {
+        if spill.file.is_none() && !spill.failed {
             let path = self.dir.join(format!("process-p{number}.log"));
             let opened = std::fs::create_dir_all(&self.dir).and_then(|()| {
                 std::fs::OpenOptions::new()
@@ -733,19 +734,23 @@ impl Table {
                     .truncate(true)
                     .open(&path)
             });
-            if let Ok(file) = opened {
-                entry.spill = Some((path, file, 0));
-            }
-        }
-        if let Some((_, file, written)) = &mut entry.spill {
-            let room = usize::try_from(self.limits.max_spill.saturating_sub(*written))
-                .unwrap_or(usize::MAX);
-            let part = &bytes[..bytes.len().min(room)];
-            if !part.is_empty() && file.write_all(part).is_ok() {
-                *written += part.len() as u64;
+            match opened {
+                Ok(file) => {
+                    spill.file = Some(file);
+                    entry.spill = Some(path);
+                }
+                Err(_) => spill.failed = true,
             }
         }
         drop(inner);
+        if let Some(file) = &mut spill.file {
+            let room = usize::try_from(self.limits.max_spill.saturating_sub(spill.written))
+                .unwrap_or(usize::MAX);
+            let part = &bytes[..bytes.len().min(room)];
+            if !part.is_empty() && file.write_all(part).is_ok() {
+                spill.written += part.len() as u64;
+            }
+        }
         self.bump();
     }
 
@@ -784,6 +789,17 @@ const DRAIN: Duration = Duration::from_millis(200);
 /// Bytes asked for per pipe read.
 const CHUNK: usize = 16 * 1024;
 
+/// A process's spill file, owned by its reader.
+#[derive(Default)]
+struct Spill {
+    /// The file, once opened.
+    file: Option<std::fs::File>,
+    /// Bytes written to it.
+    written: u64,
+    /// Whether it could not be opened (not tried again).
+    failed: bool,
+}
+
 /// Reads process `number`'s pipes into the table until it ended, then
 /// kills what is left of its group and records the end.
 async fn pump(
@@ -800,6 +816,7 @@ async fn pump(
     let (mut out_buf, mut err_buf) = (vec![0; CHUNK], vec![0; CHUNK]);
     let mut status = None;
     let mut drain_until = None;
+    let mut spill = Spill::default();
     loop {
         if out.is_none() && err.is_none() && status.is_some() {
             break;
@@ -814,7 +831,7 @@ async fn pump(
             read = read_some(&mut out, &mut out_buf) => {
                 match read {
                     Ok(n) if n > 0 => match table.upgrade() {
-                        Some(table) => table.append(number, &out_buf[..n]),
+                        Some(table) => table.append(number, &out_buf[..n], &mut spill),
                         None => break,
                     },
                     _ => out = None,
@@ -823,7 +840,7 @@ async fn pump(
             read = read_some(&mut err, &mut err_buf) => {
                 match read {
                     Ok(n) if n > 0 => match table.upgrade() {
-                        Some(table) => table.append(number, &err_buf[..n]),
+                        Some(table) => table.append(number, &err_buf[..n], &mut spill),
                         None => break,
                     },
                     _ => err = None,
