@@ -206,6 +206,11 @@ fn known_read_only(tool: &str, args: &serde_json::Value) -> bool {
     if READ_ONLY_TOOLS.contains(&tool) {
         return true;
     }
+    // Looking at background processes changes nothing; writing to one
+    // or stopping it does.
+    if tool == "process" {
+        return matches!(args["action"].as_str(), Some("list" | "output"));
+    }
     if tool != "bash" {
         return false;
     }
