@@ -12,6 +12,12 @@
 //! command directly; the guard ignores it and waits. It runs before any
 //! thread starts, since signals are blocked here for the process.
 //!
+//! One limit: a command ended by a signal the guard cannot die of
+//! itself is reported as the shell would, exit code 128 + the signal
+//! (141 for SIGPIPE, which Rust's runtime ignores; 139 for SIGSEGV,
+//! which its stack-overflow handler takes): resetting them needs
+//! `unsafe`, which the workspace forbids.
+//!
 //! This module must not know what the command is.
 
 use std::ffi::OsString;
@@ -47,19 +53,15 @@ fn run(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     let Some((program, rest)) = args[2..].split_first() else {
         return Err("no program to run".to_owned());
     };
-    nix::sys::prctl::set_pdeathsig(Signal::SIGHUP)
-        .map_err(|e| format!("cannot set the parent-death signal: {e}"))?;
-    if getppid() != parent {
-        // etch died before the signal was set: nothing may start.
-        std::process::exit(1);
-    }
+    // The command starts first, with the signal mask the guard was
+    // given; then the guard blocks the signals it waits for, and only
+    // then asks to hear of etch's death, so that no signal can end the
+    // guard without its group. etch dying before that is seen below.
     let child = Command::new(program)
         .args(rest)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     let child = Pid::from_raw(i32::try_from(child.id()).map_err(|e| e.to_string())?);
-    // Blocked after the spawn, so the command does not inherit the mask;
-    // a SIGCHLD from before is not lost: the first wait looks anyway.
     let mut signals = SigSet::empty();
     for signal in [
         Signal::SIGHUP,
@@ -72,6 +74,12 @@ fn run(args: &[OsString]) -> Result<std::convert::Infallible, String> {
     signals
         .thread_block()
         .map_err(|e| format!("cannot block signals: {e}"))?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGHUP)
+        .map_err(|e| format!("cannot set the parent-death signal: {e}"))?;
+    if getppid() != parent {
+        // etch died while the command started: so does everything.
+        let _ = killpg(getpgrp(), Signal::SIGKILL);
+    }
     loop {
         match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(_, code)) => std::process::exit(code),

@@ -27,18 +27,29 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub use error::ProcessError;
 pub use guard::GUARD;
 pub use table::{
-    Limits, Listener, Notice, Read, Row, Start, State, Stop, Table, Update, signal_name,
+    Limits, Listener, Notice, READ_MAX, Read, Row, Start, State, Stop, Table, Update, signal_name,
 };
 
-/// The background processes of every session of a context, by session
-/// id.
+/// The tables of every session of this etch process, by session id:
+/// one map for all contexts, so that a context built again (the chat's
+/// `/reload`) finds the processes its session already runs.
+type Tables = Arc<Mutex<HashMap<String, Arc<Table>>>>;
+
+/// The one map of tables of this etch process.
+fn all_tables() -> Tables {
+    static TABLES: std::sync::OnceLock<Tables> = std::sync::OnceLock::new();
+    Arc::clone(TABLES.get_or_init(Tables::default))
+}
+
+/// The background processes of sessions, by session id, as a context
+/// sees them (its executable and limits for the tables it makes).
 pub struct Processes {
     /// The etch executable, which runs the guard.
     exe: PathBuf,
     /// The bounds of each session's processes.
     limits: Limits,
-    /// The tables, by session id.
-    tables: Mutex<HashMap<String, Arc<Table>>>,
+    /// The tables, by session id (shared by every context).
+    tables: Tables,
 }
 
 impl std::fmt::Debug for Processes {
@@ -57,7 +68,7 @@ impl Processes {
         Self {
             exe,
             limits,
-            tables: Mutex::default(),
+            tables: all_tables(),
         }
     }
 
@@ -79,6 +90,13 @@ impl Processes {
     /// Session `session`'s table, when it has one.
     pub fn get(&self, session: &str) -> Option<Arc<Table>> {
         self.tables().get(session).cloned()
+    }
+
+    /// Forgets session `session`'s table at once; its processes are
+    /// killed (SIGKILL) when the last holder lets it go. For paths that
+    /// cannot wait for [`Self::close`] (a task that was dropped).
+    pub fn forget(&self, session: &str) {
+        self.tables().remove(session);
     }
 
     /// Stops session `session`'s processes and forgets them: the session

@@ -254,6 +254,8 @@ struct Inner {
     next: u64,
     /// Whether the session ended: nothing more starts.
     closed: bool,
+    /// Ends of dismissed processes not logged yet.
+    dismissed: Vec<(String, State)>,
 }
 
 /// One session's background processes.
@@ -386,9 +388,25 @@ impl Table {
         Ok((id, pid))
     }
 
+    /// The number of id `p{n}`, when it is one a table could have made.
+    fn number_of(id: &str) -> Option<u64> {
+        id.strip_prefix('p')
+            .and_then(|n| n.parse::<u64>().ok())
+            .filter(|n| *n < 1 << 32)
+    }
+
+    /// Makes the next process's id come after `id` (a process of an
+    /// earlier life of the session): ids stay unique in a session's log.
+    pub fn skip_past(&self, id: &str) {
+        if let Some(number) = Self::number_of(id) {
+            let mut inner = self.lock();
+            inner.next = inner.next.max(number);
+        }
+    }
+
     /// Keeps a process of an earlier life of the session, as lost.
     pub fn add_lost(&self, id: &str, pid: u32, command: &str) {
-        let Some(number) = id.strip_prefix('p').and_then(|n| n.parse::<u64>().ok()) else {
+        let Some(number) = Self::number_of(id) else {
             return;
         };
         let mut inner = self.lock();
@@ -478,11 +496,14 @@ impl Table {
                 let from = offset.unwrap_or(entry.delivered);
                 let ready = entry.output.end() > from || entry.state != State::Running;
                 if ready || tokio::time::Instant::now() >= deadline {
-                    let (start, bytes) = entry.output.since(from);
+                    let (start, mut bytes) = entry.output.since(from);
+                    // One read returns at most READ_MAX; the rest waits for
+                    // the next (its offset says where).
+                    bytes.truncate(READ_MAX);
                     let next = start + bytes.len() as u64;
                     entry.delivered = entry.delivered.max(next);
                     entry.touched = Instant::now();
-                    if entry.state != State::Running {
+                    if entry.state != State::Running && next == entry.output.end() {
                         entry.end_pushed = true;
                     }
                     return Ok(Read {
@@ -586,7 +607,10 @@ impl Table {
         if inner.entries[i].state == State::Running {
             return Err(ProcessError::StillRunning { id: id.to_owned() });
         }
-        inner.entries.remove(i);
+        let entry = inner.entries.remove(i);
+        if !entry.end_logged {
+            inner.dismissed.push((entry.id(), entry.state));
+        }
         Ok(())
     }
 
@@ -611,15 +635,18 @@ impl Table {
     /// The ends not yet recorded in the log, marked recorded now.
     pub fn take_unlogged_ends(&self) -> Vec<(String, State)> {
         let mut inner = self.lock();
-        inner
-            .entries
-            .iter_mut()
-            .filter(|e| e.state != State::Running && !e.end_logged)
-            .map(|e| {
-                e.end_logged = true;
-                (e.id(), e.state)
-            })
-            .collect()
+        let mut ends = std::mem::take(&mut inner.dismissed);
+        ends.extend(
+            inner
+                .entries
+                .iter_mut()
+                .filter(|e| e.state != State::Running && !e.end_logged)
+                .map(|e| {
+                    e.end_logged = true;
+                    (e.id(), e.state)
+                }),
+        );
+        ends
     }
 
     /// What the model has not been given, as one text: for each process
@@ -630,21 +657,50 @@ impl Table {
     /// nothing new.
     pub fn take_update(&self) -> Option<Update> {
         let mut inner = self.lock();
+        self.prune(&mut inner);
         let mut budget = self.limits.push_total;
         let mut text = String::new();
         let mut ids = Vec::new();
         for entry in &mut inner.entries {
-            let new = entry.output.end() > entry.delivered;
+            let end = entry.output.end();
+            let new = end > entry.delivered;
             let ended = entry.state != State::Running && !entry.end_pushed;
             if !new && !ended {
                 continue;
             }
             let cap = self.limits.push_each.min(budget);
-            let (start, kept) = entry.output.tail_since(entry.delivered, cap);
+            let want = usize::try_from(end - entry.delivered)
+                .unwrap_or(usize::MAX)
+                .min(self.limits.push_each);
+            if new && cap < want {
+                // Not enough left of this push for its share: the next
+                // push takes it whole.
+                continue;
+            }
+            let (mut start, mut kept) = entry.output.tail_since(entry.delivered, cap);
+            // While it runs, a last line not finished yet waits for its
+            // end (a secret or a character is never cut in two by a
+            // push), unless it is all there is.
+            let mut upto = end;
+            if entry.state == State::Running
+                && let Some(last) = kept.iter().rposition(|&b| b == b'\n')
+                && last + 1 < kept.len()
+            {
+                upto = start + last as u64 + 1;
+                kept.truncate(last + 1);
+            }
+            // A tail cut from longer output starts at a line's start.
+            if start > entry.delivered
+                && let Some(first) = kept.iter().position(|&b| b == b'\n')
+                && first + 1 < kept.len()
+            {
+                kept.drain(..=first);
+                start += first as u64 + 1;
+            }
             let left_out = start - entry.delivered;
-            budget -= kept.len();
-            entry.delivered = entry.output.end();
-            entry.end_pushed |= entry.state != State::Running;
+            budget -= kept.len().min(budget);
+            entry.delivered = upto;
+            entry.end_pushed |= entry.state != State::Running && upto == end;
             let attributes = match entry.state {
                 State::Running => "state=\"running\"".to_owned(),
                 State::Exited(code) => format!("state=\"exited\" code=\"{code}\""),
@@ -781,6 +837,9 @@ impl Drop for Table {
         }
     }
 }
+
+/// The most bytes one `output` read returns.
+pub const READ_MAX: usize = 48 << 10;
 
 /// After the guard ended, how long what is left in its pipes may take
 /// (a process that left the group could hold them open forever).
@@ -1010,5 +1069,62 @@ mod tests {
         assert!(err.to_string().contains("kept: p1, p2"), "{err}");
         table.close().await;
         assert!(matches!(table.start(sh("true")), Err(ProcessError::Closed)));
+    }
+
+    /// A push holds back a last line still being written, gives each
+    /// process its turn when the budget ran out (nothing is skipped), and
+    /// a dismissed process's end is still logged.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn pushes_keep_lines_whole_and_nothing_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            push_total: 12,
+            push_each: 12,
+            ..Limits::default()
+        };
+        let table = table(&dir, limits);
+        let (a, _) = table
+            .start(sh("printf 'one\\ntwo\\npart'; read x; echo ial; sleep 60"))
+            .unwrap();
+        let (b, _) = table.start(sh("echo other; sleep 60")).unwrap();
+        for id in [&a, &b] {
+            while table.list().iter().find(|r| &r.id == id).unwrap().unread == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        while table.list()[0].unread < 12 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let first = table.take_update().unwrap();
+        assert_eq!(
+            first.text, "<process-update id=\"p1\" state=\"running\">\none\ntwo\n</process-update>",
+            "the unfinished line waits; p2 waits for the next push"
+        );
+        // Next: p2 whole, and p1's unfinished line, now all it has.
+        let second = table.take_update().unwrap();
+        assert!(
+            second
+                .text
+                .contains("<process-update id=\"p1\" state=\"running\">\npart\n")
+                && second
+                    .text
+                    .contains("<process-update id=\"p2\" state=\"running\">\nother\n"),
+            "{}",
+            second.text
+        );
+        table.write(&a, "x\n").await.unwrap();
+        let read = table
+            .output(&a, Duration::from_secs(20), None)
+            .await
+            .unwrap();
+        assert_eq!(read.text, "ial\n");
+        table.stop(&b, Stop::Kill).await.unwrap();
+        table.dismiss(&b).unwrap();
+        assert_eq!(table.take_unlogged_ends(), [(b.clone(), State::Killed(9))]);
+        table.skip_past("p7");
+        table.skip_past("p99999999999999999999");
+        let (next, _) = table.start(sh("true")).unwrap();
+        assert_eq!(next, "p8");
+        table.close().await;
     }
 }

@@ -23,6 +23,9 @@ use crate::args;
 /// The tool's name.
 pub const NAME: &str = "process";
 
+/// How long a `write` waits for a process that does not read.
+const WRITE_WAIT: Duration = Duration::from_secs(10);
+
 /// The longest `wait_ms`.
 const MAX_WAIT_MS: u64 = 30_000;
 
@@ -145,7 +148,16 @@ impl Tool for ProcessTool {
                         .text
                         .clone()
                         .ok_or_else(|| ToolError::new("write needs the text"))?;
-                    table.write(&id, &input).await.map_err(fail)?;
+                    tokio::select! {
+                        written = table.write(&id, &input) => written.map_err(fail)?,
+                        () = ctx.cancel.cancelled() => return Err(ToolError::new("Operation aborted")),
+                        () = tokio::time::sleep(WRITE_WAIT) => {
+                            return Err(ToolError::new(format!(
+                                "{id} did not take the text within {} s (it is not reading its stdin); nothing more was written",
+                                WRITE_WAIT.as_secs()
+                            )));
+                        }
+                    }
                     format!("wrote {} bytes to {id}", input.len())
                 }
                 "kill" => {

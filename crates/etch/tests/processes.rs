@@ -333,7 +333,15 @@ fn etch_killed_leaves_nothing_and_resume_says_lost() {
 
     let id = ws.only_session();
     let id = id.file_stem().unwrap().to_string_lossy().into_owned();
-    let mut again = RpcClient::start(&ws, &["--provider", "echo", "--session", &id[..12]], &[]);
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c9", "bash", &bash("sleep 300", true))])),
+        Reply::sse(chat_text("again")),
+    ])
+    .unwrap();
+    let mut args = model_args(&server);
+    args.extend(["--session".to_owned(), id[..12].to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut again = RpcClient::start(&ws, &args, &[]);
     let listed = again.call(&json!({"id": "l", "type": "list_processes"}));
     let first = &listed["data"]["processes"][0];
     assert_eq!(
@@ -341,8 +349,15 @@ fn etch_killed_leaves_nothing_and_resume_says_lost() {
         (Some("p1"), Some("lost")),
         "{listed}"
     );
+    // Ids stay unique in the session: the next one is p2.
+    again.send(&json!({"id": "p", "type": "prompt", "message": "once more"}));
+    let started = again.event("process_started");
+    assert_eq!(started["processId"], "p2");
+    again.event("agent_end");
     let (status, stderr, _) = again.finish();
     assert!(status.success(), "{stderr}");
+    let group = u32::try_from(started["pid"].as_u64().unwrap()).unwrap();
+    assert!(group_gone(group), "stdin closed: its processes end");
 }
 
 /// The chat shows a row per background process, and `/ps` stops one:

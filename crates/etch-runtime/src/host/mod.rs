@@ -192,9 +192,9 @@ pub struct Host {
     processes: Option<(String, Arc<etch_process::Processes>)>,
     /// Where those reports go; the front end's actor takes the other
     /// end ([`Host::process_notices`]).
-    process_tx: tokio::sync::mpsc::UnboundedSender<etch_process::Notice>,
+    process_tx: tokio::sync::mpsc::UnboundedSender<(String, etch_process::Notice)>,
     /// The other end, until taken.
-    process_rx: Option<tokio::sync::mpsc::UnboundedReceiver<etch_process::Notice>>,
+    process_rx: Option<tokio::sync::mpsc::UnboundedReceiver<(String, etch_process::Notice)>>,
 }
 
 /// Renders a session (the runtime's projection of it) as an HTML page;
@@ -234,24 +234,29 @@ impl Host {
     /// [`Host::process_notice`]; `None` once taken.
     pub fn process_notices(
         &mut self,
-    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<etch_process::Notice>> {
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<(String, etch_process::Notice)>> {
         self.process_rx.take()
     }
 
     /// Has the background processes of `session` report here; the
     /// processes of a session the host moved away from are stopped.
     fn watch_processes(&mut self, session: &Session) {
-        if self.processes.as_ref().is_some_and(|(id, processes)| {
-            id == session.id() && Arc::ptr_eq(processes, &session.context().processes)
-        }) {
+        // Every context shares the tables: only another session is a
+        // change (a reloaded context still finds its processes).
+        if self
+            .processes
+            .as_ref()
+            .is_some_and(|(id, _)| id == session.id())
+        {
             return;
         }
         if let Some((old, processes)) = self.processes.take() {
             tokio::spawn(async move { processes.close(&old).await });
         }
         let tx = self.process_tx.clone();
+        let id = session.id().to_owned();
         session.process_table().listen(Arc::new(move |notice| {
-            let _ = tx.send(notice);
+            let _ = tx.send((id.clone(), notice));
         }));
         self.processes = Some((
             session.id().to_owned(),
@@ -262,7 +267,11 @@ impl Host {
     /// A background process started or ended: says so, and logs an end
     /// at once when no run holds the session (a run logs it before its
     /// next request).
-    pub fn process_notice(&mut self, notice: etch_process::Notice) {
+    pub fn process_notice(&mut self, (session, notice): (String, etch_process::Notice)) {
+        // A session the host moved away from says nothing here.
+        if self.processes.as_ref().is_none_or(|(id, _)| *id != session) {
+            return;
+        }
         let body = match notice {
             etch_process::Notice::Started { id, pid, command } => EventBody::ProcessStarted {
                 process_id: id,

@@ -270,6 +270,8 @@ impl Actor {
                 // Said after the view holds it, so a front end that
                 // checks `broken` on this output finds it.
                 (self.sink)(Output::Broken(why.to_owned()));
+                // Its background processes end with it.
+                self.host.close_processes().await;
                 // Only closing is answered from now on.
                 while let Some(request) = inbox.recv().await {
                     if let Request::Close(reply) = request {

@@ -107,8 +107,8 @@ impl Inbox for ProcessInbox {
 }
 
 /// Lists the processes `loaded` started and never saw end as lost in
-/// `table`: they belonged to an earlier life of the session, which
-/// killed them when it ended.
+/// `table` (they belonged to an earlier life of the session, which
+/// killed them when it ended), and numbers new ones after all of them.
 pub(crate) fn mark_lost(loaded: &LoadedSession, table: &Table) {
     let mut started: Vec<ProcessStartedData> = Vec::new();
     let mut ended: HashSet<String> = HashSet::new();
@@ -124,6 +124,8 @@ pub(crate) fn mark_lost(loaded: &LoadedSession, table: &Table) {
         }
     }
     for start in started {
+        // Ids stay unique in the log: new processes come after these.
+        table.skip_past(&start.process_id);
         if !ended.contains(&start.process_id) {
             table.add_lost(&start.process_id, start.pid, &start.command);
         }

@@ -10,6 +10,7 @@
 //! This module must not know how results are shown or how tools run.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etch_config::SubagentProfile;
@@ -160,6 +161,16 @@ fn brief(arguments: &serde_json::Value) -> String {
         .unwrap_or_default()
 }
 
+/// Forgets a child session's background processes when dropped: the
+/// table goes, and with it (SIGKILL) whatever still runs.
+struct ForgetOnDrop(Arc<etch_process::Processes>, String);
+
+impl Drop for ForgetOnDrop {
+    fn drop(&mut self) {
+        self.0.forget(&self.1);
+    }
+}
+
 /// Runs `task` (with the parent's optional `extra` context) under
 /// `profile`;
 /// the parent's result text, or the tool error's text.
@@ -204,6 +215,9 @@ pub(super) async fn run(
     )
     .map_err(|e| format!("subagent profile {name}: could not create its session: {e}"))?;
     let id = child.id().to_owned();
+    // Whatever the child starts in the background goes with it, even
+    // when this task is dropped (an abort past its grace, a panic).
+    let _processes = ForgetOnDrop(Arc::clone(&parent.context.processes), id.clone());
     // The child's calls that ask go to whoever watches the parent.
     let _asks_through = parent.context.approvals.alias(&id, &ctx.origin.session_id);
     let mut run = SubagentRun {
