@@ -107,3 +107,22 @@ impl Processes {
         Some(table)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two registries (a context and the one built again by `/reload`)
+    /// see the same table of a session; closing forgets it for both.
+    #[tokio::test]
+    async fn contexts_share_the_tables() {
+        let dir = std::env::temp_dir();
+        let first = Processes::new("etch".into(), Limits::default());
+        let second = Processes::new("etch".into(), Limits::default());
+        let session = "shared-tables-test-session";
+        let table = first.table(session, &dir);
+        assert!(second.get(session).is_some_and(|t| Arc::ptr_eq(&t, &table)));
+        assert!(second.close(session).await.is_some());
+        assert!(first.get(session).is_none());
+    }
+}
