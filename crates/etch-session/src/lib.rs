@@ -7,13 +7,15 @@
 //! crate owns writing events (one `write` per line on an `O_APPEND` file),
 //! loading files that may be torn or hand-edited, projecting the active branch
 //! into model messages, and the `index.jsonl` used for listing and prefix
-//! resolution. What it creates is private to the user: files 0600, the
-//! session directory 0700.
+//! resolution, and the images a session refers to, kept beside its log
+//! (`assets`). What it creates is private to the user: files 0600,
+//! directories 0700.
 //!
 //! It must not know about providers, tools, prompts or the terminal: it
 //! stores what the core hands it and projects it back as
 //! [`etch_model::Message`]s.
 
+pub mod assets;
 pub mod error;
 pub mod event;
 pub mod gitignore;
@@ -40,6 +42,7 @@ pub const PRIVATE_FILE: u32 = 0o600;
 /// The mode of a session directory etch creates: its owner's only.
 pub const PRIVATE_DIR: u32 = 0o700;
 
+pub use assets::{Asset, Assets, MediaType};
 pub use error::{ResolveError, SessionError};
 pub use event::{
     ApprovalData, AssistantData, BranchSummaryData, Event, GroundingData, GuardData, HookRunData,
