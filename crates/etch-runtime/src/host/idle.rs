@@ -162,6 +162,7 @@ impl Host {
             }
             CommandBody::Fork { entry_id } => match session.fork(&entry_id).await {
                 Ok((forked, text)) => {
+                    self.end_processes(&mut session).await;
                     session = forked;
                     Ok(Some(json!({
                         "sessionId": session.id(),
@@ -178,6 +179,7 @@ impl Host {
                 );
                 match session.fresh(title).await {
                     Ok((fresh, _)) => {
+                        self.end_processes(&mut session).await;
                         session = fresh;
                         Ok(Some(
                             json!({ "sessionId": session.id(), "sessionFile": session.path() }),
@@ -195,6 +197,7 @@ impl Host {
                 } else {
                     match self.switch(&session, id.clone(), &path).await {
                         Ok(other) => {
+                            self.end_processes(&mut session).await;
                             session = other;
                             Ok(Some(
                                 json!({ "sessionId": session.id(), "sessionFile": session.path() }),

@@ -387,6 +387,30 @@ impl Host {
         });
     }
 
+    /// Stops the background processes of `session`, which the host is
+    /// leaving for another, and logs their ends in its log.
+    async fn end_processes(&mut self, session: &mut Session) {
+        if self
+            .processes
+            .as_ref()
+            .is_some_and(|(id, _)| id == session.id())
+        {
+            self.processes = None;
+        }
+        let processes = Arc::clone(&session.context().processes);
+        if let Some(table) = processes.close(session.id()).await
+            && let Err(e) = session.log_ends_of(&table)
+        {
+            self.notice(
+                None,
+                &Notice::warning(format!(
+                    "the ends of background processes were not logged in {}: {e}",
+                    session.path().display()
+                )),
+            );
+        }
+    }
+
     /// Stops the session's background processes (TERM, then KILL after
     /// the grace): the session is closing.
     pub async fn close_processes(&mut self) {
@@ -589,7 +613,8 @@ impl Host {
                     return self.launch_long(session, id, body);
                 }
                 Ok(session) => {
-                    let (session, answer) = self.idle_command(session, id.clone(), body).await;
+                    let (session, answer) =
+                        Box::pin(self.idle_command(session, id.clone(), body)).await;
                     self.look_at(&session);
                     self.session = Some(session);
                     answer
