@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -931,14 +931,6 @@ async fn read_some<R: tokio::io::AsyncRead + Unpin>(
     match pipe {
         Some(reader) => reader.read(buf).await,
         None => std::future::pending().await,
-    }
-}
-
-/// The spill directory of a table, for tests and callers that need it.
-impl Table {
-    /// Where spill files go.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 }
 
