@@ -88,6 +88,24 @@ fn group_gone(group: u32) -> bool {
     false
 }
 
+/// A model that starts `command` in the background (call `c1`), then
+/// answers `answer`.
+fn starts(command: &str, answer: &str) -> FakeServer {
+    FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[("c1", "bash", &bash(command, true))])),
+        Reply::sse(chat_text(answer)),
+    ])
+    .unwrap()
+}
+
+/// `etch rpc` in `ws` against `server`, with `extra` arguments.
+fn rpc_against(ws: &Workspace, server: &FakeServer, extra: &[&str]) -> RpcClient {
+    let mut args = model_args(server);
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    RpcClient::start(ws, &args, &[])
+}
+
 /// The pid in `started process p1 (pid N): ...`.
 fn started_pid(text: &str) -> u32 {
     text.split("(pid ")
@@ -308,18 +326,8 @@ fn the_seventeenth_process_is_refused() {
 #[test]
 fn etch_killed_leaves_nothing_and_resume_says_lost() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[(
-            "c1",
-            "bash",
-            &bash("sh -c 'sleep 300' & sleep 300", true),
-        )])),
-        Reply::sse(chat_text("started")),
-    ])
-    .unwrap();
-    let args = model_args(&server);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut rpc = RpcClient::start(&ws, &args, &[]);
+    let server = starts("sh -c 'sleep 300' & sleep 300", "started");
+    let mut rpc = rpc_against(&ws, &server, &[]);
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "start it"}));
     let started = rpc.event("process_started");
     assert_eq!(started["processId"], "p1");
@@ -354,10 +362,7 @@ fn etch_killed_leaves_nothing_and_resume_says_lost() {
         Reply::sse(chat_text("again")),
     ])
     .unwrap();
-    let mut args = model_args(&server);
-    args.extend(["--session".to_owned(), id[..12].to_owned()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut again = RpcClient::start(&ws, &args, &[]);
+    let mut again = rpc_against(&ws, &server, &["--session", &id[..12]]);
     let listed = again.call(&json!({"id": "l", "type": "list_processes"}));
     let first = &listed["data"]["processes"][0];
     assert_eq!(
@@ -381,15 +386,7 @@ fn etch_killed_leaves_nothing_and_resume_says_lost() {
 #[test]
 fn the_chat_lists_and_stops_processes() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[(
-            "c1",
-            "bash",
-            &bash("echo serving; sleep 300", true),
-        )])),
-        Reply::sse(chat_text("it runs")),
-    ])
-    .unwrap();
+    let server = starts("echo serving; sleep 300", "it runs");
     let args = model_args(&server);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let tmux = Tmux::start(&ws, &args, &[], 100, 30);
@@ -410,14 +407,8 @@ fn the_chat_lists_and_stops_processes() {
 #[test]
 fn a_new_session_ends_the_old_ones_processes() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![
-        Reply::sse(chat_tool_calls(&[("c1", "bash", &bash("sleep 300", true))])),
-        Reply::sse(chat_text("started")),
-    ])
-    .unwrap();
-    let args = model_args(&server);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut rpc = RpcClient::start(&ws, &args, &[]);
+    let server = starts("sleep 300", "started");
+    let mut rpc = rpc_against(&ws, &server, &[]);
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "start it"}));
     let started = rpc.event("process_started");
     let group = u32::try_from(started["pid"].as_u64().unwrap()).unwrap();
