@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etch_model::ToolCall;
-use etch_session::{ApprovalData, HookRunData};
+use etch_session::HookRunData;
 use etch_tool::{
-    Access, CallOrigin, Decision, ProgressSink, Record, Tool, ToolContext, ToolError, ToolOutput,
+    Access, CallOrigin, ProgressSink, Record, Tool, ToolContext, ToolError, ToolOutput,
     ToolRegistry,
 };
 use serde_json::Value;
@@ -55,11 +55,8 @@ pub struct CallResult {
     /// The index of the earlier call of the same message this one
     /// repeated exactly; it did not run, and the guard judges the first.
     pub copy_of: Option<usize>,
-    /// What was decided about the call when it asked for approval,
-    /// logged as `approval.decision` before the result.
-    pub approvals: Vec<ApprovalData>,
-    /// Other records the call asked to log before its result (event
-    /// type, data).
+    /// Records the call asked to log before its result (event type,
+    /// data): approval decisions, background processes started.
     pub records: Vec<(&'static str, Value)>,
 }
 
@@ -72,7 +69,6 @@ impl CallResult {
             details: None,
             hooks: Vec::new(),
             copy_of: None,
-            approvals: Vec::new(),
             records: Vec::new(),
         }
     }
@@ -97,7 +93,6 @@ impl CallResult {
                 details: out.details,
                 hooks: Vec::new(),
                 copy_of: None,
-                approvals: Vec::new(),
                 records: Vec::new(),
             },
             Err(err) => Self::error(&err.0),
@@ -289,29 +284,6 @@ async fn post_tool(
     result
 }
 
-/// Takes the decisions about call `call_id` out of `decided`, as log
-/// records with the run's secrets redacted from their reasons.
-fn take_decisions(
-    decided: &mut Vec<Decision>,
-    call_id: &str,
-    secrets: &Secrets,
-) -> Vec<ApprovalData> {
-    let (mine, others): (Vec<Decision>, Vec<Decision>) = std::mem::take(decided)
-        .into_iter()
-        .partition(|d| d.call_id == call_id);
-    *decided = others;
-    mine.into_iter()
-        .map(|d| ApprovalData {
-            tool_call_id: d.call_id,
-            tool_name: d.tool,
-            decision: d.verdict.as_str().to_owned(),
-            by: d.by,
-            reason: d.reason.map(|r| secrets.redact(&r).into_owned()),
-            bypass: d.bypass,
-        })
-        .collect()
-}
-
 /// Runs a batch; returns results in source order and whether it was cancelled.
 #[allow(clippy::result_large_err)] // as for `preflight`
 pub async fn run_batch<S: BuildHasher>(
@@ -383,7 +355,6 @@ pub async fn run_batch<S: BuildHasher>(
                     details: None,
                     hooks,
                     copy_of: Some(first),
-                    approvals: Vec::new(),
                     records: Vec::new(),
                 }),
                 None => Ok(Ready { hooks, ..ready }),
@@ -440,8 +411,6 @@ async fn schedule(
     let secrets = env.redactor.secrets();
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<(String, String)>();
     let (counters_tx, mut counters_rx) = mpsc::unbounded_channel::<(String, String)>();
-    let (decisions_tx, mut decisions_rx) = mpsc::unbounded_channel::<Decision>();
-    let mut decided: Vec<Decision> = Vec::new();
     let (records_tx, mut records_rx) = mpsc::unbounded_channel::<Record>();
     let mut recorded: Vec<Record> = Vec::new();
     let mut set: JoinSet<(usize, CallResult, Duration)> = JoinSet::new();
@@ -472,7 +441,6 @@ async fn schedule(
                         cancel: env.cancel.child_token(),
                         progress: ProgressSink::new(calls[i].id.clone(), progress_tx.clone())
                             .with_counters(counters_tx.clone())
-                            .with_decisions(decisions_tx.clone())
                             .with_records(records_tx.clone()),
                         temp_dir: PathBuf::from(env.temp_dir),
                         origin: env.origin.clone(),
@@ -524,16 +492,12 @@ async fn schedule(
             }
             joined = set.join_next_with_id() => match joined {
                 Some(Ok((_, (i, mut result, elapsed)))) => {
-                    // A decision is sent before the call's task ends, so
-                    // every one about this call is in the channel now.
-                    while let Ok(decision) = decisions_rx.try_recv() {
-                        decided.push(decision);
-                    }
-                    result.approvals = take_decisions(&mut decided, &calls[i].id, &secrets);
+                    // A record is sent before the call's task ends, so
+                    // every one of this call is in the channel now.
                     while let Ok(record) = records_rx.try_recv() {
                         recorded.push(record);
                     }
-                    result.records = take_records(&mut recorded, &calls[i].id);
+                    result.records = take_records(&mut recorded, &calls[i].id, &secrets);
                     observer.agent_event(&AgentEvent::ToolExecutionEnd {
                         call_id: &calls[i].id,
                         text: &result.text,
@@ -566,30 +530,34 @@ async fn schedule(
     }
     // A call that was aborted or crashed may have been approved, or
     // have started something, before: that is logged too.
-    while let Ok(decision) = decisions_rx.try_recv() {
-        decided.push(decision);
-    }
     while let Ok(record) = records_rx.try_recv() {
         recorded.push(record);
     }
     for (i, call) in calls.iter().enumerate() {
-        let approvals = take_decisions(&mut decided, &call.id, &secrets);
-        let records = take_records(&mut recorded, &call.id);
-        if approvals.is_empty() && records.is_empty() {
-            continue;
+        let records = take_records(&mut recorded, &call.id, &secrets);
+        if !records.is_empty() {
+            let result = results[i].get_or_insert_with(|| CallResult::error(ABORTED));
+            result.records.extend(records);
         }
-        let result = results[i].get_or_insert_with(|| CallResult::error(ABORTED));
-        result.approvals.extend(approvals);
-        result.records.extend(records);
     }
     cancel_deadline.is_some() || env.cancel.is_cancelled()
 }
 
-/// Takes the log records of call `call_id` out of `recorded`.
-fn take_records(recorded: &mut Vec<Record>, call_id: &str) -> Vec<(&'static str, Value)> {
+/// Takes the log records of call `call_id` out of `recorded`, with the
+/// run's secrets redacted (a denial's reason may quote one).
+fn take_records(
+    recorded: &mut Vec<Record>,
+    call_id: &str,
+    secrets: &Secrets,
+) -> Vec<(&'static str, Value)> {
     let (mine, others): (Vec<Record>, Vec<Record>) = std::mem::take(recorded)
         .into_iter()
         .partition(|r| r.call_id == call_id);
     *recorded = others;
-    mine.into_iter().map(|r| (r.kind, r.data)).collect()
+    mine.into_iter()
+        .map(|mut r| {
+            secrets.redact_value(&mut r.data);
+            (r.kind, r.data)
+        })
+        .collect()
 }

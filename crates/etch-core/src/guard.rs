@@ -215,7 +215,6 @@ mod tests {
             details: None,
             hooks: Vec::new(),
             copy_of: None,
-            approvals: Vec::new(),
             records: Vec::new(),
         }
     }

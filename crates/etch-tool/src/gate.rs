@@ -45,15 +45,23 @@ pub struct ApprovalRequest<'a> {
     pub read_only: bool,
 }
 
+/// The event type a [`Decision`] is logged as.
+pub const APPROVAL_DECISION: &str = "approval.decision";
+
 /// What was decided about a call that asked, kept in the session log
-/// (`approval.decision`) so "why did this run, or not" has an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// (`approval.decision`, whose data is this serialized) so "why did this
+/// run, or not" has an answer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// The call id.
+    #[serde(rename = "toolCallId")]
     pub call_id: String,
     /// The tool.
+    #[serde(rename = "toolName")]
     pub tool: String,
     /// The answer.
+    #[serde(rename = "decision")]
     pub verdict: Verdict,
     /// Who gave it: `user` (the chat or a protocol client), `editor`
     /// (ACP), `flag` (`-p`'s options), `policy` (refused without asking),
@@ -61,13 +69,16 @@ pub struct Decision {
     pub by: String,
     /// The reason given with a denial, or the justification of a request
     /// to leave the sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Whether the call asked to run outside the sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bypass: bool,
 }
 
 /// The answers a decision can have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Allowed, this call only.
     Allowed,

@@ -19,7 +19,10 @@ pub mod schema;
 pub mod tool;
 
 pub use access::Access;
-pub use gate::{Approval, ApprovalFuture, ApprovalRequest, Approver, Decision, Gated, Verdict};
+pub use gate::{
+    APPROVAL_DECISION, Approval, ApprovalFuture, ApprovalRequest, Approver, Decision, Gated,
+    Verdict,
+};
 pub use reading::OnlyReading;
 pub use registry::{Profile, RegistryError, ToolRegistry, ToolSource, check_tool};
 pub use tool::{

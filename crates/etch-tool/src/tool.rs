@@ -100,11 +100,9 @@ pub struct ProgressSink {
     /// Channel for the usage and metrics records of model requests a
     /// call makes itself (a subagent's), as log lines; `None` discards.
     counters: Option<mpsc::UnboundedSender<(String, String)>>,
-    /// Channel for the approval decisions about the call, which the loop
-    /// logs before its result; `None` discards.
-    decisions: Option<mpsc::UnboundedSender<Decision>>,
-    /// Channel for other log records of the call (a background process
-    /// started), logged before its result; `None` discards.
+    /// Channel for the log records of the call (an approval decision, a
+    /// background process started), logged before its result; `None`
+    /// discards.
     records: Option<mpsc::UnboundedSender<Record>>,
 }
 
@@ -126,12 +124,11 @@ impl ProgressSink {
             tx: Some(tx),
             call_id: call_id.into(),
             counters: None,
-            decisions: None,
             records: None,
         }
     }
 
-    /// Also takes the call's other log records, into `tx`.
+    /// Also takes the call's log records, into `tx`.
     #[must_use]
     pub fn with_records(mut self, tx: mpsc::UnboundedSender<Record>) -> Self {
         self.records = Some(tx);
@@ -150,18 +147,11 @@ impl ProgressSink {
         }
     }
 
-    /// Also takes the approval decisions about the call, into `tx`.
-    #[must_use]
-    pub fn with_decisions(mut self, tx: mpsc::UnboundedSender<Decision>) -> Self {
-        self.decisions = Some(tx);
-        self
-    }
-
-    /// Records an approval decision about the call for the log; dropped
-    /// when nobody listens (direct CLI use).
-    pub fn decided(&self, decision: Decision) {
-        if let Some(tx) = &self.decisions {
-            let _ = tx.send(decision);
+    /// Records an approval decision about the call for the log
+    /// (`approval.decision`); dropped when nobody listens.
+    pub fn decided(&self, decision: &Decision) {
+        if let Ok(data) = serde_json::to_value(decision) {
+            self.record(crate::gate::APPROVAL_DECISION, data);
         }
     }
 

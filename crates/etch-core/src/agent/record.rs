@@ -137,9 +137,6 @@ impl RunState<'_> {
         result: CallResult,
     ) -> Result<(), RunError> {
         self.hook_runs(&result.hooks)?;
-        for decision in &result.approvals {
-            self.append(types::APPROVAL_DECISION, decision)?;
-        }
         for (kind, data) in &result.records {
             self.append(kind, data)?;
         }

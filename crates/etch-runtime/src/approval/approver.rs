@@ -104,7 +104,7 @@ impl Approver for PolicyApprover {
         Box::pin(async move {
             let bypass = leaves_sandbox(request.tool, request.args);
             let record = |verdict: Verdict, by: &str, reason: Option<String>| {
-                request.progress.decided(Decision {
+                request.progress.decided(&Decision {
                     call_id: request.call_id.to_owned(),
                     tool: request.tool.to_owned(),
                     verdict,
@@ -219,7 +219,7 @@ mod tests {
         args: &Value,
     ) -> (Approval, Vec<Decision>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let progress = ProgressSink::default().with_decisions(tx);
+        let progress = ProgressSink::new("c1", mpsc::unbounded_channel().0).with_records(tx);
         let request = ApprovalRequest {
             call_id: "c1",
             tool,
@@ -235,8 +235,11 @@ mod tests {
                 rt.block_on(approver.approve(request))
             });
         let mut decisions = Vec::new();
-        while let Ok(d) = rx.try_recv() {
-            decisions.push(d);
+        while let Ok(record) = rx.try_recv() {
+            assert_eq!(record.kind, etch_tool::APPROVAL_DECISION);
+            decisions.push(serde_json::from_value(record.data).unwrap_or_else(|e| {
+                panic!("an approval.decision record that is no Decision: {e}")
+            }));
         }
         (approval, decisions)
     }

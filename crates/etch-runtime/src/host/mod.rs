@@ -288,8 +288,11 @@ impl Host {
                 }
             }
         };
+        let ended = matches!(body, EventBody::ProcessExited { .. });
         self.emit(None, body);
-        self.log_process_ends();
+        if ended {
+            self.log_process_ends();
+        }
     }
 
     /// Logs the ends of background processes, when no task holds the
