@@ -29,6 +29,7 @@ pub fn message_tokens(message: &Message, estimate: Estimator) -> u64 {
             ContentPart::ToolCall(call) => {
                 estimate(&call.name) + estimate(&call.arguments.to_string())
             }
+            ContentPart::Image(image) => image.estimated_tokens(),
         })
         .sum()
 }

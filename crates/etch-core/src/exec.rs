@@ -58,6 +58,8 @@ pub struct CallResult {
     /// Records the call asked to log before its result (event type,
     /// data): approval decisions, background processes started.
     pub records: Vec<(&'static str, Value)>,
+    /// Images the model receives after the text.
+    pub images: Vec<etch_model::Image>,
 }
 
 impl CallResult {
@@ -70,6 +72,7 @@ impl CallResult {
             hooks: Vec::new(),
             copy_of: None,
             records: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -94,6 +97,7 @@ impl CallResult {
                 hooks: Vec::new(),
                 copy_of: None,
                 records: Vec::new(),
+                images: out.images,
             },
             Err(err) => Self::error(&err.0),
         }
@@ -356,6 +360,7 @@ pub async fn run_batch<S: BuildHasher>(
                     hooks,
                     copy_of: Some(first),
                     records: Vec::new(),
+                    images: Vec::new(),
                 }),
                 None => Ok(Ready { hooks, ..ready }),
             },

@@ -216,6 +216,7 @@ mod tests {
             hooks: Vec::new(),
             copy_of: None,
             records: Vec::new(),
+            images: Vec::new(),
         }
     }
 

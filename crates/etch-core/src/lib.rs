@@ -30,7 +30,7 @@ pub mod pass;
 pub mod recover;
 pub mod redact;
 
-pub use agent::{Agent, AgentConfig, RunOutcome, SOURCE_GRACE, close_dangling_calls};
+pub use agent::{Agent, AgentConfig, Prompt, RunOutcome, SOURCE_GRACE, close_dangling_calls};
 pub use compaction::{Compaction, CompactionPolicy, compact_session};
 pub use error::{GuardStopError, RunError, ToolRoundLimitError};
 pub use guard::GuardSettings;

@@ -141,7 +141,7 @@ mod tests {
             .iter()
             .filter_map(|p| match p {
                 ContentPart::ToolCall(c) => Some((c.name.clone(), c.arguments.clone())),
-                ContentPart::Text { .. } => None,
+                ContentPart::Text { .. } | ContentPart::Image(_) => None,
             })
             .collect()
     }

@@ -123,7 +123,7 @@ async fn two_edits_of_one_file_never_lose_an_update() {
         .run(
             &mut writer,
             &mut Vec::new(),
-            "edit".into(),
+            "edit",
             &mut NoopObserver,
             &CancellationToken::new(),
         )
@@ -221,7 +221,7 @@ async fn results_never_carry_a_named_secret() {
         .run(
             &mut writer,
             &mut Vec::new(),
-            "show the key".into(),
+            "show the key",
             &mut NoopObserver,
             &CancellationToken::new(),
         )

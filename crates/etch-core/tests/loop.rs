@@ -322,13 +322,7 @@ impl Fixture {
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         self.agent
-            .run(
-                &mut self.writer,
-                &mut Vec::new(),
-                prompt.into(),
-                observer,
-                cancel,
-            )
+            .run(&mut self.writer, &mut Vec::new(), prompt, observer, cancel)
             .await
     }
 }
@@ -382,7 +376,7 @@ async fn simple_prompt_event_order() {
         .run(
             &mut f.writer,
             &mut history,
-            "hi".into(),
+            "hi",
             &mut rec,
             &CancellationToken::new(),
         )
@@ -730,13 +724,7 @@ async fn a_cancelled_answer_keeps_what_was_shown() {
     let mut observer = CancelOnText(cancel.clone());
     let err = f
         .agent
-        .run(
-            &mut f.writer,
-            &mut Vec::new(),
-            "hi".into(),
-            &mut observer,
-            &cancel,
-        )
+        .run(&mut f.writer, &mut Vec::new(), "hi", &mut observer, &cancel)
         .await
         .unwrap_err();
     assert!(matches!(err, RunError::Cancelled));
@@ -754,7 +742,7 @@ async fn a_cancelled_answer_keeps_what_was_shown() {
         .run(
             &mut f.writer,
             &mut history,
-            "go on".into(),
+            "go on",
             &mut Recorder::default(),
             &CancellationToken::new(),
         )

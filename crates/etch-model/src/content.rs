@@ -2,11 +2,14 @@
 //!
 //! The JSON shape of a part is part of the session log contract (E-SES-05,
 //! E-SES-06): `{"type":"text","text":…}` and
-//! `{"type":"tool_call","id":…,"name":…,"arguments":{…}}`. This module knows
+//! `{"type":"tool_call","id":…,"name":…,"arguments":{…}}` and
+//! `{"type":"image","mediaType":…,"sha256":…,"width":…,"height":…}`. This module knows
 //! nothing about how a provider encodes them on the wire.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::image::Image;
 
 /// One part of a message's content, tagged by `type` in JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,6 +22,9 @@ pub enum ContentPart {
     },
     /// A request from the model to run a tool.
     ToolCall(ToolCall),
+    /// An image, in a user message or a tool result; its bytes are held
+    /// by reference and never serialized (see [`crate::image`]).
+    Image(Image),
 }
 
 impl ContentPart {
@@ -53,6 +59,26 @@ pub fn joined_text(parts: &[ContentPart]) -> String {
     for part in parts {
         if let ContentPart::Text { text } = part {
             out.push_str(text);
+        }
+    }
+    out
+}
+
+/// The text of `parts` for a person: the text parts, and each image as
+/// its marker on a line of its own (`[image image/png 1568x882]`).
+pub fn display_text(parts: &[ContentPart]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for part in parts {
+        match part {
+            ContentPart::Text { text } => out.push_str(text),
+            ContentPart::Image(image) => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                let _ = write!(out, "[image {}]", image.describe());
+            }
+            ContentPart::ToolCall(_) => {}
         }
     }
     out

@@ -10,12 +10,14 @@
 
 pub mod client;
 pub mod content;
+pub mod image;
 pub mod message;
 pub mod request;
 pub mod stream;
 
 pub use client::{ModelClient, ModelStream, ModelsFuture, StreamSender, stream_channel};
 pub use content::{ContentPart, ToolCall};
+pub use image::{Image, MediaType};
 pub use message::{Message, ProviderItem};
 pub use request::{ModelRequest, RequestOptions, SystemLayer, ToolSpec};
 pub use stream::{ErrorKind, Metrics, ModelError, StopReason, StreamEvent, Usage};

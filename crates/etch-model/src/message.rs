@@ -53,12 +53,54 @@ impl Message {
                 .iter()
                 .filter_map(|p| match p {
                     ContentPart::ToolCall(call) => Some(call),
-                    ContentPart::Text { .. } => None,
+                    ContentPart::Text { .. } | ContentPart::Image(_) => None,
                 })
                 .collect(),
             _ => Vec::new(),
         }
     }
+}
+
+impl Message {
+    /// The parts of this message, whatever its role (none for a provider
+    /// item).
+    pub fn parts(&self) -> &[ContentPart] {
+        match self {
+            Self::User { content } | Self::Assistant { content } | Self::Tool { content, .. } => {
+                content
+            }
+            Self::ProviderItem(_) => &[],
+        }
+    }
+
+    /// The mutable parts of this message (none for a provider item).
+    pub fn parts_mut(&mut self) -> &mut [ContentPart] {
+        match self {
+            Self::User { content } | Self::Assistant { content } | Self::Tool { content, .. } => {
+                content
+            }
+            Self::ProviderItem(_) => &mut [],
+        }
+    }
+}
+
+/// Replaces every image in `messages` that cannot be sent by its marker
+/// (see [`crate::Image::sendable`]): a model that cannot see images never
+/// receives their bytes. Returns how many were replaced.
+pub fn replace_unsendable_images(messages: &mut [Message], no_vision: bool) -> usize {
+    let mut replaced = 0;
+    for message in messages {
+        for part in message.parts_mut() {
+            let ContentPart::Image(image) = part else {
+                continue;
+            };
+            if let Err(marker) = image.sendable(no_vision) {
+                *part = ContentPart::text(marker);
+                replaced += 1;
+            }
+        }
+    }
+    replaced
 }
 
 /// An opaque provider-native replay item (`model.provider_item`, G4).

@@ -86,4 +86,8 @@ pub struct RequestOptions {
     /// model that meant to answer writes blank lines until its context
     /// is full (minutes) unless the reply is capped.
     pub max_output_tokens: Option<u32>,
+    /// The model cannot see images (`[provider] vision = false`, or its
+    /// entry in the model list): every image is sent as a text marker
+    /// saying it was left out, never as bytes.
+    pub no_vision: bool,
 }

@@ -127,6 +127,7 @@ fn part_tokens(part: &ContentPart) -> u64 {
     match part {
         ContentPart::Text { text } => tokens(text),
         ContentPart::ToolCall(call) => tokens(&call.name) + json_tokens(&call.arguments),
+        ContentPart::Image(image) => image.estimated_tokens(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The wire shape of a conversation message, as events and `get_messages`
 //! carry it: `{"role":"user","content":[{"type":"text","text":"hi"}]}`.
 //!
-//! Content parts use the session log's part shapes (`text`, `tool_call`)
+//! Content parts use the session log's part shapes (`text`, `tool_call`,
+//! `image` by reference)
 //! plus `thinking` for displayable reasoning, so a client that reads the
 //! log and one that reads the protocol see the same objects. This module
 //! must not know how messages are stored or sent to a provider.
@@ -70,6 +71,20 @@ pub enum WirePart {
         name: String,
         /// Arguments: a JSON object, or a string holding unparseable text.
         arguments: Value,
+    },
+    /// An image the user attached or a tool returned, by reference: its
+    /// bytes stay in the session's assets
+    /// (`<session>.assets/<sha256>.<ext>`), out of every event.
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        #[serde(rename = "mediaType")]
+        media_type: String,
+        /// The SHA-256 of the bytes, in lowercase hex.
+        sha256: String,
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
     },
 }
 

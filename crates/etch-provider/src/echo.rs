@@ -62,7 +62,7 @@ fn latest_user_text(request: &ModelRequest) -> String {
         .find_map(|m| match m {
             Message::User { content } => content.iter().rev().find_map(|p| match p {
                 etch_model::ContentPart::Text { text } => Some(text.clone()),
-                etch_model::ContentPart::ToolCall(_) => None,
+                etch_model::ContentPart::ToolCall(_) | etch_model::ContentPart::Image(_) => None,
             }),
             _ => None,
         })

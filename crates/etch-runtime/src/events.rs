@@ -308,6 +308,18 @@ pub fn message_from_wire(message: WireMessage) -> Message {
                     arguments,
                 })),
                 WirePart::Thinking { .. } => None,
+                // The bytes of the image the hook kept are found again
+                // by their hash below.
+                WirePart::Image {
+                    media_type,
+                    sha256,
+                    width,
+                    height,
+                } => etch_model::MediaType::from_mime(&media_type).map(|media_type| {
+                    ContentPart::Image(etch_model::Image::reference(
+                        media_type, sha256, width, height,
+                    ))
+                }),
             })
             .collect()
     };
@@ -343,8 +355,42 @@ fn wire_parts(parts: &[ContentPart]) -> Vec<WirePart> {
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             },
+            ContentPart::Image(image) => wire_image(image),
         })
         .collect()
+}
+
+/// Gives the images of `rewritten` (a hook's messages, images by
+/// reference) the bytes of the same images in `original`: a hook may keep,
+/// move or drop an image, never bring new bytes.
+pub fn reload_images(rewritten: &mut [Message], original: &[Message]) {
+    let known: std::collections::HashMap<&str, &etch_model::Image> = original
+        .iter()
+        .flat_map(Message::parts)
+        .filter_map(|part| match part {
+            ContentPart::Image(image) if image.data().is_some() => {
+                Some((image.sha256.as_str(), image))
+            }
+            _ => None,
+        })
+        .collect();
+    for part in rewritten.iter_mut().flat_map(Message::parts_mut) {
+        if let ContentPart::Image(image) = part
+            && let Some(found) = known.get(image.sha256.as_str())
+        {
+            *image = (*found).clone();
+        }
+    }
+}
+
+/// An image part in the wire shape (by reference).
+pub fn wire_image(image: &etch_model::Image) -> WirePart {
+    WirePart::Image {
+        media_type: image.media_type.mime().to_owned(),
+        sha256: image.sha256.clone(),
+        width: image.width,
+        height: image.height,
+    }
 }
 
 /// Whole milliseconds of a duration, saturating.
@@ -373,7 +419,7 @@ mod tests {
         crate::testkit::block(agent.run(
             &mut writer,
             &mut Vec::new(),
-            "hello there".into(),
+            "hello there",
             &mut bridge,
             &tokio_util::sync::CancellationToken::new(),
         ))

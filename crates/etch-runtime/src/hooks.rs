@@ -318,7 +318,9 @@ impl Intercept for SessionHooks {
                 if wire == sent {
                     return Ok(Step::Same);
                 }
-                let rewritten: Vec<Message> = wire.into_iter().map(message_from_wire).collect();
+                let mut rewritten: Vec<Message> =
+                    wire.into_iter().map(message_from_wire).collect();
+                crate::events::reload_images(&mut rewritten, messages);
                 *messages = with_provider_items(messages, rewritten);
                 Ok(Step::Rewrote)
             },

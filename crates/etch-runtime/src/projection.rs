@@ -101,7 +101,7 @@ fn entry(event: &etch_session::Event) -> Option<ReplayEntry> {
         types::MESSAGE_USER => {
             let data = event.parse_data::<UserData>().ok()?;
             Some(ReplayEntry::User {
-                text: joined_text(&data.content),
+                text: etch_model::content::display_text(&data.content),
             })
         }
         types::MODEL_REASONING => {
@@ -119,7 +119,7 @@ fn entry(event: &etch_session::Event) -> Option<ReplayEntry> {
                         name: call.name.clone(),
                         arguments: call.arguments.clone(),
                     }),
-                    ContentPart::Text { .. } => None,
+                    ContentPart::Text { .. } | ContentPart::Image(_) => None,
                 })
                 .collect();
             Some(ReplayEntry::Assistant {
@@ -132,7 +132,7 @@ fn entry(event: &etch_session::Event) -> Option<ReplayEntry> {
         types::MESSAGE_TOOL => {
             let data = event.parse_data::<ToolData>().ok()?;
             Some(ReplayEntry::ToolResult {
-                text: joined_text(&data.content),
+                text: etch_model::content::display_text(&data.content),
                 tool_call_id: data.tool_call_id,
                 is_error: data.is_error,
                 details: data.details,

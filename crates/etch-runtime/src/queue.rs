@@ -202,7 +202,7 @@ mod tests {
         let outcome = crate::testkit::block(agent.run(
             &mut writer,
             &mut Vec::new(),
-            "first".into(),
+            "first",
             &mut run,
             &tokio_util::sync::CancellationToken::new(),
         ))

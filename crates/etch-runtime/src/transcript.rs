@@ -257,6 +257,12 @@ fn parts_text(parts: &[ContentPart]) -> String {
     for part in parts {
         match part {
             ContentPart::Text { text: t } => text.push_str(t),
+            ContentPart::Image(image) => {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                let _ = writeln!(text, "[image {}: {}]", image.describe(), image.file_name());
+            }
             ContentPart::ToolCall(call) => {
                 if !text.is_empty() && !text.ends_with('\n') {
                     text.push('\n');

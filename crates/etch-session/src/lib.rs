@@ -42,7 +42,7 @@ pub const PRIVATE_FILE: u32 = 0o600;
 /// The mode of a session directory etch creates: its owner's only.
 pub const PRIVATE_DIR: u32 = 0o700;
 
-pub use assets::{Asset, Assets, MediaType};
+pub use assets::Assets;
 pub use error::{ResolveError, SessionError};
 pub use event::{
     ApprovalData, AssistantData, BranchSummaryData, Event, GroundingData, GuardData, HookRunData,

@@ -15,6 +15,7 @@
 
 use etch_model::{ContentPart, Message, ProviderItem, StopReason, ToolCall};
 
+use crate::assets::Assets;
 use crate::event::{
     AssistantData, BranchSummaryData, Event, GroundingData, SummaryData, ToolData, UserData, types,
 };
@@ -52,7 +53,9 @@ pub fn branch_summary_message(summary: &str) -> Message {
 /// Projects the active branch of `session` into messages.
 pub fn project_messages(session: &LoadedSession) -> Projection {
     let path: Vec<&Event> = session.active_events().collect();
-    project_path(&path)
+    let mut out = project_path(&path);
+    out.load_images(&Assets::of(&session.path));
+    out
 }
 
 /// Projects the branch that ends at the event `leaf`, as the model would
@@ -61,7 +64,32 @@ pub fn project_messages(session: &LoadedSession) -> Projection {
 pub fn project_messages_at(session: &LoadedSession, leaf: &str) -> Option<Projection> {
     let branch = crate::tree::branch_to(session, leaf)?;
     let path: Vec<&Event> = branch.iter().map(|&i| &session.events[i]).collect();
-    Some(project_path(&path))
+    let mut out = project_path(&path);
+    out.load_images(&Assets::of(&session.path));
+    Some(out)
+}
+
+impl Projection {
+    /// Loads the bytes of every image the messages refer to from the
+    /// session's store. An image that cannot be loaded stays without
+    /// bytes (a provider sends a marker in its place) and is named in a
+    /// warning: a lost file never stops a session from resuming.
+    pub fn load_images(&mut self, assets: &Assets) {
+        for message in &mut self.messages {
+            for part in message.parts_mut() {
+                let ContentPart::Image(image) = part else {
+                    continue;
+                };
+                match assets.load(image) {
+                    Ok(loaded) => *image = loaded,
+                    Err(err) => self.warnings.push(format!(
+                        "image {} is not sent again: {err}",
+                        image.describe()
+                    )),
+                }
+            }
+        }
+    }
 }
 
 /// Projects one root-first run of events (a whole branch, or the part of
@@ -216,7 +244,7 @@ pub fn dangling_tool_calls(session: &LoadedSession) -> Vec<ToolCall> {
                         .into_iter()
                         .filter_map(|p| match p {
                             ContentPart::ToolCall(call) => Some(call),
-                            ContentPart::Text { .. } => None,
+                            ContentPart::Text { .. } | ContentPart::Image(_) => None,
                         })
                         .collect();
                 }

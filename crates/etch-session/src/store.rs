@@ -161,10 +161,18 @@ impl SessionStore {
         let (mut writer, header) = self.create_with(new, Some(fork), None)?;
         // The branch without the origin's header and without `before`,
         // each copy chained to the one before it in the new file.
-        let copied = branch.iter().skip(1).take(branch.len().saturating_sub(2));
-        for &index in copied {
+        let copied: Vec<&crate::event::Event> = branch
+            .iter()
+            .skip(1)
+            .take(branch.len().saturating_sub(2))
+            .map(|&index| &origin.events[index])
+            .collect();
+        // The images go first, so no copied line names a missing file.
+        crate::assets::Assets::of(writer.path())
+            .adopt(&crate::assets::Assets::of(&origin.path), &copied)?;
+        for event in copied {
             let parent = writer.leaf().map(str::to_owned);
-            writer.append_copy(&origin.events[index], parent.as_deref())?;
+            writer.append_copy(event, parent.as_deref())?;
         }
         Ok((writer, header))
     }

@@ -233,6 +233,22 @@ impl SessionWriter {
         &self.path
     }
 
+    /// Stores the bytes of every image among `parts` in the session's
+    /// assets, before the event that refers to them is appended: a log
+    /// line never names an image that is not on disk.
+    ///
+    /// # Errors
+    /// When an image file cannot be written.
+    pub fn store_images(&self, parts: &[etch_model::ContentPart]) -> Result<(), SessionError> {
+        let assets = crate::assets::Assets::of(&self.path);
+        for part in parts {
+            if let etch_model::ContentPart::Image(image) = part {
+                assets.store(image)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The session id.
     pub fn session_id(&self) -> &str {
         &self.session_id

@@ -188,6 +188,9 @@ pub struct ToolOutput {
     /// Structured data beside the text for front ends and the log (the
     /// edit diff as lines with their kind), never sent to the model.
     pub details: Option<Value>,
+    /// Images the model receives after the text (a `read` of a
+    /// picture), already made fit for a model.
+    pub images: Vec<etch_model::Image>,
 }
 
 impl ToolOutput {
@@ -196,7 +199,15 @@ impl ToolOutput {
         Self {
             text: text.into(),
             details: None,
+            images: Vec::new(),
         }
+    }
+
+    /// Adds an image after the text.
+    #[must_use]
+    pub fn with_image(mut self, image: etch_model::Image) -> Self {
+        self.images.push(image);
+        self
     }
 
     /// Adds structured details.

@@ -121,7 +121,7 @@ fn summary(event: &Event) -> String {
                     .iter()
                     .filter_map(|p| match p {
                         ContentPart::ToolCall(c) => Some(c.name.as_str()),
-                        ContentPart::Text { .. } => None,
+                        ContentPart::Text { .. } | ContentPart::Image(_) => None,
                     })
                     .collect();
                 let text = first_line(&d.content);

@@ -450,7 +450,7 @@ impl App {
                     name,
                     arguments,
                 } => Some(view(id, name, arguments)),
-                WirePart::Text { .. } | WirePart::Thinking { .. } => None,
+                WirePart::Text { .. } | WirePart::Thinking { .. } | WirePart::Image { .. } => None,
             })
             .collect();
         if let Some(run) = &mut self.run {
@@ -603,12 +603,19 @@ impl App {
     }
 }
 
-/// The text parts of a message, joined.
+/// The text parts of a message, joined, each image as a one-line
+/// marker with its size (`[image image/png 1568x882]`).
 fn texts(content: &[WirePart]) -> String {
     content
         .iter()
         .filter_map(|part| match part {
-            WirePart::Text { text } => Some(text.as_str()),
+            WirePart::Text { text } => Some(text.clone()),
+            WirePart::Image {
+                media_type,
+                width,
+                height,
+                ..
+            } => Some(format!("[image {media_type} {width}x{height}]")),
             WirePart::ToolCall { .. } | WirePart::Thinking { .. } => None,
         })
         .collect::<Vec<_>>()

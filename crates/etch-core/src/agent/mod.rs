@@ -81,6 +81,32 @@ pub struct Agent {
     inbox: Option<Arc<dyn crate::inbox::Inbox>>,
 }
 
+/// What a run starts from: the user's text and the images attached to
+/// it (already made fit for a model), which follow the text in the
+/// prompt's message. Plain text converts into a prompt without images.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompt {
+    /// The text.
+    pub text: String,
+    /// The attached images.
+    pub images: Vec<etch_model::Image>,
+}
+
+impl From<String> for Prompt {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for Prompt {
+    fn from(text: &str) -> Self {
+        Self::from(text.to_owned())
+    }
+}
+
 /// A successful run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
@@ -254,10 +280,14 @@ impl Agent {
         &self,
         writer: &mut SessionWriter,
         history: &mut Vec<Message>,
-        prompt: String,
+        prompt: impl Into<Prompt>,
         observer: &mut dyn Observer,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
+        let Prompt {
+            text: prompt,
+            images,
+        } = prompt.into();
         observer.agent_event(&AgentEvent::AgentStart);
         let mut state = RunState {
             writer,
@@ -268,6 +298,10 @@ impl Agent {
         let result = match self.admit(&mut state, prompt, true, cancel).await {
             Ok(Some(prompt)) => {
                 let turn = self.turn_number(&state);
+                let prompt = Prompt {
+                    text: prompt,
+                    images,
+                };
                 let result = self.run_rounds(&mut state, turn, prompt, cancel).await;
                 self.turn_complete(&mut state, turn, result).await
             }
@@ -309,11 +343,13 @@ impl Agent {
         &self,
         state: &mut RunState<'_>,
         turn: u32,
-        prompt: String,
+        prompt: Prompt,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let mut round = 0;
-        let mut pending_prompts = vec![prompt];
+        let mut pending_prompts = vec![prompt.text];
+        // The run's own prompt carries its images; later ones are text.
+        let mut images = prompt.images;
         let mut guard = Guard::new(self.config.guard);
         let mut grounding = Grounding::default();
         // Whether the next request must be a tool call (grounding: the
@@ -331,7 +367,7 @@ impl Agent {
             // Every prompt here passed admission already: the run's own
             // before the run began, later ones when they were drained.
             for text in pending_prompts.drain(..) {
-                state.user(text)?;
+                state.user_with(text, std::mem::take(&mut images))?;
             }
             if round == 1 {
                 let prompt = last_user_text(state.history);
@@ -369,7 +405,7 @@ impl Agent {
                 .iter()
                 .filter_map(|p| match p {
                     ContentPart::ToolCall(c) => Some(c.clone()),
-                    ContentPart::Text { .. } => None,
+                    ContentPart::Text { .. } | ContentPart::Image(_) => None,
                 })
                 .collect();
             let final_text = etch_model::content::joined_text(&pass.content);

@@ -231,7 +231,7 @@ mod tests {
                 .iter()
                 .filter_map(|p| match p {
                     ContentPart::Text { text } => Some(text.clone()),
-                    ContentPart::ToolCall(_) => None,
+                    ContentPart::ToolCall(_) | ContentPart::Image(_) => None,
                 })
                 .collect(),
             _ => Vec::new(),

@@ -73,7 +73,19 @@ impl RunState<'_> {
 
     /// Appends a user message and emits its start/end events.
     pub(super) fn user(&mut self, text: String) -> Result<(), RunError> {
-        let content = vec![ContentPart::text(text)];
+        self.user_with(text, Vec::new())
+    }
+
+    /// Appends a user message with images after its text (their bytes
+    /// stored first) and emits its start/end events.
+    pub(super) fn user_with(
+        &mut self,
+        text: String,
+        images: Vec<etch_model::Image>,
+    ) -> Result<(), RunError> {
+        let mut content = vec![ContentPart::text(text)];
+        content.extend(images.into_iter().map(ContentPart::Image));
+        self.writer.store_images(&content)?;
         self.append(
             types::MESSAGE_USER,
             &UserData {
@@ -140,7 +152,9 @@ impl RunState<'_> {
         for (kind, data) in &result.records {
             self.append(kind, data)?;
         }
-        let content = vec![ContentPart::text(result.text)];
+        let mut content = vec![ContentPart::text(result.text)];
+        content.extend(result.images.into_iter().map(ContentPart::Image));
+        self.writer.store_images(&content)?;
         self.append(
             types::MESSAGE_TOOL,
             &ToolData {

@@ -107,6 +107,54 @@ impl fmt::Debug for AnthropicConfig {
     }
 }
 
+/// Anthropic takes images up to 8000 px a side, but only up to
+/// [`MANY_IMAGES_EDGE`] in a request of more than this many images.
+const MANY_IMAGES: usize = 20;
+
+/// The long edge allowed in a request of more than [`MANY_IMAGES`].
+const MANY_IMAGES_EDGE: u32 = 2000;
+
+/// `request` with every image over [`MANY_IMAGES_EDGE`] made smaller,
+/// when it holds more than [`MANY_IMAGES`] images and one is that large
+/// (only with `[tools.read] image_max_edge` raised above the default);
+/// `None` when it can go as it is.
+fn many_images_fitted(request: &ModelRequest) -> Option<ModelRequest> {
+    let images = || {
+        request
+            .messages
+            .iter()
+            .flat_map(etch_model::Message::parts)
+            .filter_map(|part| match part {
+                etch_model::ContentPart::Image(image) => Some(image),
+                _ => None,
+            })
+    };
+    let large = |image: &etch_model::Image| image.width.max(image.height) > MANY_IMAGES_EDGE;
+    if images().count() <= MANY_IMAGES || !images().any(large) {
+        return None;
+    }
+    let mut fitted = request.clone();
+    for part in fitted
+        .messages
+        .iter_mut()
+        .flat_map(etch_model::Message::parts_mut)
+    {
+        let etch_model::ContentPart::Image(image) = part else {
+            continue;
+        };
+        if !large(image) {
+            continue;
+        }
+        *part = match etch_image::fit(image, MANY_IMAGES_EDGE) {
+            Ok(smaller) => etch_model::ContentPart::Image(smaller),
+            Err(err) => etch_model::ContentPart::text(image.omitted(&format!(
+                "it could not be made small enough for a request of more than {MANY_IMAGES} images: {err}"
+            ))),
+        };
+    }
+    Some(fitted)
+}
+
 /// The native Anthropic Messages provider.
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
@@ -124,6 +172,8 @@ impl AnthropicClient {
     /// request-shape metrics filled in.
     fn pass(&self, request: &ModelRequest) -> Result<HttpPass, ModelError> {
         let config = &self.config;
+        let fitted = many_images_fitted(request);
+        let request = fitted.as_ref().unwrap_or(request);
         let body = request::build(
             request,
             &config.model,

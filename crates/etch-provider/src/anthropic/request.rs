@@ -92,6 +92,8 @@ pub enum Block<'a> {
     ToolUse(ToolUseBlock<'a>),
     /// `{"type":"tool_result","tool_use_id","content","is_error"}`.
     ToolResult(ToolResultBlock<'a>),
+    /// `{"type":"image","source":{"type":"base64","media_type","data"}}`.
+    Image(ImageBlock),
     /// A `thinking` or `redacted_thinking` block exactly as Anthropic sent
     /// it (its signature must come back unchanged).
     Replay(&'a Value),
@@ -129,10 +131,89 @@ pub struct ToolResultBlock<'a> {
     pub kind: &'static str,
     /// The call this answers (same mapping as [`ToolUseBlock::id`]).
     pub tool_use_id: Cow<'a, str>,
-    /// The result text.
-    pub content: String,
+    /// The result text, or its text and images as blocks.
+    pub content: ToolResultContent,
     /// Whether the tool failed.
     pub is_error: bool,
+}
+
+/// What a tool result holds.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ToolResultContent {
+    /// Text alone.
+    Text(String),
+    /// Text and image blocks.
+    Blocks(Vec<Block<'static>>),
+}
+
+/// An image block.
+#[derive(Debug, Serialize)]
+pub struct ImageBlock {
+    /// Always `image`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The bytes.
+    pub source: ImageSource,
+}
+
+/// An image block's `source`.
+#[derive(Debug, Serialize)]
+pub struct ImageSource {
+    /// Always `base64`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: &'static str,
+    /// The bytes in base64.
+    pub data: String,
+}
+
+/// What a result made only of images says as its text (Pi does the same:
+/// a result block with no text reads as empty to some models).
+pub const SEE_ATTACHED: &str = "(see attached image)";
+
+/// An image as a block, or its marker as a text block.
+fn image_block(image: &etch_model::Image, no_vision: bool) -> Block<'static> {
+    let data = image.sendable(no_vision).map(etch_model::Image::base64);
+    match data {
+        Ok(Some(data)) => Block::Image(ImageBlock {
+            kind: "image",
+            source: ImageSource {
+                kind: "base64",
+                media_type: image.media_type.mime(),
+                data,
+            },
+        }),
+        Ok(None) => text_block(image.omitted(etch_model::image::MISSING)),
+        Err(marker) => text_block(marker),
+    }
+}
+
+/// The blocks of a user message: text and images in order.
+fn user_blocks(content: &[ContentPart], no_vision: bool) -> Vec<Block<'static>> {
+    content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } if text.is_empty() => None,
+            ContentPart::Text { text } => Some(text_block(text.clone())),
+            ContentPart::Image(image) => Some(image_block(image, no_vision)),
+            ContentPart::ToolCall(_) => None,
+        })
+        .collect()
+}
+
+/// A tool result's content: its text alone, or its text and images as
+/// blocks.
+fn tool_result_content(content: &[ContentPart], no_vision: bool) -> ToolResultContent {
+    if !content.iter().any(|p| matches!(p, ContentPart::Image(_))) {
+        return ToolResultContent::Text(etch_model::content::joined_text(content));
+    }
+    let mut blocks = user_blocks(content, no_vision);
+    if !blocks.iter().any(|b| matches!(b, Block::Text(_))) {
+        blocks.insert(0, text_block(SEE_ATTACHED.to_owned()));
+    }
+    ToolResultContent::Blocks(blocks)
 }
 
 /// A tool schema on the wire.
@@ -159,7 +240,7 @@ pub fn build<'a>(
     max_tokens: u32,
     thinking_budget: Option<u32>,
 ) -> MessagesBody<'a> {
-    let messages = messages(&request.messages);
+    let messages = messages(&request.messages, request.options.no_vision);
     let thinking = thinking_budget
         .filter(|_| !continues_unthought_tool_round(&messages))
         .map(|budget_tokens| Thinking {
@@ -199,15 +280,15 @@ pub fn build<'a>(
 }
 
 /// Maps the conversation to alternating wire messages.
-fn messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
+fn messages(messages: &[Message], no_vision: bool) -> Vec<WireMessage<'_>> {
     let mut replays = replays_by_owner(messages);
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
         match message {
             Message::User { content } => {
-                let text = etch_model::content::joined_text(content);
-                if !text.is_empty() {
-                    push(&mut out, "user", vec![text_block(text)]);
+                let blocks = user_blocks(content, no_vision);
+                if !blocks.is_empty() {
+                    push(&mut out, "user", blocks);
                 }
             }
             Message::Assistant { content } => {
@@ -234,7 +315,7 @@ fn messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
                 vec![Block::ToolResult(ToolResultBlock {
                     kind: "tool_result",
                     tool_use_id: wire_id(tool_call_id),
-                    content: etch_model::content::joined_text(content),
+                    content: tool_result_content(content, no_vision),
                     is_error: *is_error,
                 })],
             ),
@@ -266,6 +347,8 @@ fn assistant_blocks(content: &[ContentPart]) -> Vec<Block<'_>> {
                 name: &call.name,
                 input: tool_input(&call.arguments),
             })),
+            // The model's own messages carry no images.
+            ContentPart::Image(_) => None,
         })
         .collect()
 }

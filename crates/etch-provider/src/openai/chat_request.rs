@@ -57,8 +57,9 @@ pub struct StreamOptions {
 pub struct ChatMessage<'a> {
     /// `system`, `user`, `assistant` or `tool`.
     pub role: &'static str,
-    /// Text content; `null` for an assistant message that only calls tools.
-    pub content: Option<String>,
+    /// Text content, or text and image parts for a user message with
+    /// images; `null` for an assistant message that only calls tools.
+    pub content: Option<ChatContent>,
     /// Assistant tool calls.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<WireToolCall<'a>>,
@@ -66,6 +67,46 @@ pub struct ChatMessage<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<&'a str>,
 }
+
+/// A message's content: a string, or parts when images come with it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ChatContent {
+    /// Plain text.
+    Text(String),
+    /// Text and `image_url` parts, in order.
+    Parts(Vec<ChatPart>),
+}
+
+/// One part of a user message.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChatPart {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image as a `data:` URL.
+    ImageUrl {
+        /// `{"url": "data:image/png;base64,…"}`.
+        image_url: ImageUrl,
+    },
+}
+
+/// The `image_url` object.
+#[derive(Debug, Serialize)]
+pub struct ImageUrl {
+    /// The data URL.
+    pub url: String,
+}
+
+/// What introduces the images of tool results, sent as a user message
+/// after the results: a `tool` message takes text only (Pi does the same).
+pub const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
+
+/// What a tool message says when its result was only images.
+pub const SEE_ATTACHED: &str = "(see attached image)";
 
 /// An assistant tool call on the wire.
 #[derive(Debug, Serialize)]
@@ -114,6 +155,56 @@ fn text_of(parts: &[ContentPart]) -> String {
     etch_model::content::joined_text(parts)
 }
 
+/// The content of a user message: its text alone when it has no image
+/// (what every server takes), else its parts in order, an image that
+/// cannot be sent replaced by its marker.
+fn user_content(parts: &[ContentPart], no_vision: bool) -> ChatContent {
+    if !parts.iter().any(|p| matches!(p, ContentPart::Image(_))) {
+        return ChatContent::Text(text_of(parts));
+    }
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part {
+            ContentPart::Text { text } if text.is_empty() => {}
+            ContentPart::Text { text } => out.push(ChatPart::Text { text: text.clone() }),
+            ContentPart::Image(image) => out.push(image_part(image, no_vision)),
+            ContentPart::ToolCall(_) => {}
+        }
+    }
+    ChatContent::Parts(out)
+}
+
+/// An image as an `image_url` part, or its marker as text.
+fn image_part(image: &etch_model::Image, no_vision: bool) -> ChatPart {
+    match image.sendable(no_vision).map(etch_model::Image::data_url) {
+        Ok(Some(url)) => ChatPart::ImageUrl {
+            image_url: ImageUrl { url },
+        },
+        Ok(None) => ChatPart::Text {
+            text: image.omitted(etch_model::image::MISSING),
+        },
+        Err(marker) => ChatPart::Text { text: marker },
+    }
+}
+
+/// Sends the images gathered from a run of tool messages as one user
+/// message after them.
+fn flush_tool_images(messages: &mut Vec<ChatMessage<'_>>, images: &mut Vec<ChatPart>) {
+    if images.is_empty() {
+        return;
+    }
+    let mut parts = vec![ChatPart::Text {
+        text: TOOL_IMAGES_INTRO.to_owned(),
+    }];
+    parts.append(images);
+    messages.push(ChatMessage {
+        role: "user",
+        content: Some(ChatContent::Parts(parts)),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    });
+}
+
 /// Builds the body for `request` and `model`.
 pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) -> ChatBody<'a> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
@@ -121,16 +212,23 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
     if !system.is_empty() {
         messages.push(ChatMessage {
             role: "system",
-            content: Some(system),
+            content: Some(ChatContent::Text(system)),
             tool_calls: Vec::new(),
             tool_call_id: None,
         });
     }
+    let no_vision = request.options.no_vision;
+    // Images of tool results wait until the run of tool messages ends:
+    // a user message between two results would break the run.
+    let mut tool_images: Vec<ChatPart> = Vec::new();
     for message in &request.messages {
+        if !matches!(message, Message::Tool { .. } | Message::ProviderItem(_)) {
+            flush_tool_images(&mut messages, &mut tool_images);
+        }
         match message {
             Message::User { content } => messages.push(ChatMessage {
                 role: "user",
-                content: Some(text_of(content)),
+                content: Some(user_content(content, no_vision)),
                 tool_calls: Vec::new(),
                 tool_call_id: None,
             }),
@@ -146,14 +244,14 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
                                 arguments: wire_arguments(&call.arguments),
                             },
                         }),
-                        ContentPart::Text { .. } => None,
+                        ContentPart::Text { .. } | ContentPart::Image(_) => None,
                     })
                     .collect();
                 let text = text_of(content);
                 let content = if text.is_empty() && !tool_calls.is_empty() {
                     None
                 } else {
-                    Some(text)
+                    Some(ChatContent::Text(text))
                 };
                 messages.push(ChatMessage {
                     role: "assistant",
@@ -166,15 +264,37 @@ pub fn build<'a>(request: &'a ModelRequest, model: &'a str, stream_usage: bool) 
                 tool_call_id,
                 content,
                 ..
-            } => messages.push(ChatMessage {
-                role: "tool",
-                content: Some(text_of(content)),
-                tool_calls: Vec::new(),
-                tool_call_id: Some(tool_call_id),
-            }),
+            } => {
+                let mut text = text_of(content);
+                let mut images = Vec::new();
+                for part in content {
+                    let ContentPart::Image(image) = part else {
+                        continue;
+                    };
+                    // A marker belongs with the result's text.
+                    match image_part(image, no_vision) {
+                        ChatPart::Text { text: marker } => {
+                            text.push('\n');
+                            text.push_str(&marker);
+                        }
+                        url @ ChatPart::ImageUrl { .. } => images.push(url),
+                    }
+                }
+                if text.is_empty() && !images.is_empty() {
+                    SEE_ATTACHED.clone_into(&mut text);
+                }
+                tool_images.extend(images);
+                messages.push(ChatMessage {
+                    role: "tool",
+                    content: Some(ChatContent::Text(text)),
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(tool_call_id),
+                });
+            }
             Message::ProviderItem(_) => {}
         }
     }
+    flush_tool_images(&mut messages, &mut tool_images);
     let mut tools: Vec<ChatTool<'a>> = request
         .tools
         .iter()

@@ -94,7 +94,7 @@ pub fn plan(chain: Option<&Chain>, messages: &[Message]) -> Plan {
 fn same_calls(content: &[ContentPart], calls: &[String]) -> bool {
     let mut logged = content.iter().filter_map(|part| match part {
         ContentPart::ToolCall(call) => Some(call.id.as_str()),
-        ContentPart::Text { .. } => None,
+        ContentPart::Text { .. } | ContentPart::Image(_) => None,
     });
     calls.iter().all(|id| logged.next() == Some(id.as_str())) && logged.next().is_none()
 }

@@ -102,9 +102,19 @@ pub struct MessageItem {
     pub kind: &'static str,
     /// `user` or `assistant`.
     pub role: &'static str,
-    /// One text part: `input_text` for the user, `output_text` for the
-    /// assistant.
-    pub content: Vec<TextPart>,
+    /// Text parts (`input_text` for the user, `output_text` for the
+    /// assistant) and the user's `input_image` parts, in order.
+    pub content: Vec<Part>,
+}
+
+/// A content part of a message item or a tool result.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Part {
+    /// Text.
+    Text(TextPart),
+    /// An image.
+    Image(ImagePart),
 }
 
 /// A text content part of a message item.
@@ -115,6 +125,62 @@ pub struct TextPart {
     pub kind: &'static str,
     /// The text, verbatim.
     pub text: String,
+}
+
+/// An `input_image` part.
+#[derive(Debug, Serialize)]
+pub struct ImagePart {
+    /// Always `input_image`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Always `auto`.
+    pub detail: &'static str,
+    /// A `data:` URL (a string here, unlike Chat Completions' object).
+    pub image_url: String,
+}
+
+/// What a tool result holds: text, or text and images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Output {
+    /// Text alone.
+    Text(String),
+    /// `input_text` and `input_image` parts.
+    Parts(Vec<Part>),
+}
+
+/// An `input_text` part.
+fn input_text(text: String) -> Part {
+    Part::Text(TextPart {
+        kind: "input_text",
+        text,
+    })
+}
+
+/// The user-side parts of `content`: text and images in order, an image
+/// that cannot be sent replaced by its marker.
+fn input_parts(content: &[ContentPart], no_vision: bool) -> Vec<Part> {
+    let mut parts = Vec::with_capacity(content.len());
+    for part in content {
+        match part {
+            ContentPart::Text { text } => parts.push(input_text(text.clone())),
+            ContentPart::Image(image) => {
+                parts.push(
+                    match image.sendable(no_vision).map(etch_model::Image::data_url) {
+                        Ok(Some(image_url)) => Part::Image(ImagePart {
+                            kind: "input_image",
+                            detail: "auto",
+                            image_url,
+                        }),
+                        Ok(None) => input_text(image.omitted(etch_model::image::MISSING)),
+                        Err(marker) => input_text(marker),
+                    },
+                );
+            }
+            ContentPart::ToolCall(_) => {}
+        }
+    }
+    parts
 }
 
 /// A `function_call` input item.
@@ -139,8 +205,9 @@ pub struct FunctionCallOutputItem<'a> {
     pub kind: &'static str,
     /// The call this result answers.
     pub call_id: &'a str,
-    /// The result text (a failure's text starts `tool error: `, C36).
-    pub output: String,
+    /// The result text (a failure's text starts `tool error: `, C36), or
+    /// its text and images as parts.
+    pub output: Output,
 }
 
 /// A function tool schema on the wire.
@@ -230,7 +297,10 @@ pub fn build_from<'a>(
     ResponsesBody {
         model,
         instructions: request.system_prompt(),
-        input: input_items(request.messages.get(from..).unwrap_or_default()),
+        input: input_items(
+            request.messages.get(from..).unwrap_or_default(),
+            request.options.no_vision,
+        ),
         tools,
         stream: true,
         store: false,
@@ -256,20 +326,24 @@ fn replayable(item: &ProviderItem) -> bool {
 /// assistant message is sent ahead of that message's items; if the
 /// assistant message yields no items at all, its reasoning is dropped too,
 /// since a reasoning item without its following output is rejected.
-fn input_items(messages: &[Message]) -> Vec<InputItem<'_>> {
+fn input_items(messages: &[Message], no_vision: bool) -> Vec<InputItem<'_>> {
     let mut items = Vec::with_capacity(messages.len());
     let mut at = 0;
     while let Some(message) = messages.get(at) {
         at += 1;
         match message {
-            Message::User { content } => items.push(InputItem::Message(MessageItem {
-                kind: "message",
-                role: "user",
-                content: vec![TextPart {
-                    kind: "input_text",
-                    text: etch_model::content::joined_text(content),
-                }],
-            })),
+            Message::User { content } => {
+                let content = if content.iter().any(|p| matches!(p, ContentPart::Image(_))) {
+                    input_parts(content, no_vision)
+                } else {
+                    vec![input_text(etch_model::content::joined_text(content))]
+                };
+                items.push(InputItem::Message(MessageItem {
+                    kind: "message",
+                    role: "user",
+                    content,
+                }));
+            }
             Message::Assistant { content } => {
                 let pass_items = at;
                 while matches!(messages.get(at), Some(Message::ProviderItem(_))) {
@@ -293,7 +367,11 @@ fn input_items(messages: &[Message]) -> Vec<InputItem<'_>> {
             } => items.push(InputItem::FunctionCallOutput(FunctionCallOutputItem {
                 kind: "function_call_output",
                 call_id: tool_call_id,
-                output: etch_model::content::joined_text(content),
+                output: if content.iter().any(|p| matches!(p, ContentPart::Image(_))) {
+                    Output::Parts(input_parts(content, no_vision))
+                } else {
+                    Output::Text(etch_model::content::joined_text(content))
+                },
             })),
             Message::ProviderItem(item) => {
                 if replayable(item) {
@@ -318,6 +396,8 @@ fn assistant_items(content: &[ContentPart]) -> Vec<InputItem<'_>> {
                 flush_text(&mut text, &mut items);
                 items.push(InputItem::FunctionCall(function_call(call)));
             }
+            // The model's own messages carry no images.
+            ContentPart::Image(_) => {}
         }
     }
     flush_text(&mut text, &mut items);
@@ -332,10 +412,10 @@ fn flush_text(text: &mut String, items: &mut Vec<InputItem<'_>>) {
     items.push(InputItem::Message(MessageItem {
         kind: "message",
         role: "assistant",
-        content: vec![TextPart {
+        content: vec![Part::Text(TextPart {
             kind: "output_text",
             text: std::mem::take(text),
-        }],
+        })],
     }));
 }
 
