@@ -5,7 +5,7 @@
 //! rather than as turns to continue. Only tool results are shortened: they
 //! are by far the largest and the least worth reading in full.
 
-use etch_model::content::joined_text;
+use etch_model::content::{display_text, joined_text};
 use etch_model::{Message, ToolCall};
 
 /// Characters of a tool result kept in the serialized conversation.
@@ -24,7 +24,9 @@ pub fn serialize(messages: &[Message]) -> String {
 /// The line group of one message, or `None` when it has nothing to show.
 fn group(message: &Message) -> Option<String> {
     match message {
-        Message::User { content } => Some(format!("[User]: {}", joined_text(content))),
+        // Images are named by a marker (type and size), so the summary
+        // can say what was shown; their bytes are never summarized.
+        Message::User { content } => Some(format!("[User]: {}", display_text(content))),
         Message::Assistant { content } => {
             let mut lines = Vec::new();
             let text = joined_text(content);
@@ -40,7 +42,7 @@ fn group(message: &Message) -> Option<String> {
         }
         Message::Tool { content, .. } => Some(format!(
             "[Tool result]: {}",
-            truncate(&joined_text(content), TOOL_RESULT_CHARS)
+            truncate(&display_text(content), TOOL_RESULT_CHARS)
         )),
         Message::ProviderItem(_) => None,
     }
@@ -76,6 +78,39 @@ mod tests {
             name: name.into(),
             arguments,
         })
+    }
+
+    /// Images reach the summarizer as markers, never as bytes.
+    #[test]
+    fn images_are_named_by_markers() {
+        let image = etch_model::Image::new(
+            b"\x89PNG\r\n\x1a\nx".to_vec(),
+            etch_model::MediaType::Png,
+            40,
+            30,
+        );
+        let messages = vec![
+            Message::User {
+                content: vec![
+                    ContentPart::text("what is this?"),
+                    ContentPart::Image(image.clone()),
+                ],
+            },
+            Message::Tool {
+                tool_call_id: "c1".into(),
+                tool_name: "read".into(),
+                content: vec![
+                    ContentPart::text("Read image file [image/png], 40x30"),
+                    ContentPart::Image(image),
+                ],
+                is_error: false,
+            },
+        ];
+        assert_eq!(
+            serialize(&messages),
+            "[User]: what is this?\n[image image/png 40x30]\n\n\
+             [Tool result]: Read image file [image/png], 40x30\n[image image/png 40x30]"
+        );
     }
 
     /// G24: one line group per message, blank lines between groups, calls as

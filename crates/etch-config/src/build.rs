@@ -52,6 +52,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             max_frame_bytes: provider.u64("max_frame_bytes"),
             max_message_bytes: provider.u64("max_message_bytes"),
             allow_http_credentials: provider.bool("allow_http_credentials"),
+            vision: provider.bool("vision"),
         },
         openai: OpenAiConfig {
             base_url: openai.set_string("base_url"),
@@ -76,6 +77,7 @@ pub(crate) fn build(scalars: &BTreeMap<String, Value>, entries: &[Entry]) -> Con
             profile: get("tools").string("profile"),
             bash_inherit_credentials: get("tools.bash").bool("inherit_credentials"),
             bash_max_spill_bytes: get("tools.bash").u64("max_spill_bytes"),
+            read_image_max_edge: get("tools.read").u32("image_max_edge"),
         },
         subagents: SubagentsConfig {
             enabled: subagents.bool("enabled"),

@@ -122,6 +122,9 @@ pub struct ProviderConfig {
     /// Whether credentials may travel over plain http to a host other
     /// than this machine (honoured only from the user's own file).
     pub allow_http_credentials: bool,
+    /// `vision`: whether the model takes images; without it every image
+    /// goes as a text marker saying it was left out.
+    pub vision: bool,
 }
 
 /// `[openai]` (E-CFG-10, C35, G13, G19).
@@ -176,6 +179,9 @@ pub struct ToolsConfig {
     /// `[tools.bash] max_spill_bytes` (E-CFG-25): most bytes of one
     /// stream's spill file.
     pub bash_max_spill_bytes: u64,
+    /// `[tools.read] image_max_edge`: the long edge, in pixels, images
+    /// are resized to (those read and those attached to prompts).
+    pub read_image_max_edge: u32,
 }
 
 /// `[acp]` (E-CFG-24, M2).

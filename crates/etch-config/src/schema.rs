@@ -479,6 +479,13 @@ const PROVIDER: &[KeySpec] = &[
          ~/.etch/config.toml); otherwise such a base_url needs https.",
     )
     .default(Literal::Bool(false)),
+    KeySpec::boolean(
+        "vision",
+        "Whether the model takes images. Set false for a text-only model (most small local \
+         ones): images read or attached are then sent as a text marker saying one was left \
+         out, never as bytes the server would refuse.",
+    )
+    .default(Literal::Bool(true)),
 ];
 
 /// `[openai]` keys (E-CFG-10, C35, G13, G19).
@@ -582,6 +589,17 @@ const TOOLS_BASH: &[KeySpec] = &[
     )
     .default(Literal::Int(67_108_864)),
 ];
+
+/// `[tools.read]` keys.
+const TOOLS_READ: &[KeySpec] = &[KeySpec::integer(
+    "image_max_edge",
+    1,
+    8000,
+    "Longest edge, in pixels, of an image read or attached to a prompt; a larger one is \
+     resized (keeping its proportions) before the model sees it. Providers take at most 8000, \
+     and Anthropic at most 2000 in a request of more than 20 images.",
+)
+.default(Literal::Int(2000))];
 
 /// `[subagents]` keys (E-CFG-13).
 const SUBAGENTS: &[KeySpec] = &[
@@ -959,6 +977,14 @@ pub(crate) static TABLES: &[TableSpec] = &[
         milestone: Milestone::M1,
         description: "Settings of the bash tool.",
         keys: TOOLS_BASH,
+        rule: None,
+    },
+    TableSpec {
+        name: "tools.read",
+        kind: TableKind::Table,
+        milestone: Milestone::M3,
+        description: "Settings of the read tool.",
+        keys: TOOLS_READ,
         rule: None,
     },
     TableSpec {

@@ -123,11 +123,19 @@ impl Prepared {
     /// `image/png, 1920x1080 (resized to 1568x882)`: the type and size
     /// it came in, and what it became.
     pub fn summary(&self) -> String {
+        format!("{}, {}", self.original_type, self.size_note())
+    }
+
+    /// `1920x1080 (resized to 1568x882)`: the size it came in, and what
+    /// it became (with the new type when that changed too).
+    pub fn size_note(&self) -> String {
         use std::fmt::Write as _;
         let (w, h) = self.original;
-        let mut out = format!("{}, {w}x{h}", self.original_type);
-        if self.changed() {
-            let image = &self.image;
+        let mut out = format!("{w}x{h}");
+        let image = &self.image;
+        if self.original == (image.width, image.height) && self.changed() {
+            let _ = write!(out, " (re-encoded as {})", image.media_type);
+        } else if self.changed() {
             let _ = write!(out, " (resized to {}x{}", image.width, image.height);
             if image.media_type != self.original_type {
                 let _ = write!(out, ", {}", image.media_type);

@@ -20,6 +20,26 @@ pub struct Command {
     pub body: CommandBody,
 }
 
+/// An image a client attaches to a prompt: its bytes in base64 and their
+/// MIME type (PNG, JPEG, GIF or WebP; the bytes decide which).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ImageInput {
+    /// Always `image`.
+    #[serde(rename = "type", default = "image_type")]
+    pub kind: String,
+    /// The bytes, base64-encoded.
+    pub data: String,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub mime_type: String,
+}
+
+/// The `type` of an [`ImageInput`].
+fn image_type() -> String {
+    "image".to_owned()
+}
+
 /// The commands, tagged by `type` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -35,6 +55,11 @@ pub enum CommandBody {
     Prompt {
         /// The user's text.
         message: String,
+        /// Images attached to the prompt, in Pi's shape
+        /// (`{"type":"image","data":BASE64,"mimeType":"image/png"}`);
+        /// only with a prompt that starts a run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageInput>,
         /// What to do with the prompt when a run is already active.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         streaming_behavior: Option<StreamingBehavior>,

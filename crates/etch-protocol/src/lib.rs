@@ -21,7 +21,7 @@ pub mod response;
 pub mod session;
 
 pub use command::{
-    ApprovalDecision, Command, CommandBody, QueueMode, StreamingBehavior, ThinkingLevel,
+    ApprovalDecision, Command, CommandBody, ImageInput, QueueMode, StreamingBehavior, ThinkingLevel,
 };
 pub use event::{CompactionOutcome, Delta, Event, EventBody, NoticeLevel};
 pub use framing::{Records, split_records};

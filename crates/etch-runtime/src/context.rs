@@ -342,6 +342,7 @@ pub fn builtin_options(
         home: home_dir(),
         sandbox: sandbox.for_tools(),
         processes: processes.cloned(),
+        image_max_edge: config.tools.read_image_max_edge,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod events;
 pub mod git;
 pub mod hooks;
 pub mod host;
+pub mod images;
 pub mod mcp;
 pub mod paths;
 pub mod projection;

@@ -49,6 +49,10 @@ pub struct Created {
 pub struct Prompt {
     /// The user's text.
     pub message: String,
+    /// Images attached to the prompt, as RPC takes them:
+    /// `{"type":"image","data":BASE64,"mimeType":"image/png"}`.
+    #[serde(default)]
+    pub images: Vec<etch_protocol::ImageInput>,
     /// While a run is active: `steer` admits the text at the next
     /// boundary, `followUp` runs it after; without it such a prompt is
     /// refused (409).

@@ -28,8 +28,10 @@ use crate::error::ApiError;
 use crate::sse;
 use crate::state::{Access, App};
 
-/// The largest request body taken.
-pub const MAX_BODY: usize = 16 << 20;
+/// The largest request body taken: what the largest request any
+/// provider takes (Anthropic's 32 MB) needs, so a prompt with images
+/// fits.
+pub const MAX_BODY: usize = 32 << 20;
 
 /// One operation of the API: the router and the OpenAPI description
 /// are both built from [`Op::ALL`], so neither lists a route the other
@@ -339,6 +341,7 @@ async fn prompt(
         id: None,
         body: CommandBody::Prompt {
             message: asked.message,
+            images: asked.images,
             streaming_behavior: asked.streaming_behavior,
         },
     };

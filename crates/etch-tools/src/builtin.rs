@@ -46,6 +46,9 @@ pub struct BuiltinOptions {
     /// The sessions' background processes: `bash` offers `background`
     /// and the `process` tool comes with it; `None`: neither.
     pub processes: Option<Arc<etch_process::Processes>>,
+    /// The long edge `read` resizes images to (`[tools.read]
+    /// image_max_edge`).
+    pub image_max_edge: u32,
 }
 
 impl Default for BuiltinOptions {
@@ -58,6 +61,7 @@ impl Default for BuiltinOptions {
             home: std::env::var_os("HOME").map(PathBuf::from),
             sandbox: None,
             processes: None,
+            image_max_edge: etch_image::DEFAULT_MAX_EDGE,
         }
     }
 }
@@ -82,7 +86,11 @@ pub fn tool(name: &str, options: &BuiltinOptions, locks: &MutationLocks) -> Opti
         "find" => Arc::new(FindTool::new().with_protected(protected)),
         "grep" => Arc::new(GrepTool::new().with_protected(protected)),
         "ls" => Arc::new(LsTool::new().with_protected(protected)),
-        "read" => Arc::new(ReadTool::new().with_protected(protected)),
+        "read" => Arc::new(
+            ReadTool::new()
+                .with_protected(protected)
+                .with_image_max_edge(options.image_max_edge),
+        ),
         "write" => Arc::new(WriteTool::new(locks.clone()).with_protected(protected)),
         _ => return None,
     };

@@ -35,6 +35,7 @@ pub mod paths;
 pub mod process;
 pub mod protect;
 pub mod read;
+pub mod read_image;
 pub mod walk;
 pub mod write;
 

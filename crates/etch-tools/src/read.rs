@@ -22,13 +22,10 @@ use crate::fsutil::{self, OpenError, looks_binary};
 use crate::limits::{READ_MAX_BYTES, READ_MAX_LINES};
 use crate::paths;
 use crate::protect::{Protected, StoreIds};
-use crate::{args, cancel};
+use crate::{args, cancel, read_image};
 
 /// Files up to this size get an exact total line count in hints.
 pub const COUNT_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Image extensions answered with the C15 error.
-const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];
 
 /// Most files in one `files` batch.
 const MAX_BATCH: usize = 20;
@@ -65,6 +62,9 @@ pub struct ReadTool {
     spec: ToolSpec,
     /// etch's credential store, never read.
     protected: Protected,
+    /// The long edge images are resized to (`[tools.read]
+    /// image_max_edge`).
+    image_max_edge: u32,
 }
 
 impl Default for ReadTool {
@@ -96,11 +96,19 @@ impl ReadTool {
                 "read",
                 "Read a text file with numbered lines (cat -n style). Shows at most 2000 lines or 50KB; \
                  use offset and limit for more, as the continuation hint says. Use files to read several \
-                 ranges in one call.",
+                 ranges in one call. A PNG, JPEG, GIF or WebP image is returned as the image itself.",
                 json!({"type": "object", "properties": props, "additionalProperties": false}),
             ),
             protected: Protected::from_env(),
+            image_max_edge: etch_image::DEFAULT_MAX_EDGE,
         }
+    }
+
+    /// Resizes images so their long edge is at most `edge` pixels.
+    #[must_use]
+    pub fn with_image_max_edge(mut self, edge: u32) -> Self {
+        self.image_max_edge = edge;
+        self
     }
 
     /// Protects `protected`'s credential store instead of `$HOME`'s.
@@ -158,8 +166,25 @@ struct Call<'a> {
     cancel: &'a CancellationToken,
     /// Where etch's credential store is.
     protected: &'a Protected,
+    /// The long edge images are resized to.
+    image_max_edge: u32,
     /// The store's files, as this call found them.
     store: &'a StoreIds,
+}
+
+/// What one range read gave: text, and the image when the file is one.
+#[derive(Debug)]
+struct Got {
+    /// The text the model reads.
+    text: String,
+    /// The image, for an image file.
+    image: Option<etch_model::Image>,
+}
+
+impl From<String> for Got {
+    fn from(text: String) -> Self {
+        Self { text, image: None }
+    }
 }
 
 /// Reads one range of one file, as the model sees it.
@@ -168,12 +193,13 @@ fn read_range(
     raw: &str,
     offset: Option<usize>,
     limit: Option<usize>,
-) -> Result<String, ToolError> {
+) -> Result<Got, ToolError> {
     let Call {
         cwd,
         cancel,
         protected,
         store,
+        image_max_edge,
     } = call;
     let path = paths::resolve(cwd, raw);
     protected.check_read(raw, &path, "read")?;
@@ -191,13 +217,6 @@ fn read_range(
     if !meta.is_file() {
         return Err(not_regular(raw, meta.file_type()));
     }
-    let is_image = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
-    if is_image {
-        return Err(ToolError::new("image files are not supported"));
-    }
     let (file, opened) = fsutil::open_regular(&path).map_err(|e| match e {
         OpenError::Io(e) => ToolError::new(format!("cannot read {raw}: {e}")),
         OpenError::NotRegular(kind) => not_regular(raw, kind),
@@ -208,6 +227,39 @@ fn read_range(
         return Err(store.refusal(raw, "read"));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let io = |e: std::io::Error| {
+        if cancel.is_cancelled() {
+            cancel::aborted()
+        } else {
+            ToolError::new(format!("cannot read {raw}: {e}"))
+        }
+    };
+    let head = reader.fill_buf().map_err(io)?;
+    // The bytes tell an image; a name that says image but bytes that do
+    // not is refused there, saying what the file starts with.
+    if etch_model::MediaType::sniff(head).is_some() || read_image::has_image_extension(&path) {
+        // Nothing was consumed: the file reads again from its start.
+        use std::io::Seek as _;
+        reader.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+        let file = reader.into_inner();
+        let (text, image) = read_image::read(raw, file, meta.len(), image_max_edge, cancel)?;
+        return Ok(Got {
+            text,
+            image: Some(image),
+        });
+    }
+    read_text(reader, raw, (offset, limit), meta.len(), cancel).map(Got::from)
+}
+
+/// Reads one range of a text file (anything but an image) as numbered
+/// lines.
+fn read_text(
+    mut reader: BufReader<std::fs::File>,
+    raw: &str,
+    (offset, limit): (Option<usize>, Option<usize>),
+    size: u64,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
     let io = |e: std::io::Error| {
         if cancel.is_cancelled() {
             cancel::aborted()
@@ -318,7 +370,7 @@ fn read_range(
         }
         return Ok(text);
     }
-    let total = if meta.len() <= COUNT_LIMIT_BYTES {
+    let total = if size <= COUNT_LIMIT_BYTES {
         Some(last + unshown + count_rest(&mut reader, cancel).map_err(io)?)
     } else {
         None
@@ -333,7 +385,7 @@ fn read_range(
         (true, None) => write!(
             text,
             "\n\n[Showing lines {start}-{last} of a {} file. Use offset={next} to continue.]",
-            format_size(usize::try_from(meta.len()).unwrap_or(usize::MAX))
+            format_size(usize::try_from(size).unwrap_or(usize::MAX))
         ),
         (false, Some(total)) => write!(
             text,
@@ -415,6 +467,7 @@ impl Tool for ReadTool {
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let protected = self.protected.clone();
+            let image_max_edge = self.image_max_edge;
             cancel::blocking(&ctx.cancel, "read", move || {
                 let store = protected.store_ids();
                 run(
@@ -423,32 +476,42 @@ impl Tool for ReadTool {
                         cancel: &cancel,
                         protected: &protected,
                         store: &store,
+                        image_max_edge,
                     },
                     a,
                 )
             })
             .await
-            .map(ToolOutput::text)
         })
     }
 }
 
 /// Runs a single read or a batch.
-fn run(call: Call<'_>, a: ReadArgs) -> Result<String, ToolError> {
+fn run(call: Call<'_>, a: ReadArgs) -> Result<ToolOutput, ToolError> {
     if a.files.is_empty() {
         let Some(path) = a.path else {
             return Err(ToolError::new("read needs a path (or a files array)"));
         };
-        return read_range(call, &path, a.offset, a.limit);
+        let got = read_range(call, &path, a.offset, a.limit)?;
+        let output = ToolOutput::text(got.text);
+        return Ok(match got.image {
+            Some(image) => output.with_image(image),
+            None => output,
+        });
     }
     let mut sections = Vec::with_capacity(a.files.len());
+    let mut images = Vec::new();
     let mut failures = 0;
     for range in &a.files {
         if call.cancel.is_cancelled() {
             return Err(cancel::aborted());
         }
         let body = match read_range(call, &range.path, range.offset, range.limit) {
-            Ok(text) => text,
+            Ok(got) => {
+                // The images follow the text in the order of their files.
+                images.extend(got.image);
+                got.text
+            }
             Err(err) => {
                 failures += 1;
                 format!("[error: {err}]")
@@ -460,7 +523,9 @@ fn run(call: Call<'_>, a: ReadArgs) -> Result<String, ToolError> {
     if failures == a.files.len() {
         return Err(ToolError::new(text));
     }
-    Ok(text)
+    let mut output = ToolOutput::text(text);
+    output.images = images;
+    Ok(output)
 }
 
 #[cfg(test)]
@@ -481,11 +546,13 @@ mod tests {
                 cancel: &cancel,
                 protected: &Protected::new(None),
                 store: &StoreIds::default(),
+                image_max_edge: etch_image::DEFAULT_MAX_EDGE,
             },
             raw,
             offset,
             limit,
         )
+        .map(|got| got.text)
     }
 
     /// Writes a file of numbered lines `line 1`..`line n`.
@@ -609,7 +676,8 @@ mod tests {
         std::fs::write(d.path().join("a.PNG"), "x").unwrap();
         assert_eq!(
             read_range(d.path(), "a.PNG", None, None).unwrap_err().0,
-            "image files are not supported"
+            "cannot read a.PNG as an image: it is not a PNG, JPEG, GIF or WebP image (its first \
+             bytes are \"x\", text); only those formats can be shown to a model"
         );
         assert_eq!(
             read_range(d.path(), "nope", None, None).unwrap_err().0,
@@ -684,6 +752,7 @@ mod tests {
             cancel: &cancel,
             protected: &Protected::new(None),
             store: &StoreIds::default(),
+            image_max_edge: etch_image::DEFAULT_MAX_EDGE,
         };
         let files = vec![
             Range {
@@ -706,7 +775,8 @@ mod tests {
                 files,
             },
         )
-        .unwrap();
+        .unwrap()
+        .text;
         assert!(
             out.starts_with("==> pipe <==\n[error: pipe is a FIFO"),
             "{out}"
@@ -745,6 +815,7 @@ mod tests {
             cancel: &ctx.cancel,
             protected: &Protected::new(None),
             store: &StoreIds::default(),
+            image_max_edge: etch_image::DEFAULT_MAX_EDGE,
         };
         assert_eq!(
             super::read_range(call, "f", Some(3 * cancel::CHECK_EVERY), None)
@@ -784,6 +855,7 @@ mod tests {
             cancel: &cancel,
             protected: &Protected::new(None),
             store: &StoreIds::default(),
+            image_max_edge: etch_image::DEFAULT_MAX_EDGE,
         };
         let out = run(
             call,
@@ -805,10 +877,104 @@ mod tests {
                 ],
             },
         )
-        .unwrap();
+        .unwrap()
+        .text;
         assert_eq!(
             out,
             "==> a <==\n     2\tline 2\n\n==> missing <==\n[error: missing does not exist; use ls or find to see which files there are]"
+        );
+    }
+
+    /// Reads `raw` in `cwd` as a whole call: text and images.
+    fn read_call(cwd: &Path, args: Value) -> Result<ToolOutput, ToolError> {
+        let cancel = CancellationToken::new();
+        let call = Call {
+            cwd,
+            cancel: &cancel,
+            protected: &Protected::new(None),
+            store: &StoreIds::default(),
+            image_max_edge: etch_image::DEFAULT_MAX_EDGE,
+        };
+        run(call, serde_json::from_value(args).unwrap())
+    }
+
+    /// Each of the four formats is read as an image, told by its bytes:
+    /// a wrong extension still works.
+    #[test]
+    fn images_are_read_as_images() {
+        use etch_model::MediaType;
+        let d = tempfile::tempdir().unwrap();
+        for (name, media_type) in [
+            ("shot.png", MediaType::Png),
+            ("photo.jpeg", MediaType::Jpeg),
+            ("anim.gif", MediaType::Gif),
+            ("pic.webp", MediaType::Webp),
+            ("really-a-png.txt", MediaType::Png),
+        ] {
+            let bytes = etch_image::sample(64, 32, media_type).unwrap();
+            std::fs::write(d.path().join(name), &bytes).unwrap();
+            let out = read_call(d.path(), json!({"path": name})).unwrap();
+            assert_eq!(
+                out.text,
+                format!("Read image file [{media_type}], 64x32"),
+                "{name}"
+            );
+            assert_eq!(out.images.len(), 1);
+            assert_eq!(out.images[0].media_type, media_type);
+            assert_eq!(
+                out.images[0].data(),
+                Some(bytes.as_slice()),
+                "{name}: bytes kept"
+            );
+        }
+        // A batch returns the images of its files in order.
+        let out = read_call(
+            d.path(),
+            json!({"files": [{"path": "shot.png"}, {"path": "photo.jpeg"}]}),
+        )
+        .unwrap();
+        assert!(
+            out.text
+                .contains("==> shot.png <==\nRead image file [image/png], 64x32"),
+            "{}",
+            out.text
+        );
+        assert_eq!(out.images.len(), 2);
+        assert_eq!(out.images[1].media_type, MediaType::Jpeg);
+    }
+
+    /// A 6000x4000 photograph comes back resized to the long edge and
+    /// under the size cap, and says so.
+    #[test]
+    fn large_images_are_resized() {
+        let d = tempfile::tempdir().unwrap();
+        let bytes = etch_image::sample(6000, 4000, etch_model::MediaType::Jpeg).unwrap();
+        std::fs::write(d.path().join("big.jpg"), bytes).unwrap();
+        let out = read_call(d.path(), json!({"path": "big.jpg"})).unwrap();
+        assert_eq!(
+            out.text,
+            "Read image file [image/jpeg], 6000x4000 (resized to 2000x1333)"
+        );
+        let image = &out.images[0];
+        assert_eq!((image.width, image.height), (2000, 1333));
+        assert!(image.base64_len() <= etch_image::MAX_BASE64);
+    }
+
+    /// A truncated image is refused saying so, never sent half.
+    #[test]
+    fn truncated_images_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let mut bytes = etch_image::sample(300, 200, etch_model::MediaType::Png).unwrap();
+        bytes.truncate(bytes.len() / 2);
+        std::fs::write(d.path().join("cut.png"), bytes).unwrap();
+        let err = read_call(d.path(), json!({"path": "cut.png"}))
+            .unwrap_err()
+            .0;
+        assert!(
+            err.starts_with(
+                "cannot read cut.png as an image: the image/png data is damaged or truncated"
+            ),
+            "{err}"
         );
     }
 

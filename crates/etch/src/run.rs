@@ -92,12 +92,30 @@ fn context(place: &Place, args: &RunArgs, prompt: String) -> Result<(Context, St
     Ok((context, prompt))
 }
 
+/// The images of `--image`, read and made fit before anything starts: a
+/// bad file is a usage error naming it, not a run without it.
+fn attachments(place: &Place, args: &RunArgs) -> Result<Vec<etch_model::Image>, Failure> {
+    etch_runtime::images::check_count(args.images.len())
+        .map_err(|e| Failure::usage(format!("--image: {e}")))?;
+    let edge = place.config.tools.read_image_max_edge;
+    args.images
+        .iter()
+        .map(|path| {
+            let shown = path.display().to_string();
+            etch_runtime::images::from_file(&place.cwd.join(path), &shown, edge)
+                .map(|prepared| prepared.image)
+                .map_err(|e| Failure::usage(format!("--image: {e}")))
+        })
+        .collect()
+}
+
 /// Runs `prompt` in a new session.
 pub async fn run_new(place: &Place, args: &RunArgs, prompt: Prompt) -> Result<(), Failure> {
     let Prompt {
         text: prompt,
         title,
     } = prompt;
+    let images = attachments(place, args)?;
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
     let (context, prompt) = context(place, args, prompt)?;
@@ -116,6 +134,10 @@ pub async fn run_new(place: &Place, args: &RunArgs, prompt: Prompt) -> Result<()
     .map_err(open_failure)?;
     let mut observer = make_observer(args.json);
     observer.durable_line(&first.line);
+    let prompt = etch_core::Prompt {
+        text: prompt,
+        images,
+    };
     let result = execute(args, session, prompt, observer, &cancel).await;
     watcher.abort();
     result
@@ -128,9 +150,14 @@ pub async fn run_resume(
     args: &RunArgs,
     prompt: Prompt,
 ) -> Result<(), Failure> {
+    let images = attachments(place, args)?;
     let cancel = CancellationToken::new();
     let watcher = watch_sigint(cancel.clone())?;
     let (context, prompt) = context(place, args, prompt.text)?;
+    let prompt = etch_core::Prompt {
+        text: prompt,
+        images,
+    };
     let mut observer = make_observer(args.json);
     let session = Session::open(
         place.clone(),
@@ -160,7 +187,7 @@ fn make_observer(json: bool) -> Box<dyn Observer> {
 async fn execute(
     args: &RunArgs,
     mut session: Session,
-    prompt: String,
+    prompt: etch_core::Prompt,
     mut observer: Box<dyn Observer>,
     cancel: &CancellationToken,
 ) -> Result<(), Failure> {

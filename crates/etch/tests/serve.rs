@@ -310,7 +310,7 @@ fn routes_answer_and_bad_input_is_refused() {
     let refused = serve.call("POST", "/v1/sessions", &nested);
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(code(&refused), "sessions_elsewhere");
-    let big = vec![b'x'; (16 << 20) + 1];
+    let big = vec![b'x'; (32 << 20) + 1];
     let too_big = http::request(
         addr,
         "POST",

@@ -292,7 +292,7 @@ impl Server {
         self.initialized = true;
         let capabilities = AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(McpCapabilities::new().http(true));
         let response = InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)

@@ -54,11 +54,18 @@ pub(super) fn compacted(data: Option<&Value>) -> String {
     }
 }
 
-/// A prompt's content as one text: text as it is, resources inlined
-/// with their URI, links as mentions. Images and audio are refused
-/// (the capabilities say etch does not take them).
-pub(super) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+/// What a prompt of image blocks alone says as its text (the run needs
+/// one).
+pub(super) const IMAGES_ONLY: &str = "(see the attached image)";
+
+/// A prompt's content as one text (text as it is, resources inlined
+/// with their URI, links as mentions) and its images, in order. Audio
+/// is refused (the capabilities say etch does not take it).
+pub(super) fn prompt_text(
+    blocks: &[ContentBlock],
+) -> Result<(String, Vec<etch_protocol::ImageInput>), Error> {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
@@ -74,23 +81,31 @@ pub(super) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
                 )),
                 _ => {}
             },
-            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
+            ContentBlock::Image(image) => images.push(etch_protocol::ImageInput {
+                kind: "image".to_owned(),
+                data: image.data.clone(),
+                mime_type: image.mime_type.clone(),
+            }),
+            ContentBlock::Audio(_) => {
                 return Err(rpc::invalid_params(
                     "session/prompt",
-                    &"etch takes text, resources and links; images and audio are not supported (see promptCapabilities)",
+                    &"etch takes text, images, resources and links; audio is not supported (see promptCapabilities)",
                 ));
             }
             _ => {}
         }
     }
-    let text = parts.join("\n\n");
+    let mut text = parts.join("\n\n");
     if text.trim().is_empty() {
-        return Err(rpc::invalid_params(
-            "session/prompt",
-            &"the prompt is empty",
-        ));
+        if images.is_empty() {
+            return Err(rpc::invalid_params(
+                "session/prompt",
+                &"the prompt is empty",
+            ));
+        }
+        IMAGES_ONLY.clone_into(&mut text);
     }
-    Ok(text)
+    Ok((text, images))
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ impl Server {
             Err(e) => return Some(Err(e)),
         };
         let session = request.session_id.0.to_string();
-        let text = match prompt_text(&request.prompt) {
-            Ok(text) => text,
+        let (text, images) = match prompt_text(&request.prompt) {
+            Ok(prompt) => prompt,
             Err(e) => return Some(Err(e)),
         };
         let command = self.command_id("prompt");
@@ -48,6 +48,7 @@ impl Server {
                     live.pending.insert(command.clone(), Pending::Prompt);
                     CommandBody::Prompt {
                         message,
+                        images,
                         streaming_behavior: None,
                     }
                 }
@@ -57,6 +58,7 @@ impl Server {
                 live.pending.insert(command.clone(), Pending::Prompt);
                 CommandBody::Prompt {
                     message: text,
+                    images,
                     streaming_behavior: None,
                 }
             }

@@ -501,6 +501,7 @@ impl App {
         let effect = self.command(
             CommandBody::Prompt {
                 message: text.clone(),
+                images: Vec::new(),
                 streaming_behavior: None,
             },
             Purpose::Prompt(text),

@@ -89,7 +89,7 @@ fn unknown_table_lists_valid_tables() {
         only_finding("[tools.bsh]\nx = 1\n"),
         format!(
             "warning: {PATH}:1: tools.bsh: unknown key `bsh` in [tools]; did you mean `bash`?; \
-             valid keys: active, profile, bash"
+             valid keys: active, profile, bash, read"
         )
     );
 }

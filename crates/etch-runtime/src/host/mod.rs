@@ -201,6 +201,26 @@ pub struct Host {
 /// whatever came from the session must be escaped in it.
 pub type HtmlRenderer = Arc<dyn Fn(&etch_protocol::Replay) -> String + Send + Sync>;
 
+/// A client's images made fit for a model (long edge `edge`), or the
+/// error that refuses the prompt, naming the image (`#2`) and what is
+/// wrong with it.
+fn prompt_images(
+    images: &[etch_protocol::ImageInput],
+    edge: u32,
+) -> Result<Vec<etch_model::Image>, String> {
+    crate::images::check_count(images.len()).map_err(|e| e.to_string())?;
+    images
+        .iter()
+        .enumerate()
+        .map(|(n, input)| {
+            let what = format!("#{}", n + 1);
+            crate::images::from_base64(&input.data, &input.mime_type, &what, edge)
+                .map(|prepared| prepared.image)
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 impl Host {
     /// A host for `session`, reporting to `sink`. It announces the session
     /// with a `session_info` event.
@@ -537,13 +557,16 @@ impl Host {
         let answer = match body {
             CommandBody::Prompt {
                 message,
+                images,
                 streaming_behavior,
-            } => return self.prompt(id, name, message, streaming_behavior),
+            } => return self.prompt(id, name, (message, images), streaming_behavior),
             CommandBody::Steer { message } => {
-                return self.prompt(id, name, message, Some(StreamingBehavior::Steer));
+                let text = (message, Vec::new());
+                return self.prompt(id, name, text, Some(StreamingBehavior::Steer));
             }
             CommandBody::FollowUp { message } => {
-                return self.prompt(id, name, message, Some(StreamingBehavior::FollowUp));
+                let text = (message, Vec::new());
+                return self.prompt(id, name, text, Some(StreamingBehavior::FollowUp));
             }
             CommandBody::Abort => match &mut self.running {
                 Some(running) => {
@@ -684,7 +707,7 @@ impl Host {
         &mut self,
         id: Option<String>,
         name: &str,
-        message: String,
+        (message, images): (String, Vec<etch_protocol::ImageInput>),
         behavior: Option<StreamingBehavior>,
     ) {
         if message.trim().is_empty() {
@@ -695,12 +718,31 @@ impl Host {
             return match self.take_session() {
                 Err(why) => self.respond(id, name, Err(why)),
                 Ok(session) => {
+                    let edge = session.place().config.tools.read_image_max_edge;
+                    let images = match prompt_images(&images, edge) {
+                        Ok(images) => images,
+                        Err(why) => {
+                            self.session = Some(session);
+                            return self.respond(id, name, Err(why));
+                        }
+                    };
                     // Answer before the run's first event, so a client sees
                     // the acknowledgement first.
                     self.respond(id.clone(), name, Ok(None));
-                    self.start(session, id, message);
+                    let prompt = etch_core::Prompt {
+                        text: message,
+                        images,
+                    };
+                    self.start(session, id, prompt);
                 }
             };
+        }
+        if !images.is_empty() {
+            let error = format!(
+                "{}; images come only with a prompt that starts a run: send them when this run has ended",
+                self.busy()
+            );
+            return self.respond(id, name, Err(error));
         }
         let (update, queued) = match behavior {
             Some(StreamingBehavior::Steer) => (self.with_queues(|q| q.steer(message)), "steer"),
@@ -720,7 +762,7 @@ impl Host {
     }
 
     /// Starts a run of `prompt` on its own task.
-    fn start(&mut self, mut session: Session, id: Option<String>, prompt: String) {
+    fn start(&mut self, mut session: Session, id: Option<String>, prompt: etch_core::Prompt) {
         let sink = Arc::clone(&self.sink);
         let bridge = EventBridge::new(
             id.clone(),
@@ -856,7 +898,7 @@ impl Host {
             && let Some(session) = self.session.take()
         {
             self.emit(running.command_id.clone(), update);
-            self.start(session, running.command_id, texts.join("\n\n"));
+            self.start(session, running.command_id, texts.join("\n\n").into());
         }
         Vec::new()
     }

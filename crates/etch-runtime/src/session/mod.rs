@@ -353,7 +353,7 @@ impl Session {
     /// Runs one prompt to completion in this session.
     pub async fn run(
         &mut self,
-        prompt: String,
+        prompt: impl Into<etch_core::Prompt>,
         observer: &mut dyn Observer,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
@@ -388,6 +388,7 @@ impl Session {
                 temp_dir: paths::session_temp_dir(&self.place.cwd, &session_id),
                 options: RequestOptions {
                     session_id,
+                    no_vision: !config.provider.vision,
                     ..RequestOptions::default()
                 },
                 compaction: Some(self.context.compaction_policy(config)),

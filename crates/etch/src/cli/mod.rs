@@ -146,6 +146,11 @@ pub struct RunArgs {
     /// ~/.etch/skills) into the prompt before your text.
     #[arg(long, value_name = "NAME")]
     pub skill: Option<String>,
+    /// Attach the image FILE (PNG, JPEG, GIF or WebP) to the prompt;
+    /// repeat for more. Images larger than [tools.read] image_max_edge
+    /// (2000 px) are resized first.
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
 }
 
 impl RunArgs {
@@ -203,6 +208,14 @@ impl RunArgs {
         )?;
         fill(&mut self.tools, outer.tools.as_ref(), "--tools")?;
         fill(&mut self.skill, outer.skill.as_ref(), "--skill")?;
+        if self.images.is_empty() {
+            self.images.clone_from(&outer.images);
+        } else if !outer.images.is_empty() {
+            return Err(
+                "--image is given both before and after the subcommand; give them on one side"
+                    .to_owned(),
+            );
+        }
         if (self.tools.is_some() && outer.read_only) || (self.read_only && outer.tools.is_some()) {
             return Err("--tools and --read-only cannot be used together".to_owned());
         }
@@ -233,6 +246,7 @@ impl RunArgs {
             (self.skill.is_some(), "--skill"),
             (self.approve_all, "--approve-all"),
             (self.allow_unsandboxed, "--allow-unsandboxed"),
+            (!self.images.is_empty(), "--image"),
         ];
         flags
             .into_iter()
