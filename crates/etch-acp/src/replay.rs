@@ -15,7 +15,9 @@ pub fn replay(replay: &Replay, updates: &mut Updates) -> Vec<SessionUpdate> {
     let mut out = Vec::new();
     for entry in &replay.entries {
         match entry {
-            ReplayEntry::User { text } => out.push(SessionUpdate::UserMessageChunk(chunk(text))),
+            ReplayEntry::User { text, .. } => {
+                out.push(SessionUpdate::UserMessageChunk(chunk(text)));
+            }
             ReplayEntry::Reasoning { text } => {
                 if !text.is_empty() {
                     out.push(SessionUpdate::AgentThoughtChunk(chunk(text)));
@@ -36,6 +38,7 @@ pub fn replay(replay: &Replay, updates: &mut Updates) -> Vec<SessionUpdate> {
                 text,
                 is_error,
                 details,
+                ..
             } => out.push(updates.finish(tool_call_id, text, *is_error, details.as_ref())),
         }
     }

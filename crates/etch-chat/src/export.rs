@@ -21,7 +21,7 @@ const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;mar
 pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;font:13px/1.4 ui-monospace,monospace}\
 table.diff{border-collapse:collapse;font:13px/1.4 ui-monospace,monospace;width:100%}table.diff td{padding:0 .4rem;white-space:pre}\
 td.n{color:#6e7781;text-align:right;user-select:none}tr.add{background:#dafbe1}tr.del{background:#ffebe9}\
-.notice{color:#6e7781}.notice.warning{color:#9a6700}header{color:#6e7781;border-bottom:1px solid #d0d7de;padding-bottom:.5rem}";
+.notice{color:#6e7781}.notice.warning{color:#9a6700}.image img{max-width:100%;height:auto;border:1px solid #d0d7de}header{color:#6e7781;border-bottom:1px solid #d0d7de;padding-bottom:.5rem}";
 
 /// The whole active branch of `session` (the runtime's projection) as an
 /// HTML page.
@@ -86,6 +86,51 @@ fn block_html(block: &Block, out: &mut String) {
         }
         Block::Header { rows } => {
             let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(&rows.join(" · ")));
+        }
+        Block::Images(images) => {
+            for image in images {
+                image_html(image, out);
+            }
+        }
+    }
+}
+
+/// One image, embedded as a `data:` URL when its file is there and holds
+/// the bytes the log names; a notice naming the file otherwise.
+fn image_html(image: &etch_protocol::ReplayImage, out: &mut String) {
+    let loaded = etch_model::MediaType::from_mime(&image.media_type)
+        .filter(|_| etch_model::image::is_sha256(&image.sha256))
+        .and_then(|media_type| {
+            let bytes = std::fs::read(&image.path).ok()?;
+            etch_model::Image::reference(
+                media_type,
+                image.sha256.clone(),
+                image.width,
+                image.height,
+            )
+            .with_data(bytes)
+        })
+        .and_then(|image| image.data_url());
+    match loaded {
+        Some(url) => {
+            let _ = writeln!(
+                out,
+                "<div class=\"block image\"><img alt=\"{} {}x{}\" src=\"{}\"></div>",
+                escape(&image.media_type),
+                image.width,
+                image.height,
+                escape(&url)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"notice warning\">image {} {}x{} is missing: {}</p>",
+                escape(&image.media_type),
+                image.width,
+                image.height,
+                escape(&image.path)
+            );
         }
     }
 }

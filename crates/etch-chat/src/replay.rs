@@ -81,6 +81,15 @@ fn cost(usage: &[UsageRecord], prices: &[(String, Price)]) -> Counters {
     }
 }
 
+/// A tool result as the blocks need it: text, whether it failed, its
+/// details and its images.
+type Result<'a> = (
+    &'a str,
+    bool,
+    Option<&'a serde_json::Value>,
+    &'a [etch_protocol::ReplayImage],
+);
+
 /// The entries as blocks, after a line saying how many `earlier` ones
 /// were left out, if any.
 pub fn blocks(entries: &[ReplayEntry], earlier: usize) -> Vec<Block> {
@@ -92,7 +101,7 @@ pub fn blocks(entries: &[ReplayEntry], earlier: usize) -> Vec<Block> {
         ));
     }
     // Results by call id, so each batch is drawn whole where its calls are.
-    let results: HashMap<&str, (&str, bool, Option<&serde_json::Value>)> = entries
+    let results: HashMap<&str, Result<'_>> = entries
         .iter()
         .filter_map(|e| match e {
             ReplayEntry::ToolResult {
@@ -100,16 +109,27 @@ pub fn blocks(entries: &[ReplayEntry], earlier: usize) -> Vec<Block> {
                 text,
                 is_error,
                 details,
+                images,
             } => Some((
                 tool_call_id.as_str(),
-                (text.as_str(), *is_error, details.as_ref()),
+                (
+                    text.as_str(),
+                    *is_error,
+                    details.as_ref(),
+                    images.as_slice(),
+                ),
             )),
             _ => None,
         })
         .collect();
     for entry in entries {
         match entry {
-            ReplayEntry::User { text } => blocks.push(Block::User(text.clone())),
+            ReplayEntry::User { text, images } => {
+                blocks.push(Block::User(text.clone()));
+                if !images.is_empty() {
+                    blocks.push(Block::Images(images.clone()));
+                }
+            }
             ReplayEntry::Reasoning { text } => blocks.push(Block::Reasoning(text.clone())),
             ReplayEntry::Assistant {
                 text,
@@ -146,8 +166,16 @@ pub fn blocks(entries: &[ReplayEntry], earlier: usize) -> Vec<Block> {
                         }
                     })
                     .collect();
+                let images: Vec<etch_protocol::ReplayImage> = tool_calls
+                    .iter()
+                    .filter_map(|call| results.get(call.id.as_str()))
+                    .flat_map(|r| r.3.iter().cloned())
+                    .collect();
                 if !calls.is_empty() {
                     blocks.push(Block::Tools(calls));
+                }
+                if !images.is_empty() {
+                    blocks.push(Block::Images(images));
                 }
             }
             ReplayEntry::ToolResult { .. } => {}
@@ -204,6 +232,7 @@ mod tests {
         let mut entries: Vec<ReplayEntry> = (0..5)
             .map(|i| ReplayEntry::User {
                 text: format!("p{i}"),
+                images: Vec::new(),
             })
             .collect();
         entries.push(ReplayEntry::Assistant {
@@ -221,6 +250,7 @@ mod tests {
             text: "A".into(),
             is_error: true,
             details: None,
+            images: Vec::new(),
         });
         let drawn = blocks(&entries[4..], 4);
         assert!(matches!(&drawn[0], Block::Notice(_, t) if t.starts_with("… 4 earlier")));

@@ -118,7 +118,7 @@ pub const MISSING: &str = "its file is missing from the session's assets";
 /// bytes until the session loads them from its store; a provider given
 /// an image without bytes sends a text marker in its place.
 #[derive(Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "Identity")]
 pub struct Image {
     /// The format of the bytes.
     pub media_type: MediaType,
@@ -131,6 +131,46 @@ pub struct Image {
     /// The bytes, shared by every copy of the part.
     #[serde(skip)]
     data: Option<Arc<[u8]>>,
+}
+
+/// What a log or a client says of an image, checked before it becomes
+/// one: the hash names a file in the session's store, so it must be a
+/// hash and nothing else (never a path).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Identity {
+    /// The format.
+    media_type: MediaType,
+    /// The hash: 64 lowercase hex digits.
+    sha256: String,
+    /// Width.
+    width: u32,
+    /// Height.
+    height: u32,
+}
+
+impl TryFrom<Identity> for Image {
+    type Error = String;
+
+    fn try_from(identity: Identity) -> Result<Self, Self::Error> {
+        if !is_sha256(&identity.sha256) {
+            return Err(format!(
+                "image sha256 {:?} is not 64 lowercase hex digits",
+                identity.sha256
+            ));
+        }
+        Ok(Self::reference(
+            identity.media_type,
+            identity.sha256,
+            identity.width,
+            identity.height,
+        ))
+    }
+}
+
+/// Whether `text` is a SHA-256 in lowercase hex.
+pub fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 impl Image {
@@ -354,6 +394,15 @@ mod tests {
             "mediaType": "image/svg+xml", "sha256": "x", "width": 1, "height": 1
         }));
         assert!(bad.unwrap_err().to_string().contains("image/svg+xml"));
+        // A hash names a file: a path in its place is refused.
+        let path: Result<Image, _> = serde_json::from_value(serde_json::json!({
+            "mediaType": "image/png", "sha256": "../../../etc/passwd", "width": 1, "height": 1
+        }));
+        assert!(
+            path.unwrap_err()
+                .to_string()
+                .contains("not 64 lowercase hex")
+        );
     }
 
     /// Base64 from clients may be wrapped; junk is refused.

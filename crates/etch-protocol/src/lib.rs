@@ -28,5 +28,6 @@ pub use framing::{Records, split_records};
 pub use message::{StopReason, WireMessage, WirePart};
 pub use response::Response;
 pub use session::{
-    ForkPoint, Replay, ReplayCall, ReplayEntry, SessionSummary, Totals, TreeRow, UsageRecord,
+    ForkPoint, Replay, ReplayCall, ReplayEntry, ReplayImage, SessionSummary, Totals, TreeRow,
+    UsageRecord,
 };

@@ -39,8 +39,12 @@ pub struct SessionSummary {
 pub enum ReplayEntry {
     /// A prompt (or text a hook added as the user).
     User {
-        /// Its text parts, joined by newlines.
+        /// Its text parts, joined by newlines (each image as a marker
+        /// line).
         text: String,
+        /// The images attached to it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ReplayImage>,
     },
     /// Reasoning the model showed.
     Reasoning {
@@ -73,7 +77,27 @@ pub enum ReplayEntry {
         /// Structured details (a diff, a subagent's outcome).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         details: Option<Value>,
+        /// The images it returned.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ReplayImage>,
     },
+}
+
+/// An image of a replayed message, with the file its bytes are in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The SHA-256 of the bytes.
+    pub sha256: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The file in the session's assets holding the bytes.
+    pub path: String,
 }
 
 /// A tool call of an answer.
@@ -222,6 +246,7 @@ mod tests {
             text: "x".into(),
             is_error: true,
             details: None,
+            images: Vec::new(),
         };
         assert_eq!(
             serde_json::to_value(&result).unwrap(),

@@ -315,11 +315,13 @@ pub fn message_from_wire(message: WireMessage) -> Message {
                     sha256,
                     width,
                     height,
-                } => etch_model::MediaType::from_mime(&media_type).map(|media_type| {
-                    ContentPart::Image(etch_model::Image::reference(
-                        media_type, sha256, width, height,
-                    ))
-                }),
+                } => etch_model::MediaType::from_mime(&media_type)
+                    .filter(|_| etch_model::image::is_sha256(&sha256))
+                    .map(|media_type| {
+                        ContentPart::Image(etch_model::Image::reference(
+                            media_type, sha256, width, height,
+                        ))
+                    }),
             })
             .collect()
     };

@@ -65,7 +65,13 @@ pub fn replay_in(loaded: &LoadedSession, scope: Scope) -> Replay {
             .first()
             .map(|e| e.time.clone())
             .unwrap_or_default(),
-        entries: branch[earlier..].iter().filter_map(|e| entry(e)).collect(),
+        entries: {
+            let assets = etch_session::Assets::of(&loaded.path);
+            branch[earlier..]
+                .iter()
+                .filter_map(|e| entry(e, &assets))
+                .collect()
+        },
         earlier,
         prompts,
         usage: if scope.usage {
@@ -95,13 +101,31 @@ fn is_entry(kind: &str) -> bool {
     )
 }
 
+/// The images among `parts`, with the files of `assets` they are in.
+fn images(parts: &[ContentPart], assets: &etch_session::Assets) -> Vec<etch_protocol::ReplayImage> {
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Image(image) => Some(etch_protocol::ReplayImage {
+                media_type: image.media_type.mime().to_owned(),
+                sha256: image.sha256.clone(),
+                width: image.width,
+                height: image.height,
+                path: assets.path(image).to_string_lossy().into_owned(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The entry of one event, when it is a message or reasoning.
-fn entry(event: &etch_session::Event) -> Option<ReplayEntry> {
+fn entry(event: &etch_session::Event, assets: &etch_session::Assets) -> Option<ReplayEntry> {
     match event.kind.as_str() {
         types::MESSAGE_USER => {
             let data = event.parse_data::<UserData>().ok()?;
             Some(ReplayEntry::User {
                 text: etch_model::content::display_text(&data.content),
+                images: images(&data.content, assets),
             })
         }
         types::MODEL_REASONING => {
@@ -132,6 +156,7 @@ fn entry(event: &etch_session::Event) -> Option<ReplayEntry> {
         types::MESSAGE_TOOL => {
             let data = event.parse_data::<ToolData>().ok()?;
             Some(ReplayEntry::ToolResult {
+                images: images(&data.content, assets),
                 text: etch_model::content::display_text(&data.content),
                 tool_call_id: data.tool_call_id,
                 is_error: data.is_error,
@@ -290,7 +315,8 @@ mod tests {
             replay.entries,
             vec![
                 ReplayEntry::User {
-                    text: "first\nsecond line".into()
+                    text: "first\nsecond line".into(),
+                    images: Vec::new(),
                 },
                 ReplayEntry::Assistant {
                     text: "other".into(),
@@ -372,7 +398,8 @@ mod tests {
                     tool_call_id: "c1".into(),
                     text: "A".into(),
                     is_error: true,
-                    details: Some(json!({"k": 1}))
+                    details: Some(json!({"k": 1})),
+                    images: Vec::new(),
                 },
             ]
         );

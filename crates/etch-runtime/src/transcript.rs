@@ -63,18 +63,19 @@ pub fn render(session: &LoadedSession) -> String {
         "started {started} in {} with {}/{}",
         h.cwd, h.provider, h.model
     );
+    let assets = etch_session::Assets::of(&session.path);
     for event in session.events.iter().skip(1) {
-        render_event(event, &mut out);
+        render_event(event, &assets, &mut out);
     }
     out
 }
 
 /// Appends a block for one event.
-fn render_event(event: &Event, out: &mut String) {
+fn render_event(event: &Event, assets: &etch_session::Assets, out: &mut String) {
     match event.kind.as_str() {
         types::MESSAGE_USER => {
             if let Ok(d) = event.parse_data::<UserData>() {
-                block(out, "user", &parts_text(&d.content));
+                block(out, "user", &parts_text(&d.content, assets));
             }
         }
         types::MESSAGE_ASSISTANT => {
@@ -86,14 +87,14 @@ fn render_event(event: &Event, out: &mut String) {
                     }
                     None => "assistant".to_string(),
                 };
-                block(out, &title, &parts_text(&d.content));
+                block(out, &title, &parts_text(&d.content, assets));
             }
         }
         types::MESSAGE_TOOL => {
             if let Ok(d) = event.parse_data::<ToolData>() {
                 let state = if d.is_error { ", error" } else { "" };
                 let title = format!("tool result {} ({}{state})", d.tool_name, d.tool_call_id);
-                block(out, &title, &parts_text(&d.content));
+                block(out, &title, &parts_text(&d.content, assets));
             }
         }
         types::MODEL_REASONING => {
@@ -252,7 +253,7 @@ fn block(out: &mut String, title: &str, body: &str) {
 }
 
 /// Text of content parts, with tool calls on their own lines.
-fn parts_text(parts: &[ContentPart]) -> String {
+fn parts_text(parts: &[ContentPart], assets: &etch_session::Assets) -> String {
     let mut text = String::new();
     for part in parts {
         match part {
@@ -261,7 +262,14 @@ fn parts_text(parts: &[ContentPart]) -> String {
                 if !text.is_empty() && !text.ends_with('\n') {
                     text.push('\n');
                 }
-                let _ = writeln!(text, "[image {}: {}]", image.describe(), image.file_name());
+                let path = assets.path(image);
+                let missing = if path.exists() { "" } else { " (missing)" };
+                let _ = writeln!(
+                    text,
+                    "[image {}: {}{missing}]",
+                    image.describe(),
+                    path.display()
+                );
             }
             ContentPart::ToolCall(call) => {
                 if !text.is_empty() && !text.ends_with('\n') {

@@ -11,6 +11,12 @@
 //! Anthropic Messages (`messages` with `tool_use` and `tool_result`
 //! blocks). Anything else (auth endpoints, bodies that are not JSON) is not
 //! checked. This module must not know etch's own types.
+//!
+//! Images are checked as providers check them: each is base64 of the
+//! type it declares (a PNG sent as `image/jpeg` is a 400), in the shape
+//! its API takes (`image_url: {url}` for Chat Completions, a string for
+//! Responses, a base64 `source` for Anthropic), and a Chat Completions
+//! `tool` message carries text only.
 
 use std::collections::HashSet;
 
@@ -41,6 +47,122 @@ pub fn tool_pairing_violation(body: &[u8]) -> Option<String> {
     } else {
         chat(messages)
     }
+}
+
+/// Why `body` breaks the image rules, or `None` when it does not.
+pub fn image_violation(body: &[u8]) -> Option<String> {
+    let request: Value = serde_json::from_slice(body).ok()?;
+    if let Some(messages) = request.get("messages").and_then(Value::as_array) {
+        for (i, message) in messages.iter().enumerate() {
+            let tool = message.get("role").and_then(Value::as_str) == Some("tool");
+            if tool && !message.get("content").is_some_and(Value::is_string) {
+                return Some(format!(
+                    "messages[{i}]: a tool message's content must be text (Chat Completions takes no image there)"
+                ));
+            }
+        }
+    }
+    images_in(&request, "$")
+}
+
+/// The first bad image anywhere in `value` (at JSON path `at`).
+fn images_in(value: &Value, at: &str) -> Option<String> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| images_in(item, &format!("{at}[{i}]"))),
+        Value::Object(map) => {
+            let problem = match map.get("type").and_then(Value::as_str) {
+                Some("image_url") => match map.get("image_url").and_then(|u| u.get("url")) {
+                    Some(Value::String(url)) => data_url(url),
+                    _ => Some("an image_url part needs \"image_url\": {\"url\": …}".to_owned()),
+                },
+                Some("input_image") => match map.get("image_url") {
+                    Some(Value::String(url)) => data_url(url),
+                    _ => Some("an input_image part needs \"image_url\" as a string".to_owned()),
+                },
+                Some("image") if map.contains_key("source") => {
+                    let source = &map["source"];
+                    let kind = source.get("type").and_then(Value::as_str);
+                    let media = source.get("media_type").and_then(Value::as_str);
+                    let data = source.get("data").and_then(Value::as_str);
+                    match (kind, media, data) {
+                        (Some("base64"), Some(media), Some(data)) => matches_type(media, data),
+                        _ => Some(
+                            "an image block needs a source of type base64 with media_type and data"
+                                .to_owned(),
+                        ),
+                    }
+                }
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                return Some(format!("{at}: {problem}"));
+            }
+            map.iter()
+                .find_map(|(key, item)| images_in(item, &format!("{at}.{key}")))
+        }
+        _ => None,
+    }
+}
+
+/// Checks a `data:<type>;base64,<data>` URL.
+fn data_url(url: &str) -> Option<String> {
+    let Some(rest) = url.strip_prefix("data:") else {
+        return Some(format!("an image URL must be a data: URL, not {url:.40}"));
+    };
+    let Some((media, data)) = rest.split_once(";base64,") else {
+        return Some("an image data: URL must be base64".to_owned());
+    };
+    matches_type(media, data)
+}
+
+/// Whether base64 `data` starts with the magic bytes of `media`.
+fn matches_type(media: &str, data: &str) -> Option<String> {
+    let head = base64_head(data)?;
+    let actual = if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        "image/png"
+    } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
+        "image/jpeg"
+    } else if head.starts_with(b"GIF8") {
+        "image/gif"
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        "image/webp"
+    } else {
+        return Some(format!("the image data declared {media} is no image"));
+    };
+    (actual != media).then(|| format!("the image declared {media} is {actual}"))
+}
+
+/// The first bytes of standard base64 `data` (16 characters, 12 bytes),
+/// or `None` when they are not base64.
+fn base64_head(data: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(
+            match c {
+                b'A'..=b'Z' => c - b'A',
+                b'a'..=b'z' => c - b'a' + 26,
+                b'0'..=b'9' => c - b'0' + 52,
+                b'+' => 62,
+                b'/' => 63,
+                _ => return None,
+            }
+            .into(),
+        )
+    };
+    let mut out = Vec::new();
+    for chunk in data.as_bytes().chunks(4).take(4) {
+        if chunk.len() < 4 || chunk.contains(&b'=') {
+            break;
+        }
+        let mut n = 0u32;
+        for &c in chunk {
+            n = (n << 6) | value(c)?;
+        }
+        out.extend_from_slice(&n.to_be_bytes()[1..]);
+    }
+    Some(out)
 }
 
 /// Calls made and not answered yet, in the order they were made.
@@ -193,6 +315,49 @@ mod tests {
     /// Checks a JSON request body.
     fn check(body: &Value) -> Option<String> {
         tool_pairing_violation(body.to_string().as_bytes())
+    }
+
+    /// Images are checked in every API's shape: a tool message with an
+    /// image, a type that is not the bytes' and a URL that is no data URL
+    /// are violations; the right shapes pass.
+    #[test]
+    fn images_are_checked() {
+        // "iVBORw0KGgoAAAAN" is the start of every PNG in base64.
+        let png = "iVBORw0KGgoAAAANSUhEUg==";
+        let images = |body: &Value| image_violation(body.to_string().as_bytes());
+        let chat_user = json!({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "see"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}}
+        ]}]});
+        assert_eq!(images(&chat_user), None);
+        let chat_tool = json!({"messages": [{"role": "tool", "tool_call_id": "c", "content": [
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}}
+        ]}]});
+        assert!(
+            images(&chat_tool)
+                .unwrap()
+                .contains("a tool message's content must be text")
+        );
+        let wrong = json!({"input": [{"type": "message", "role": "user", "content": [
+            {"type": "input_image", "detail": "auto", "image_url": format!("data:image/jpeg;base64,{png}")}
+        ]}]});
+        assert!(
+            images(&wrong)
+                .unwrap()
+                .contains("declared image/jpeg is image/png")
+        );
+        let object_url = json!({"input": [{"type": "function_call_output", "call_id": "c", "output": [
+            {"type": "input_image", "image_url": {"url": "data:image/png;base64,x"}}
+        ]}]});
+        assert!(images(&object_url).unwrap().contains("as a string"));
+        let anthropic = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+        ]}]}]});
+        assert_eq!(images(&anthropic), None);
+        let remote = json!({"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+        ]}]});
+        assert!(images(&remote).unwrap().contains("must be a data: URL"));
     }
 
     /// Chat Completions: results right after their calls pass; a result

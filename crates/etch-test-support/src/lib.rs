@@ -10,10 +10,11 @@
 //! helpers format the streaming wire formats of those APIs so tests need not
 //! spell them out.
 //!
-//! Every model request is also checked against the tool-pairing invariant
-//! of [`invariants`] (each tool result follows its call): a request that
-//! breaks it is answered with 400 and fails the test when the server is
-//! dropped, as a real provider would refuse it.
+//! Every model request is also checked against the invariants of
+//! [`invariants`] (each tool result follows its call; each image is in its
+//! API's shape and of the type it declares): a request that breaks one is
+//! answered with 400 and fails the test when the server is dropped, as a
+//! real provider would refuse it.
 //!
 //! This crate owns the HTTP/1.1 plumbing (request parsing, keep-alive, chunked
 //! encoding, the WebSocket upgrade), the scripting model and the frame helpers.

@@ -104,7 +104,10 @@ impl Shared {
     /// its reply but is answered with 400, and is remembered as a violation.
     fn record(&self, request: Recorded) -> Option<Reply> {
         let violation = (request.method == "POST")
-            .then(|| invariants::tool_pairing_violation(&request.body))
+            .then(|| {
+                invariants::tool_pairing_violation(&request.body)
+                    .or_else(|| invariants::image_violation(&request.body))
+            })
             .flatten();
         let reply = {
             let mut state = self.lock();
@@ -114,7 +117,7 @@ impl Shared {
             match violation {
                 Some(problem) => {
                     let message = format!(
-                        "etch-test-support: request {number} breaks the tool-pairing invariant: {problem}"
+                        "etch-test-support: request {number} breaks a request invariant: {problem}"
                     );
                     state.violations.push(message.clone());
                     Some(Reply::json(

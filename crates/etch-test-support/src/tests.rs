@@ -576,5 +576,5 @@ fn tool_results_must_follow_their_calls() {
         .downcast_ref::<String>()
         .cloned()
         .unwrap_or_default();
-    assert!(text.contains("tool-pairing invariant"), "{text}");
+    assert!(text.contains("a request invariant"), "{text}");
 }

@@ -405,6 +405,11 @@ impl App {
     pub fn take_history(&mut self, width: usize) -> Vec<Line<'static>> {
         let mut rows = Vec::new();
         for block in self.pending.drain(..) {
+            // The pictures of a prompt or batch have no rows here (the
+            // block before shows their markers).
+            if matches!(block, Block::Images(_)) {
+                continue;
+            }
             if self.wrote && !matches!(block, Block::TurnEnd(_)) {
                 rows.push(Line::default());
             }

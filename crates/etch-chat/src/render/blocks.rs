@@ -53,6 +53,10 @@ pub enum Block {
     Output(String),
     /// The end of a run: time and counters.
     TurnEnd(String),
+    /// The images of the block before (a prompt's, a batch's results),
+    /// whose markers that block already shows: the terminal draws
+    /// nothing more, an exported page draws the pictures.
+    Images(Vec<etch_protocol::ReplayImage>),
 }
 
 /// The rows of `block` at `width` columns. `expanded` shows a tool
@@ -132,6 +136,7 @@ pub fn render(block: &Block, width: usize, expanded: bool) -> Vec<Line<'static>>
             super::wrap::truncate(&format!("─ {text}"), width),
             theme::muted(),
         ))],
+        Block::Images(_) => Vec::new(),
     }
 }
 

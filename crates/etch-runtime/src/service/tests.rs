@@ -99,7 +99,7 @@ fn prompts(replay: &Replay) -> Vec<String> {
         .entries
         .iter()
         .filter_map(|e| match e {
-            etch_protocol::ReplayEntry::User { text } => Some(text.clone()),
+            etch_protocol::ReplayEntry::User { text, .. } => Some(text.clone()),
             _ => None,
         })
         .collect()
