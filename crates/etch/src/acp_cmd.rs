@@ -28,7 +28,7 @@ use crate::run::{Place, settings};
 /// Serves one editor until stdin closes.
 pub async fn run(place: &Place, session_dir: Option<&Path>, args: &RunArgs) -> Result<(), Failure> {
     /// Run options that make no sense for a protocol server.
-    const NOT_FOR_ACP: [&str; 3] = ["-p/--prompt", "--json", "--skill"];
+    const NOT_FOR_ACP: [&str; 4] = ["-p/--prompt", "--json", "--skill", "--image"];
     if let Some(what) = args.given().into_iter().find(|f| NOT_FOR_ACP.contains(f)) {
         return Err(Failure::usage(format!(
             "etch acp does not take {what}: prompts come from the editor as session/prompt requests"

@@ -43,10 +43,10 @@ pub fn wanted() -> bool {
 /// Runs the chat, on the session `prefix` names or a new one.
 pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<(), Failure> {
     /// Run options that make no sense for a chat.
-    const NOT_FOR_CHAT: [&str; 2] = ["--json", "--skill"];
+    const NOT_FOR_CHAT: [&str; 3] = ["--json", "--skill", "--image"];
     if let Some(what) = args.given().into_iter().find(|f| NOT_FOR_CHAT.contains(f)) {
         return Err(Failure::usage(format!(
-            "the chat does not take {what}: use -p \"…\" for a headless run (or /skill:NAME inside the chat)"
+            "the chat does not take {what}: use -p \"…\" for a headless run (inside the chat, /skill:NAME loads a skill and a pasted image path attaches the image)"
         )));
     }
     if !wanted() {

@@ -27,8 +27,9 @@ pub async fn run(
     args: &RunArgs,
 ) -> Result<(), Failure> {
     /// Run options that only a model turn uses.
-    const RUN_ONLY: [&str; 6] = [
+    const RUN_ONLY: [&str; 7] = [
         "-p/--prompt",
+        "--image",
         "--skill",
         "--json",
         "--tools",

@@ -54,10 +54,10 @@ pub(crate) enum Incoming {
 /// Serves the session `prefix` names, or a new one, until stdin closes.
 pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<(), Failure> {
     /// Run options that make no sense for a protocol session.
-    const NOT_FOR_RPC: [&str; 3] = ["-p/--prompt", "--json", "--skill"];
+    const NOT_FOR_RPC: [&str; 4] = ["-p/--prompt", "--json", "--skill", "--image"];
     if let Some(what) = args.given().into_iter().find(|f| NOT_FOR_RPC.contains(f)) {
         return Err(Failure::usage(format!(
-            "etch rpc does not take {what}: prompts come as {{\"type\":\"prompt\",\"message\":…}} lines on stdin, and output is always JSON lines"
+            "etch rpc does not take {what}: prompts (and their images) come as {{\"type\":\"prompt\",\"message\":…}} lines on stdin, and output is always JSON lines"
         )));
     }
     let session = open(place, prefix, args).await?;

@@ -29,7 +29,7 @@ pub async fn run(
     args: &RunArgs,
 ) -> Result<(), Failure> {
     /// Run options that make no sense for a server.
-    const NOT_FOR_SERVE: [&str; 2] = ["-p/--prompt", "--skill"];
+    const NOT_FOR_SERVE: [&str; 3] = ["-p/--prompt", "--skill", "--image"];
     if let Some(what) = args.given().into_iter().find(|f| NOT_FOR_SERVE.contains(f)) {
         return Err(Failure::usage(format!(
             "etch serve does not take {what}: prompts come as POST /v1/sessions/ID/prompt"
