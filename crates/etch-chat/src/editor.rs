@@ -43,6 +43,8 @@ pub struct Editor {
     draft: Option<String>,
     /// Large pastes: the marker shown and the text it stands for.
     pastes: Vec<(String, String)>,
+    /// Attached images: the marker shown and the image it stands for.
+    images: Vec<(String, etch_model::Image)>,
     /// Whether all the text is selected: the next typed character or
     /// paste replaces it (what a refused command leaves behind).
     selected: bool,
@@ -126,6 +128,7 @@ impl Editor {
         self.at = None;
         self.draft = None;
         self.pastes.clear();
+        self.images.clear();
     }
 
     /// Replaces the text, caret at the end.
@@ -177,6 +180,37 @@ impl Editor {
         } else {
             self.insert(&text);
         }
+    }
+
+    /// Attaches `image` (from the file at `path`): its marker goes in at
+    /// the caret, and the image goes with the prompt while the marker
+    /// stays whole.
+    pub fn attach(&mut self, path: &std::path::Path, image: etch_model::Image) {
+        let marker = crate::attach::marker(self.images.len() + 1, path, &image);
+        self.at = None;
+        self.insert(&marker);
+        self.images.push((marker, image));
+    }
+
+    /// The attached images whose markers are still in the text, in the
+    /// order they were attached.
+    pub fn attached(&self) -> Vec<etch_model::Image> {
+        let raw = self.raw();
+        self.images
+            .iter()
+            .filter(|(marker, _)| raw.contains(marker.as_str()))
+            .map(|(_, image)| image.clone())
+            .collect()
+    }
+
+    /// `text` without the markers of attached images (which name their
+    /// files, and must not attach them a second time).
+    pub fn without_image_markers(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (marker, _) in &self.images {
+            out = out.replace(marker.as_str(), "");
+        }
+        out
     }
 
     /// Splits the line at the caret.

@@ -22,6 +22,7 @@
 //! crate must not know how sessions are stored or how models are called.
 
 pub mod app;
+pub mod attach;
 pub mod choices;
 pub mod complete;
 pub mod editor;

@@ -174,6 +174,7 @@ pub async fn run(place: &Place, prefix: Option<&str>, args: &RunArgs) -> Result<
         },
         skills: skill_names(&context),
         cwd: place.cwd.clone(),
+        image_max_edge: place.config.tools.read_image_max_edge,
         // Up brings back prompts of earlier chats, this project's nearest.
         history: place.home.as_deref().map_or_else(Vec::new, |home| {
             etch_chat::history::load(home, &etch_runtime::paths::project_root(&place.cwd))
@@ -298,6 +299,7 @@ pub async fn attach(place: &Place, url: &str, args: &RunArgs) -> Result<(), Fail
         },
         skills: skill_names(&context),
         cwd: place.cwd.clone(),
+        image_max_edge: place.config.tools.read_image_max_edge,
         ..Start::default()
     };
     start.session = Some(attached.id.clone());

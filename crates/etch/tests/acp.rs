@@ -897,7 +897,7 @@ fn an_editor_that_stops_reading_gets_a_clear_error() {
 /// cancel while a permission question is open (the turn ends cancelled,
 /// the call never runs).
 #[test]
-fn busy_sessions_prefixes_images_and_open_questions() {
+fn busy_sessions_prefixes_and_open_questions() {
     let ws = Workspace::new();
     let server = FakeServer::start(vec![
         Reply::sse(chat_tool_calls(&[(
@@ -926,7 +926,13 @@ fn busy_sessions_prefixes_images_and_open_questions() {
         "session/prompt",
         &json!({"sessionId": id, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
     );
-    assert_eq!(image["error"]["code"], -32602, "{image}");
+    assert!(
+        image["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already running a prompt"),
+        "{image}"
+    );
     // The question stays open; the editor cancels the turn instead.
     acp.notify("session/cancel", &json!({"sessionId": id}));
     assert_eq!(acp.answer(first)["result"]["stopReason"], "cancelled");
@@ -952,4 +958,63 @@ fn busy_sessions_prefixes_images_and_open_questions() {
     let (status, _, _) = acp.rpc.finish();
     assert!(status.success());
     assert_whole(&ws.only_session());
+}
+
+/// Image blocks reach the model with the prompt (the capabilities say
+/// so); a block that is no image is refused naming it; audio is not
+/// taken.
+#[test]
+fn image_blocks_reach_the_model() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("a square"))]).unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    let caps = acp.initialize();
+    assert_eq!(
+        caps["result"]["agentCapabilities"]["promptCapabilities"]["image"],
+        true
+    );
+    let id = acp.new_session(&ws);
+    let bad = acp.call(
+        "session/prompt",
+        &json!({"sessionId": id, "prompt": [{"type": "text", "text": "what?"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+    );
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("image #1: it is not a PNG"),
+        "{bad}"
+    );
+    let audio = acp.call(
+        "session/prompt",
+        &json!({"sessionId": id, "prompt": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}),
+    );
+    assert_eq!(audio["error"]["code"], -32602, "{audio}");
+    let bytes = etch_image::sample(12, 12, etch_model::MediaType::Jpeg).unwrap();
+    let image = etch_model::Image::new(bytes, etch_model::MediaType::Jpeg, 12, 12);
+    let answer = acp.call(
+        "session/prompt",
+        &json!({"sessionId": id, "prompt": [{"type": "image", "data": image.base64().unwrap(), "mimeType": "image/jpeg"}]}),
+    );
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let request = server.requests()[0].json();
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let parts = user["content"].as_array().unwrap();
+    assert!(
+        parts
+            .iter()
+            .any(|p| p["text"] == "(see the attached image)"),
+        "{user}"
+    );
+    assert_eq!(
+        parts.last().unwrap()["image_url"]["url"],
+        image.data_url().unwrap()
+    );
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
 }

@@ -481,6 +481,45 @@ fn a_large_paste_is_a_marker_and_is_sent_whole() {
     assert_eq!(tmux.exit_code(), 0);
 }
 
+/// A pasted path of an image file (as a terminal pastes a dropped
+/// file) becomes an attachment marker with the size the model gets; the
+/// prompt goes with the image; the transcript shows the marker.
+#[test]
+fn a_pasted_image_path_is_attached() {
+    let ws = Workspace::new();
+    let png = etch_image::sample(3000, 1500, etch_model::MediaType::Png).unwrap();
+    std::fs::write(ws.path().join("my shot.png"), &png).unwrap();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("a gradient"))]).unwrap();
+    let tmux = chat(&ws, &server, &[]);
+    tmux.type_text("what is ");
+    tmux.paste(&format!("'{}'", ws.path().join("my shot.png").display()));
+    tmux.wait_screen("[image #1 my shot.png 2000x1000]");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("a gradient");
+    let request = server.requests()[0].json();
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    let parts = user["content"].as_array().unwrap();
+    let url = parts.last().unwrap()["image_url"]["url"].as_str().unwrap();
+    assert!(url.starts_with("data:image/png;base64,"), "{user:.300}");
+    let log = jsonl(&ws.only_session());
+    let part = log.iter().find(|e| e["type"] == "message.user").unwrap()["data"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "image")
+        .unwrap()
+        .clone();
+    assert_eq!(part["width"], 2000);
+    tmux.keys(&["C-d"]);
+    assert_eq!(tmux.exit_code(), 0);
+}
+
 /// Resizes while an answer streams: every history row is written once,
 /// none is lost, and the chat goes on.
 #[test]

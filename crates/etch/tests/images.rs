@@ -225,8 +225,7 @@ fn prompt_images_are_stored_beside_the_log_and_sent_again() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|m| m["role"] == "user")
-            .next_back()
+            .rfind(|m| m["role"] == "user")
             .cloned()
             .unwrap()
     };

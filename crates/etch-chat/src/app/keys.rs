@@ -171,6 +171,14 @@ impl App {
         if self.editor.is_selected() {
             self.editor.clear();
         }
+        // A dropped or pasted image file becomes an attachment.
+        if let Some(path) = crate::attach::pasted_path(text, &self.cwd) {
+            let shown = path.display().to_string();
+            match crate::attach::load(&path, &shown, self.image_max_edge) {
+                Ok(image) => return self.editor.attach(&path, image),
+                Err(why) => self.notice(Level::Warning, why),
+            }
+        }
         self.editor.paste(text);
     }
 
@@ -219,8 +227,25 @@ impl App {
             self.editor.clear();
             return vec![self.bash(command.to_owned(), exclude, now)];
         }
+        let images = match self.prompt_images(&text) {
+            Ok(images) => images,
+            Err(why) => {
+                self.hint(why, now);
+                return Vec::new();
+            }
+        };
+        if !images.is_empty() && self.is_busy() {
+            self.hint(
+                "images go with a prompt that starts a run: send this when the run ends (Esc stops it)",
+                now,
+            );
+            return Vec::new();
+        }
         self.editor.clear();
         self.show_prompt_as(&text, typed);
+        if !images.is_empty() {
+            return vec![self.send_prompt_with(text, images, now)];
+        }
         // Behind a command that ran while texts were queued: held, so it
         // is never joined with what was typed before the command.
         if self.is_busy() && self.barrier {
@@ -229,6 +254,24 @@ impl App {
             return Vec::new();
         }
         vec![self.send_prompt(text, now)]
+    }
+
+    /// The images of the prompt `text`: the attachments whose markers
+    /// are still whole, then the image files it names (typed paths and
+    /// `@` mentions), as the prompt command carries them.
+    fn prompt_images(&self, text: &str) -> Result<Vec<etch_protocol::ImageInput>, String> {
+        let mut images = self.editor.attached();
+        let typed = self.editor.without_image_markers(text);
+        for path in crate::attach::named_in(&typed, &self.cwd) {
+            let shown = path
+                .strip_prefix(&self.cwd)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            images.push(crate::attach::load(&path, &shown, self.image_max_edge)?);
+        }
+        etch_runtime::images::check_count(images.len()).map_err(|e| e.to_string())?;
+        Ok(images.iter().filter_map(crate::attach::input).collect())
     }
 
     /// A command that runs while texts are queued is an ordering barrier

@@ -204,6 +204,9 @@ pub struct Start {
     pub skills: Vec<String>,
     /// The project directory, for `@` and path completion.
     pub cwd: std::path::PathBuf,
+    /// `[tools.read] image_max_edge`: the long edge attached images are
+    /// resized to (0: the default).
+    pub image_max_edge: u32,
 }
 
 /// The chat's state.
@@ -293,6 +296,8 @@ pub struct App {
     resized: Option<Instant>,
     /// The project directory.
     pub(crate) cwd: std::path::PathBuf,
+    /// The long edge attached images are resized to.
+    pub(crate) image_max_edge: u32,
     /// Calls waiting for the user's approval.
     approvals: approval::Approvals,
     /// Background processes running, oldest first.
@@ -349,6 +354,11 @@ impl App {
             compaction_reported: false,
             resized: None,
             cwd: start.cwd,
+            image_max_edge: if start.image_max_edge == 0 {
+                etch_image::DEFAULT_MAX_EDGE
+            } else {
+                start.image_max_edge
+            },
             approvals: approval::Approvals::default(),
             processes: Vec::new(),
         }
@@ -500,13 +510,24 @@ impl App {
     /// after the current tool batch; what is left when the run ends runs
     /// next as one combined prompt).
     pub fn send_prompt(&mut self, text: String, now: Instant) -> Effect {
+        self.send_prompt_with(text, Vec::new(), now)
+    }
+
+    /// Sends a prompt with images (which only a prompt that starts a run
+    /// takes: the caller keeps them out of steering).
+    pub fn send_prompt_with(
+        &mut self,
+        text: String,
+        images: Vec<etch_protocol::ImageInput>,
+        now: Instant,
+    ) -> Effect {
         if self.run.is_some() {
             return self.command(CommandBody::Steer { message: text }, Purpose::Steer);
         }
         let effect = self.command(
             CommandBody::Prompt {
                 message: text.clone(),
-                images: Vec::new(),
+                images,
                 streaming_behavior: None,
             },
             Purpose::Prompt(text),

@@ -983,3 +983,87 @@ fn approvals_are_shown_and_answered_by_keys() {
     );
     assert!(!app.asking());
 }
+
+/// A chat in `dir` (for pasted and typed image paths).
+fn app_in(dir: &std::path::Path) -> App {
+    App::new(Start {
+        header: vec!["etch test".into()],
+        cwd: dir.to_path_buf(),
+        image_max_edge: 100,
+        ..Start::default()
+    })
+}
+
+/// A pasted image path becomes a marker with the size the model gets;
+/// Enter sends the prompt with the image; a marker deleted from the
+/// text takes its image with it.
+#[test]
+fn pasted_image_paths_become_attachments() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = etch_image::sample(400, 200, etch_model::MediaType::Png).unwrap();
+    std::fs::write(dir.path().join("shot.png"), &png).unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "what is ");
+    app.paste("'shot.png'");
+    assert_eq!(app.editor.raw(), "what is [image #1 shot.png 100x50]");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    let CommandBody::Prompt {
+        message, images, ..
+    } = body(&sent[0])
+    else {
+        panic!("not a prompt: {sent:?}");
+    };
+    assert_eq!(message, "what is [image #1 shot.png 100x50]");
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].mime_type, "image/png");
+    // The image sent is the resized one.
+    let bytes = etch_model::image::decode_base64(&images[0].data).unwrap();
+    let again = etch_image::prepare(bytes, etch_image::Limits::default()).unwrap();
+    assert_eq!((again.image.width, again.image.height), (100, 50));
+    // A marker erased before sending sends no image.
+    let mut app = app_in(dir.path());
+    app.paste("shot.png");
+    for _ in 0.."[image #1 shot.png 100x50]".len() {
+        app.key(key(KeyCode::Backspace), Instant::now());
+    }
+    type_text(&mut app, "no picture");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&sent[0]), CommandBody::Prompt { images, .. } if images.is_empty()));
+}
+
+/// Typed paths and `@` mentions of image files go with the prompt; a
+/// named image that cannot be read keeps the prompt in the editor with
+/// a hint; images are never sent as steering.
+#[test]
+fn typed_image_paths_are_attached() {
+    let dir = tempfile::tempdir().unwrap();
+    let jpeg = etch_image::sample(20, 10, etch_model::MediaType::Jpeg).unwrap();
+    std::fs::write(dir.path().join("a.jpg"), &jpeg).unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "compare @a.jpg please");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    let CommandBody::Prompt { images, .. } = body(&sent[0]) else {
+        panic!("not a prompt: {sent:?}");
+    };
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].mime_type, "image/jpeg");
+    // A run is active now: an image cannot steer it.
+    type_text(&mut app, "and a.jpg");
+    let refused = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(app.editor.raw(), "and a.jpg");
+    // A damaged image named in a prompt is said, the text kept.
+    let mut cut = jpeg.clone();
+    cut.truncate(jpeg.len() / 2);
+    std::fs::write(dir.path().join("cut.jpg"), cut).unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "see cut.jpg");
+    let refused = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(app.editor.raw(), "see cut.jpg");
+    let hint = app.hint.as_ref().map(|(text, _)| text.clone()).unwrap();
+    assert!(
+        hint.contains("image cut.jpg: the image/jpeg data is damaged"),
+        "{hint}"
+    );
+}
