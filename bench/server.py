@@ -5,7 +5,8 @@ short answer), `rounds-N` (N bash tool rounds, then an answer),
 `ls-rounds-N` (N rounds of the in-process `ls` tool, so a round costs
 little but etch itself), `plugin-rounds-N` (N calls of the example
 plugin's `plugin_echo`), `mcp-rounds-N` (N calls of server-everything's
-`echo` through etch's MCP bridge), `task-N` and `slowtask-N` (N `task`
+`echo` through etch's MCP bridge), `read-PATH` (one `read` of PATH,
+then an answer), `task-N` and `slowtask-N` (N `task`
 calls of the `bench` subagent profile, whose requests carry model
 `child` and are answered at once, or after 200 ms), `big` (512 KB of
 streamed text), `paced` (20 short pieces 10 ms apart: a model that
@@ -56,6 +57,14 @@ class Handler(BaseHTTPRequestHandler):
                     name, args = "bash", {"command": f"echo hi {done}"}
                 frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{done}", "type": "function",
                     "function": {"name": name, "arguments": json.dumps(args)}}]}))
+                frames.append(chunk({}, "tool_calls"))
+            else:
+                frames.append(chunk({"content": "done"}))
+                frames.append(chunk({}, "stop"))
+        elif scenario.startswith("read-"):
+            if not any(m["role"] == "tool" for m in body["messages"]):
+                frames.append(chunk({"tool_calls": [{"index": 0, "id": "read_0", "type": "function",
+                    "function": {"name": "read", "arguments": json.dumps({"path": scenario[5:]})}}]}))
                 frames.append(chunk({}, "tool_calls"))
             else:
                 frames.append(chunk({"content": "done"}))

@@ -123,3 +123,22 @@ fn scaling_keeps_the_ratio() {
     assert_eq!(scaled(10, 10, 20), (10, 10));
     assert_eq!(scaled(10_000, 1, 100), (100, 1));
 }
+
+/// Halving averages each 2x2 block, leaves an odd last row and column
+/// out, and keeps alpha.
+#[test]
+fn halving_averages_blocks() {
+    let image = image::RgbaImage::from_fn(5, 3, |x, y| {
+        let v = u8::try_from(x * 10 + y * 100).unwrap();
+        image::Rgba([v, v, v, 200])
+    });
+    let half = halve(&image);
+    assert_eq!(half.dimensions(), (2, 1));
+    // (0 + 10 + 100 + 110) / 4 = 55; (20 + 30 + 120 + 130) / 4 = 75.
+    assert_eq!(half.get_pixel(0, 0).0, [55, 55, 55, 200]);
+    assert_eq!(half.get_pixel(1, 0).0, [75, 75, 75, 200]);
+    let rgba = DynamicImage::ImageRgba8(image::RgbaImage::new(1000, 400));
+    let scaled = downscale(&rgba, 300, 120);
+    assert_eq!((scaled.width(), scaled.height()), (300, 120));
+    assert!(scaled.color().has_alpha());
+}

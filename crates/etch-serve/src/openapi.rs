@@ -262,7 +262,7 @@ fn describe(op: Op, schemas: &mut Schemas) -> Value {
     }
     if request.is_some() {
         add("400", fail("The body is not the JSON expected."));
-        add("413", fail("The body is over 16 MiB."));
+        add("413", fail("The body is over 32 MiB."));
     }
     if op.guarded() {
         add("401", fail("The token is missing or wrong."));

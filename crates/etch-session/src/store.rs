@@ -655,6 +655,45 @@ mod tests {
         assert_eq!(store.list().unwrap().0.len(), 2);
     }
 
+    /// A fork gets the files of the images its copied events name, and
+    /// projects them with their bytes.
+    #[test]
+    fn a_fork_adopts_the_images_it_copies() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path().join("sessions"));
+        let (mut writer, _) = store.create(&new_session("origin")).unwrap();
+        let bytes = b"\x89PNG\r\n\x1a\npixels".to_vec();
+        let image = etch_model::Image::new(bytes.clone(), etch_model::MediaType::Png, 2, 1);
+        let content = vec![ContentPart::text("see"), ContentPart::Image(image.clone())];
+        writer.store_images(&content).unwrap();
+        writer
+            .append(types::MESSAGE_USER, &UserData { content })
+            .unwrap();
+        let later = writer
+            .append(
+                types::MESSAGE_USER,
+                &UserData {
+                    content: vec![ContentPart::text("later")],
+                },
+            )
+            .unwrap()
+            .id;
+        let origin = crate::load_session(writer.path()).unwrap();
+        let (forked, _) = store.fork(&origin, &later, &new_session("fork")).unwrap();
+        let copy = crate::load_session(forked.path()).unwrap();
+        let stored = crate::Assets::of(forked.path()).path(&image);
+        assert_eq!(std::fs::read(stored).unwrap(), bytes);
+        let projected = crate::project_messages(&copy);
+        assert!(projected.warnings.is_empty(), "{:?}", projected.warnings);
+        let etch_model::Message::User { content } = &projected.messages[0] else {
+            panic!("not a user message");
+        };
+        let ContentPart::Image(loaded) = &content[1] else {
+            panic!("no image: {content:?}");
+        };
+        assert_eq!(loaded.data(), Some(bytes.as_slice()));
+    }
+
     /// A child copies only what the model saw before the assistant event
     /// that asked for it, names its parent in its header and index row,
     /// and projects like the parent did at that point, without the

@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
 use etch_test_support::{FakeServer, Reply, chat_text, chat_text_chunks, chat_tool_calls};
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::browser::Browser;
 use support::http::{self, Events, Frame, Reply as HttpReply};
 use support::{Workspace, jsonl, model_args};
@@ -1197,4 +1197,48 @@ fn the_page_answers_approvals() {
     );
     let sent = String::from_utf8(server.requests()[1].body.clone()).unwrap();
     assert!(sent.contains("Their reason: not now"), "{sent}");
+}
+
+/// The prompt route takes images as RPC does; one that is no image is
+/// refused naming it, before any request.
+#[test]
+fn prompts_over_http_take_images() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("an image"))]).unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let serve = Serve::start(&ws, &args);
+    let id = serve.create();
+    let bad = serve.prompt(
+        &id,
+        &json!({"message": "x", "images": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]})
+            .to_string(),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body.contains("image #1: it is not a PNG"),
+        "{}",
+        bad.body
+    );
+    let bytes = etch_image::sample(10, 10, etch_model::MediaType::Webp).unwrap();
+    let image = etch_model::Image::new(bytes, etch_model::MediaType::Webp, 10, 10);
+    let mut events = serve.events(&id, Some("0"));
+    let ok = serve.prompt(
+        &id,
+        &json!({"message": "what?", "images": [{"type": "image", "data": image.base64().unwrap(), "mimeType": "image/webp"}]})
+            .to_string(),
+    );
+    assert_eq!(ok.status, 202, "{}", ok.body);
+    events.until(agent_end);
+    let request = server.requests()[0].json();
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        user["content"].as_array().unwrap().last().unwrap()["image_url"]["url"],
+        image.data_url().unwrap()
+    );
 }
