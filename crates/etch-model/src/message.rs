@@ -84,25 +84,6 @@ impl Message {
     }
 }
 
-/// Replaces every image in `messages` that cannot be sent by its marker
-/// (see [`crate::Image::sendable`]): a model that cannot see images never
-/// receives their bytes. Returns how many were replaced.
-pub fn replace_unsendable_images(messages: &mut [Message], no_vision: bool) -> usize {
-    let mut replaced = 0;
-    for message in messages {
-        for part in message.parts_mut() {
-            let ContentPart::Image(image) = part else {
-                continue;
-            };
-            if let Err(marker) = image.sendable(no_vision) {
-                *part = ContentPart::text(marker);
-                replaced += 1;
-            }
-        }
-    }
-    replaced
-}
-
 /// An opaque provider-native replay item (`model.provider_item`, G4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -236,7 +236,6 @@ fn prompt_images_are_stored_beside_the_log_and_sent_again() {
         "what is this?"
     );
     let url = image_url(&first).as_str().unwrap().to_owned();
-    assert!(url.starts_with("data:image/png;base64,"), "{url:.60}");
     let log = ws.only_session();
     let size = std::fs::metadata(&log).unwrap().len();
     assert!(
@@ -251,6 +250,12 @@ fn prompt_images_are_stored_beside_the_log_and_sent_again() {
     assert_eq!(
         (part["width"].as_u64(), part["height"].as_u64()),
         (Some(2000), Some(1333))
+    );
+    // A PNG that stays over the size cap once resized goes as JPEG.
+    let media = part["mediaType"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("data:{media};base64,")),
+        "{url:.60}"
     );
     let id = jsonl(&log)[0]["data"]["sessionId"]
         .as_str()
@@ -287,7 +292,9 @@ fn prompt_images_are_stored_beside_the_log_and_sent_again() {
         .unwrap();
     assert_eq!(
         marker["text"],
-        "[image omitted (image/png 2000x1333): its file is missing from the session's assets]"
+        format!(
+            "[image omitted ({media} 2000x1333): its file is missing from the session's assets]"
+        )
     );
 }
 

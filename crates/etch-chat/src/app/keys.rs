@@ -409,12 +409,27 @@ impl App {
             self.popup = None;
             return;
         }
+        self.popup = None;
+        // A chosen image file (an `@` match or a completed path) becomes
+        // an attachment, shown as its marker.
+        if kind != Kind::Command
+            && let Some(path) = crate::attach::pasted_path(item, &self.cwd)
+        {
+            match crate::attach::load(&path, item, self.image_max_edge) {
+                Ok(image) => {
+                    self.editor.replace_before_caret(start, "");
+                    self.editor.attach(&path, image);
+                    self.editor.insert(" ");
+                    return;
+                }
+                Err(why) => self.notice(Level::Warning, why),
+            }
+        }
         let text = match kind {
             Kind::Command | Kind::File => format!("{item} "),
             Kind::Path => item.to_owned(),
         };
         self.editor.replace_before_caret(start, &text);
-        self.popup = None;
     }
 
     /// A key while the popup is open; `None` passes it on to the editor

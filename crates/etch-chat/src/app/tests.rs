@@ -1067,3 +1067,32 @@ fn typed_image_paths_are_attached() {
         "{hint}"
     );
 }
+
+/// An image chosen from the `@` search or completed as a path becomes
+/// an attachment marker.
+#[test]
+fn completed_image_files_become_attachments() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = etch_image::sample(64, 32, etch_model::MediaType::Png).unwrap();
+    std::fs::write(dir.path().join("shot.png"), &png).unwrap();
+    let mut app = app_in(dir.path());
+    type_text(&mut app, "look at @sho");
+    // The file list is read on a thread of its own; wait for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let live = app.live(60, 20, Instant::now());
+        if live.iter().any(|l| l.to_string().contains("shot.png")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{live:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    app.key(key(KeyCode::Enter), Instant::now());
+    assert_eq!(app.editor.raw(), "look at [image #1 shot.png 64x32] ");
+    app.editor.clear();
+    type_text(&mut app, "and sho");
+    app.key(key(KeyCode::Tab), Instant::now());
+    assert_eq!(app.editor.raw(), "and [image #1 shot.png 64x32] ");
+    let sent = app.key(key(KeyCode::Enter), Instant::now());
+    assert!(matches!(body(&sent[0]), CommandBody::Prompt { images, .. } if images.len() == 1));
+}

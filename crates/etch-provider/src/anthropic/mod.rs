@@ -288,6 +288,45 @@ mod tests {
         })
     }
 
+    /// Above 20 images, those larger than 2000 px are lowered to it and
+    /// the others kept; at 20 nothing changes.
+    #[test]
+    fn many_images_are_lowered_to_2000_px() {
+        let image = |w: u32, h: u32| {
+            let bytes = etch_image::sample(w, h, etch_model::MediaType::Png).unwrap();
+            ContentPart::Image(etch_model::Image::new(
+                bytes,
+                etch_model::MediaType::Png,
+                w,
+                h,
+            ))
+        };
+        let mut content = vec![ContentPart::text("look"), image(3000, 1000)];
+        content.extend((0..19).map(|_| image(10, 10)));
+        let mut request = request("x");
+        request.messages = vec![Message::User { content }];
+        assert!(
+            many_images_fitted(&request).is_none(),
+            "20 images go as they are"
+        );
+        let Message::User { content } = &mut request.messages[0] else {
+            panic!("not a user message");
+        };
+        content.push(image(10, 10));
+        let fitted = many_images_fitted(&request).unwrap();
+        let sizes: Vec<(u32, u32)> = fitted.messages[0]
+            .parts()
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Image(i) => Some((i.width, i.height)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sizes.len(), 21);
+        assert_eq!(sizes[0], (2000, 666));
+        assert!(sizes[1..].iter().all(|s| *s == (10, 10)));
+    }
+
     /// A request with a system layer, one user message and one tool.
     fn request(text: &str) -> ModelRequest {
         ModelRequest {
