@@ -151,6 +151,30 @@ pub struct SessionStarted {
     /// Event before which the fork's context ends (M2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork_before_event_id: Option<String>,
+    /// The other agent's session this one was imported from (M3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<ImportedFrom>,
+}
+
+/// Where an imported session came from: which agent's session, in which
+/// file, with which id and format version. Its events keep that
+/// session's ids, so the tree reads the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportedFrom {
+    /// The agent: `pi`.
+    pub agent: String,
+    /// The file imported.
+    pub path: String,
+    /// That session's id.
+    pub session_id: String,
+    /// Its format version as read (before migration).
+    pub version: u32,
+    /// Its file's size and modification time when imported (seconds
+    /// since the epoch), to tell a changed file from an imported one.
+    pub size: u64,
+    /// Modification time, seconds since the epoch.
+    pub modified: u64,
 }
 
 /// Current on-disk format version written to `session.started` (C5).

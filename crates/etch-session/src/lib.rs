@@ -46,8 +46,8 @@ pub use assets::Assets;
 pub use error::{ResolveError, SessionError};
 pub use event::{
     ApprovalData, AssistantData, BranchSummaryData, Event, GroundingData, GuardData, HookRunData,
-    PluginDiagnosticData, ProcessExitedData, ProcessStartedData, ProcessUpdateData, ReasoningData,
-    ResponseData, SessionStarted, SummaryData, ToolData, UserData, types,
+    ImportedFrom, PluginDiagnosticData, ProcessExitedData, ProcessStartedData, ProcessUpdateData,
+    ReasoningData, ResponseData, SessionStarted, SummaryData, ToolData, UserData, types,
 };
 pub use index::IndexRow;
 pub use loader::{LoadWarning, LoadedSession, load_session, parse_session};

@@ -96,7 +96,7 @@ impl SessionStore {
     /// lies in an `.etch` directory, G2), the file with its
     /// `session.started` event, and the index row.
     pub fn create(&self, new: &NewSession) -> Result<(SessionWriter, Appended), SessionError> {
-        self.create_with(new, None, None)
+        self.create_with(new, None, None, None)
     }
 
     /// Creates the child session of a subagent (E-SUB-06..09): its
@@ -124,7 +124,7 @@ impl SessionStore {
         };
         let fork = (parent.path.clone(), before.to_owned());
         let child = (parent.session_id().to_owned(), lineage.clone());
-        let (mut writer, header) = self.create_with(new, Some(fork), Some(child))?;
+        let (mut writer, header) = self.create_with(new, Some(fork), Some(child), None)?;
         let copied = branch
             .iter()
             .skip(1)
@@ -158,7 +158,7 @@ impl SessionStore {
             });
         };
         let fork = (origin.path.clone(), before.to_owned());
-        let (mut writer, header) = self.create_with(new, Some(fork), None)?;
+        let (mut writer, header) = self.create_with(new, Some(fork), None, None)?;
         // The branch without the origin's header and without `before`,
         // each copy chained to the one before it in the new file.
         let copied: Vec<&crate::event::Event> = branch
@@ -177,6 +177,20 @@ impl SessionStore {
         Ok((writer, header))
     }
 
+    /// Creates a session imported from another agent's session
+    /// (`from`); the importer appends its events with
+    /// [`SessionWriter::append_as`].
+    ///
+    /// # Errors
+    /// When the directory, file or index row cannot be written.
+    pub fn create_imported(
+        &self,
+        new: &NewSession,
+        from: crate::event::ImportedFrom,
+    ) -> Result<(SessionWriter, Appended), SessionError> {
+        self.create_with(new, None, None, Some(from))
+    }
+
     /// Creates a session, forked from `(origin file, event)` when given,
     /// as the child of `(parent session id, lineage)` when given.
     fn create_with(
@@ -184,6 +198,7 @@ impl SessionStore {
         new: &NewSession,
         fork: Option<(PathBuf, String)>,
         child: Option<(String, Lineage)>,
+        imported: Option<crate::event::ImportedFrom>,
     ) -> Result<(SessionWriter, Appended), SessionError> {
         self.ensure_dir()?;
         let id = new_id();
@@ -205,6 +220,7 @@ impl SessionStore {
                 .as_ref()
                 .map(|(path, _)| path.to_string_lossy().into_owned()),
             fork_before_event_id: fork.map(|(_, id)| id),
+            imported_from: imported,
         };
         let appended = writer.append(types::SESSION_STARTED, &header)?;
         index::append_row(

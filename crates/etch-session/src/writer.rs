@@ -185,6 +185,22 @@ impl SessionWriter {
         )
     }
 
+    /// Appends an event as another log had it (an import): its own id,
+    /// parent and time. The caller keeps ids unique and parents earlier.
+    ///
+    /// # Errors
+    /// When the line cannot be encoded or written.
+    pub fn append_as<T: Serialize + ?Sized>(
+        &mut self,
+        kind: &str,
+        id: String,
+        parent: Option<&str>,
+        time: &str,
+        data: &T,
+    ) -> Result<Appended, SessionError> {
+        self.write_event(kind, id, parent, time, data)
+    }
+
     /// Writes one envelope line and makes `id` the new leaf.
     fn write_event<T: Serialize + ?Sized>(
         &mut self,

@@ -27,6 +27,7 @@ mod exit;
 mod export_cmd;
 mod hooks_cmd;
 mod hooks_import;
+mod import_cmd;
 mod markdown;
 mod mcp_cmd;
 mod outbox;
@@ -202,6 +203,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             format.as_deref(),
             output.as_deref(),
         ),
+        Some(Command::Import(command)) => import_cmd::run(&place, &command),
         Some(Command::Status { session, json }) => {
             status_cmd::status(&place, session.as_deref(), json)
         }

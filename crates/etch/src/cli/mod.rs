@@ -331,6 +331,9 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_name = "PATH")]
         output: Option<std::path::PathBuf>,
     },
+    /// Import another agent's sessions (Pi's) as etch sessions.
+    #[command(subcommand)]
+    Import(crate::import_cmd::ImportCommand),
     /// Log in to, inspect or log out of OpenAI (ChatGPT/Codex subscription).
     #[command(
         subcommand,
@@ -557,6 +560,7 @@ impl Command {
             Self::Sessions { .. } => "sessions",
             Self::Show { .. } => "show",
             Self::Export { .. } => "export",
+            Self::Import(_) => "import",
             Self::Resume { .. } => "resume",
             Self::Tool(_) => "tool",
             Self::Hooks(_) => "hooks",
