@@ -182,6 +182,14 @@ pub enum CommandBody {
     GetForkMessages,
     /// The session's counters (turns, calls, tokens, time).
     GetSessionStats,
+    /// The text of the active branch's last answer (`{"text": …}`, null
+    /// when there is none), as Pi answers it.
+    GetLastAssistantText,
+    /// Name the session (what `sessions` and the pickers show).
+    SetSessionName {
+        /// The name; an empty one is refused.
+        name: String,
+    },
     /// Write the session's transcript to a file.
     Export {
         /// Where to write it (default: beside the session file).
@@ -196,7 +204,7 @@ pub enum CommandBody {
 
 impl CommandBody {
     /// Every command's `type`, in the order of the protocol's reference.
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 21] = [
         "prompt",
         "steer",
         "follow_up",
@@ -215,6 +223,8 @@ impl CommandBody {
         "get_messages",
         "get_fork_messages",
         "get_session_stats",
+        "get_last_assistant_text",
+        "set_session_name",
         "export",
     ];
 
@@ -243,6 +253,8 @@ impl CommandBody {
             Self::GetMessages => "get_messages",
             Self::GetForkMessages => "get_fork_messages",
             Self::GetSessionStats => "get_session_stats",
+            Self::GetLastAssistantText => "get_last_assistant_text",
+            Self::SetSessionName { .. } => "set_session_name",
             Self::Export { .. } => "export",
         }
     }

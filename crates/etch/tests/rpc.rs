@@ -428,6 +428,31 @@ fn queries_and_switches() {
     );
 }
 
+/// Pi's `get_last_assistant_text` and `set_session_name`: the last
+/// answer's text (null before any), a name stored for `sessions`, an
+/// empty one refused with Pi's words.
+#[test]
+fn last_answer_and_session_name() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let _info = rpc.next();
+    let none = rpc.call(&json!({"id": "t0", "type": "get_last_assistant_text"}));
+    assert_eq!(none["data"], json!({"text": null}), "{none}");
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "say this"}));
+    rpc.event("agent_end");
+    let text = rpc.call(&json!({"id": "t1", "type": "get_last_assistant_text"}));
+    assert_eq!(text["data"]["text"], "say this", "{text}");
+    let empty = rpc.call(&json!({"id": "n0", "type": "set_session_name", "name": "  "}));
+    assert_eq!(empty["success"], false);
+    assert_eq!(empty["error"], "Session name cannot be empty");
+    let named = rpc.call(&json!({"id": "n1", "type": "set_session_name", "name": "release notes"}));
+    assert_eq!(named["data"]["name"], "release notes", "{named}");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let listed = ws.run(&["sessions"]).ok();
+    assert!(listed.contains("release notes"), "{listed}");
+}
+
 /// bash runs outside a tool call and its output enters the context of the
 /// next prompt; compact answers (here: nothing to compact yet, a skip, not
 /// an error) with its start and end events.

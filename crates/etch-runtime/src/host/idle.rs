@@ -139,6 +139,37 @@ impl Host {
             .map_err(|e| e.to_string())
     }
 
+    /// The answer to `get_last_assistant_text`: the text of the active
+    /// branch's last assistant message (null when none has text).
+    pub(super) fn last_assistant_text(&self) -> Answer {
+        let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
+        let text = loaded
+            .active_events()
+            .filter(|e| e.kind == etch_session::types::MESSAGE_ASSISTANT)
+            .filter_map(|e| e.parse_data::<etch_session::AssistantData>().ok())
+            .map(|d| etch_model::content::joined_text(&d.content))
+            .filter(|text| !text.trim().is_empty())
+            .last();
+        Ok(Some(json!({ "text": text })))
+    }
+
+    /// The answer to `set_session_name`: the name as stored in the index
+    /// (a run may go on meanwhile; the name is the index's, not the log's).
+    pub(super) fn set_name(&self, name: &str) -> Answer {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err("Session name cannot be empty".to_owned());
+        }
+        let dir = self
+            .snapshot
+            .path
+            .parent()
+            .ok_or_else(|| format!("{} has no directory", self.snapshot.path.display()))?;
+        crate::service::catalog::rename(dir, &self.snapshot.id, name)
+            .map(|stored| Some(json!({ "name": stored })))
+            .map_err(|e| e.to_string())
+    }
+
     /// Commands that need the session itself (so only when idle). Returns
     /// the session to keep (another one after fork, new_session and
     /// switch_session) with the answer.

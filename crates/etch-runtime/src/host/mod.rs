@@ -628,6 +628,8 @@ impl Host {
             CommandBody::GetMessages => self.messages().map(Some),
             CommandBody::GetForkMessages => self.fork_messages().map(Some),
             CommandBody::GetSessionStats => self.stats(),
+            CommandBody::GetLastAssistantText => self.last_assistant_text(),
+            CommandBody::SetSessionName { name } => self.set_name(&name),
             CommandBody::Export {
                 output_path,
                 format,
