@@ -29,6 +29,7 @@
 //!   `etch auth login`).
 //! * Child processes (G18): remove [`CREDENTIAL_ENV_VARS`].
 
+pub mod codex;
 mod error;
 mod jwt;
 mod modes;

@@ -33,6 +33,18 @@ pub enum AuthCommand {
     /// Remove the stored login.
     #[command(after_help = "Example:\n  etch auth logout")]
     Logout,
+    /// Copy Codex CLI's ChatGPT login ($CODEX_HOME/auth.json, else
+    /// ~/.codex/auth.json) into etch's store, after showing the account
+    /// and asking. Codex's file is only read, and only when asked to.
+    #[command(after_help = "Examples:\n  etch auth import codex\n  etch auth import codex --yes")]
+    Import {
+        /// Whose login: codex.
+        #[arg(value_name = "AGENT", value_parser = ["codex"])]
+        agent: String,
+        /// Import without asking (needed when stdin is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// The user's home directory, required for the credential file.
@@ -54,6 +66,7 @@ pub async fn run(command: AuthCommand, api_key: Option<String>) -> Result<(), Fa
     match command {
         AuthCommand::Login => login(&store).await,
         AuthCommand::Status => status(&store, api_key),
+        AuthCommand::Import { agent: _, yes } => import_codex(&store, yes),
         AuthCommand::Logout => {
             let removed = store.delete().map_err(|e| Failure::new(exit::FAILED, e))?;
             if removed {
@@ -91,6 +104,60 @@ async fn login(store: &CredentialStore) -> Result<(), Failure> {
         .unwrap_or_default();
     print_line(&format!(
         "Logged in: OpenAI: ChatGPT/Codex subscription{account}; credentials saved to {}",
+        store.path().display()
+    ));
+    Ok(())
+}
+
+/// Copies Codex's login into `store`, once the user said yes.
+fn import_codex(store: &CredentialStore, yes: bool) -> Result<(), Failure> {
+    let codex_home = std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let path = etch_auth::codex::login_file(codex_home.as_deref(), &home()?);
+    let login = etch_auth::codex::read_login(&path).map_err(|e| Failure::new(exit::FAILED, e))?;
+    let who = match (&login.email, &login.credentials.account_id) {
+        (Some(email), Some(account)) => format!("{email} (account {account})"),
+        (Some(email), None) => email.clone(),
+        (None, Some(account)) => format!("account {account}"),
+        (None, None) => "an unnamed account".to_owned(),
+    };
+    print_line(&format!(
+        "Codex login at {}: {}, access token valid until {}",
+        path.display(),
+        etch_sanitize::visible(&who),
+        login
+            .credentials
+            .expires_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    ));
+    if store.exists() {
+        print_line(&format!(
+            "It replaces the login stored at {}.",
+            store.path().display()
+        ));
+    }
+    if !yes {
+        use std::io::{BufRead as _, IsTerminal as _, Write as _};
+        if !std::io::stdin().is_terminal() {
+            return Err(Failure::usage(
+                "not imported: stdin is not a terminal to ask on; run `etch auth import codex --yes` to import it",
+            ));
+        }
+        print!("Import it into {}? [y/N] ", store.path().display());
+        let _ = std::io::stdout().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+            print_line("Not imported.");
+            return Ok(());
+        }
+    }
+    store
+        .save(&login.credentials)
+        .map_err(|e| Failure::new(exit::FAILED, e))?;
+    print_line(&format!(
+        "Imported: OpenAI: ChatGPT/Codex subscription; credentials saved to {}",
         store.path().display()
     ));
     Ok(())

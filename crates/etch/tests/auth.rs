@@ -210,3 +210,66 @@ fn expired_login_is_refreshed_before_the_request() {
         0o600
     );
 }
+
+/// E-CLI-21: `etch auth import codex` shows Codex's account and copies
+/// the login (0600) only when told to: refused without a terminal to ask
+/// on, taken with `--yes`; a file without a ChatGPT login is refused.
+#[test]
+#[allow(clippy::unwrap_used)]
+fn a_codex_login_is_imported_when_asked() {
+    let ws = Workspace::new();
+    let codex = tempfile::tempdir().unwrap();
+    let access = {
+        let payload = json!({"exp": 2_000_000_000_i64});
+        format!(
+            "{}.{}.sig",
+            b64url(br#"{"alg":"none"}"#),
+            b64url(payload.to_string().as_bytes())
+        )
+    };
+    let file = json!({"tokens": {"id_token": id_token("acct-codex"), "access_token": access,
+        "refresh_token": "rt-codex"}});
+    std::fs::write(codex.path().join("auth.json"), file.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        support::Run(
+            ws.command(args)
+                .env("CODEX_HOME", codex.path())
+                .output()
+                .unwrap(),
+        )
+    };
+    let asked = run(&["auth", "import", "codex"]);
+    assert_eq!(asked.code(), 2, "{}", asked.stderr());
+    assert!(
+        asked.stdout().contains("account acct-codex"),
+        "{}",
+        asked.stdout()
+    );
+    assert!(asked.stderr().contains("--yes"), "{}", asked.stderr());
+    let stored = ws.home.path().join(".etch/auth/openai.json");
+    assert!(!stored.exists(), "nothing imported without a yes");
+    let out = run(&["auth", "import", "codex", "--yes"]).ok();
+    assert!(
+        out.contains("Imported: OpenAI: ChatGPT/Codex subscription"),
+        "{out}"
+    );
+    let mode = std::fs::metadata(&stored).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stored).unwrap()).unwrap();
+    assert_eq!(saved["refresh_token"], "rt-codex", "{saved}");
+    let status = support::Run(ws.command(&["auth", "status"]).output().unwrap()).ok();
+    assert!(status.contains("acct-codex"), "{status}");
+    std::fs::write(
+        codex.path().join("auth.json"),
+        r#"{"OPENAI_API_KEY":"sk-1"}"#,
+    )
+    .unwrap();
+    let key_only = run(&["auth", "import", "codex", "--yes"]);
+    assert_eq!(key_only.code(), 1);
+    assert!(
+        key_only.stderr().contains("holds no ChatGPT login"),
+        "{}",
+        key_only.stderr()
+    );
+}
