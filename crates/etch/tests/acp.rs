@@ -1018,3 +1018,66 @@ fn image_blocks_reach_the_model() {
     let (status, _, _) = acp.rpc.finish();
     assert!(status.success());
 }
+
+/// `session/list` lists the project's sessions (the capability says so),
+/// newest first, with titles; `session/resume` opens one to go on without
+/// telling its history again; an unknown id is refused.
+#[test]
+fn sessions_are_listed_and_resumed() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("first answer")),
+        Reply::sse(chat_text("resumed answer")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    let caps = acp.initialize();
+    let session_caps = &caps["result"]["agentCapabilities"]["sessionCapabilities"];
+    assert!(session_caps["list"].is_object(), "{caps}");
+    assert!(session_caps["resume"].is_object(), "{caps}");
+    let id = acp.new_session(&ws);
+    let first = acp.prompt(&id, "remember the number 7");
+    assert_eq!(acp.answer(first)["result"]["stopReason"], "end_turn");
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let listed = acp.call("session/list", &json!({"cwd": ws.path()}));
+    let sessions = listed["result"]["sessions"].as_array().unwrap().clone();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], id.as_str());
+    // A session opened by an editor has no title until it is named.
+    assert!(
+        sessions[0].get("title").is_none_or(Value::is_string),
+        "{listed}"
+    );
+    assert!(sessions[0]["updatedAt"].is_string());
+    let bad_cursor = acp.call("session/list", &json!({"cwd": ws.path(), "cursor": "x"}));
+    assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+    let unknown = acp.call(
+        "session/resume",
+        &json!({"sessionId": "01NOSUCHSESSION0000000000", "cwd": ws.path()}),
+    );
+    assert!(unknown.get("error").is_some(), "{unknown}");
+    let resumed = acp.call(
+        "session/resume",
+        &json!({"sessionId": id, "cwd": ws.path()}),
+    );
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert!(
+        !acp.updates()
+            .iter()
+            .any(|u| u["sessionUpdate"] == "user_message_chunk"),
+        "a resume tells no history: {:#?}",
+        acp.updates()
+    );
+    let next = acp.prompt(&id, "what number?");
+    assert_eq!(acp.answer(next)["result"]["stopReason"], "end_turn");
+    let request = server.requests()[1].json();
+    assert!(
+        request.to_string().contains("remember the number 7"),
+        "the context goes on"
+    );
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+}

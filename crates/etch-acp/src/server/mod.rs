@@ -279,6 +279,8 @@ impl Server {
             "authenticate" => Ok(json!({})),
             "session/new" => self.new_session(raw).await,
             "session/load" => self.load_session(raw).await,
+            "session/resume" => self.resume_session(raw).await,
+            "session/list" => self.list_sessions(raw),
             "session/prompt" => return self.prompt(id, raw),
             "session/set_config_option" => return self.set_config_option(id, raw),
             other => Err(rpc::method_not_found(other)),
@@ -292,6 +294,11 @@ impl Server {
         self.initialized = true;
         let capabilities = AgentCapabilities::new()
             .load_session(true)
+            .session_capabilities(
+                agent_client_protocol_schema::v1::SessionCapabilities::new()
+                    .list(agent_client_protocol_schema::v1::SessionListCapabilities::new())
+                    .resume(agent_client_protocol_schema::v1::SessionResumeCapabilities::new()),
+            )
             .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(McpCapabilities::new().http(true));
         let response = InitializeResponse::new(ProtocolVersion::V1)

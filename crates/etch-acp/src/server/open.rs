@@ -1,7 +1,9 @@
-//! Opening ACP sessions: `session/new` and `session/load` through the
-//! runtime's session service, the replay of a loaded session, and what a
-//! session offers the editor (the model option, slash commands and
-//! skills). It must not know where lines come from or go to.
+//! Opening ACP sessions: `session/new`, `session/load` and
+//! `session/resume` through the runtime's session service, the replay of
+//! a loaded session, and what a session offers the editor (the model
+//! option, slash commands and skills); `session/list`, a project's
+//! sessions from its index. It must not know where lines come from or
+//! go to.
 
 use etch_runtime::service::{Local, Scope};
 
@@ -160,6 +162,80 @@ impl Server {
         let response = NewSessionResponse::new(id.clone()).config_options(self.config_options(&id));
         self.announce.push(id);
         rpc::to_value(&response)
+    }
+
+    /// `session/resume`: the session opened to go on, its history not
+    /// told again (the editor has it).
+    pub(super) async fn resume_session(&mut self, raw: Value) -> Result<Value, Error> {
+        let request: agent_client_protocol_schema::v1::ResumeSessionRequest =
+            params("session/resume", raw)?;
+        let wanted = request.session_id.0.to_string();
+        if !self.sessions.contains_key(&wanted) {
+            self.open(&request.cwd, &request.mcp_servers, Some(&wanted))
+                .await?;
+        }
+        self.announce.push(wanted.clone());
+        rpc::to_value(
+            &agent_client_protocol_schema::v1::ResumeSessionResponse::new()
+                .config_options(self.config_options(&wanted)),
+        )
+    }
+
+    /// `session/list`: the top-level sessions of `cwd`'s project (else of
+    /// the directory etch was started in), newest first, 50 a page; the
+    /// cursor is where the next page starts.
+    pub(super) fn list_sessions(&mut self, raw: Value) -> Result<Value, Error> {
+        /// Sessions in one answer.
+        const PAGE: usize = 50;
+        let request: agent_client_protocol_schema::v1::ListSessionsRequest =
+            params("session/list", raw)?;
+        let cwd = match &request.cwd {
+            Some(cwd) => {
+                check_cwd("session/list", cwd)?;
+                cwd.clone()
+            }
+            None => std::env::current_dir().map_err(|e| rpc::internal(e.to_string()))?,
+        };
+        let start = match request.cursor.as_deref() {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                rpc::invalid_params(
+                    "session/list",
+                    &format!("cursor {cursor:?} is not one this agent gave; start without one"),
+                )
+            })?,
+        };
+        let (place, _) = (self.options.place_for)(&cwd).map_err(rpc::internal)?;
+        let wanted = cwd.to_string_lossy();
+        let mut listed: Vec<etch_protocol::SessionSummary> = catalog::sessions(&place.session_dir)
+            .into_iter()
+            .filter(|s| s.parent.is_none() && (request.cwd.is_none() || s.cwd == wanted))
+            .collect();
+        listed.reverse();
+        let page: Vec<agent_client_protocol_schema::v1::SessionInfo> = listed
+            .iter()
+            .skip(start)
+            .take(PAGE)
+            .map(|s| {
+                let updated = std::fs::metadata(&s.path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .map_or_else(
+                        || s.created_at.clone(),
+                        |t| {
+                            chrono::DateTime::<chrono::Utc>::from(t)
+                                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                        },
+                    );
+                agent_client_protocol_schema::v1::SessionInfo::new(s.id.clone(), s.cwd.clone())
+                    .title((!s.title.is_empty()).then(|| s.title.clone()))
+                    .updated_at(updated)
+            })
+            .collect();
+        let next = (start + PAGE < listed.len()).then(|| (start + PAGE).to_string());
+        rpc::to_value(
+            &agent_client_protocol_schema::v1::ListSessionsResponse::new(page).next_cursor(next),
+        )
     }
 
     /// `session/load`: the session told again as updates, then the answer.
