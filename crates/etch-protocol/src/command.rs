@@ -190,6 +190,20 @@ pub enum CommandBody {
         /// The name; an empty one is refused.
         name: String,
     },
+    /// The next thinking level (off, minimal, low, medium, high, xhigh,
+    /// then off again) for later requests; answers `{"level"}`.
+    CycleThinkingLevel,
+    /// The next model the provider's server offers; answers
+    /// `{"model","thinkingLevel","isScoped"}`, or null when it offers no
+    /// other.
+    CycleModel,
+    /// The models of the session's provider (its server's list, the
+    /// current model first): `{"models":[{"provider","id","name"}]}`.
+    GetAvailableModels,
+    /// Stop the `bash` command running outside a tool call, if any.
+    AbortBash,
+    /// What a prompt can invoke: the skills (`skill:NAME`) and `compact`.
+    GetCommands,
     /// Write the session's transcript to a file.
     Export {
         /// Where to write it (default: beside the session file).
@@ -204,7 +218,7 @@ pub enum CommandBody {
 
 impl CommandBody {
     /// Every command's `type`, in the order of the protocol's reference.
-    pub const NAMES: [&'static str; 21] = [
+    pub const NAMES: [&'static str; 26] = [
         "prompt",
         "steer",
         "follow_up",
@@ -225,6 +239,11 @@ impl CommandBody {
         "get_session_stats",
         "get_last_assistant_text",
         "set_session_name",
+        "cycle_thinking_level",
+        "cycle_model",
+        "get_available_models",
+        "abort_bash",
+        "get_commands",
         "export",
     ];
 
@@ -255,6 +274,11 @@ impl CommandBody {
             Self::GetSessionStats => "get_session_stats",
             Self::GetLastAssistantText => "get_last_assistant_text",
             Self::SetSessionName { .. } => "set_session_name",
+            Self::CycleThinkingLevel => "cycle_thinking_level",
+            Self::CycleModel => "cycle_model",
+            Self::GetAvailableModels => "get_available_models",
+            Self::AbortBash => "abort_bash",
+            Self::GetCommands => "get_commands",
             Self::Export { .. } => "export",
         }
     }

@@ -919,3 +919,51 @@ fn fork_takes_the_ids_the_tree_prints() {
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
+
+/// Pi's model and thinking commands: the available models (the current
+/// one first, then the server's list), cycling the model to the next the
+/// server offers (the next request uses it), cycling the thinking level,
+/// the commands a prompt can invoke, and `abort_bash` with nothing to
+/// stop.
+#[test]
+fn models_levels_and_commands() {
+    let ws = Workspace::new();
+    let list = json!({"data": [{"id": "m1"}, {"id": "m2"}]});
+    let server = FakeServer::start(vec![
+        Reply::json(200, &list),
+        Reply::json(200, &list),
+        Reply::sse(chat_text("from m2")),
+    ])
+    .unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    let _info = rpc.next();
+    let models = rpc.call(&json!({"id": "am", "type": "get_available_models"}));
+    let ids: Vec<&str> = models["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m1", "m2"], "{models}");
+    assert_eq!(models["data"]["models"][0]["provider"], "openai");
+    let cycled = rpc.call(&json!({"id": "cm", "type": "cycle_model"}));
+    assert_eq!(cycled["data"]["model"]["id"], "m2", "{cycled}");
+    assert_eq!(cycled["data"]["isScoped"], false);
+    let level = rpc.call(&json!({"id": "cl", "type": "cycle_thinking_level"}));
+    assert_eq!(level["data"]["level"], "minimal", "{level}");
+    let level = rpc.call(&json!({"id": "cl2", "type": "cycle_thinking_level"}));
+    assert_eq!(level["data"]["level"], "low", "{level}");
+    let commands = rpc.call(&json!({"id": "gc", "type": "get_commands"}));
+    assert_eq!(
+        commands["data"]["commands"][0]["name"], "compact",
+        "{commands}"
+    );
+    let abort = rpc.call(&json!({"id": "ab", "type": "abort_bash"}));
+    assert_eq!(abort["data"]["aborted"], false, "{abort}");
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    rpc.event("agent_end");
+    let requests = server.requests();
+    assert_eq!(requests[2].json()["model"], "m2");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}

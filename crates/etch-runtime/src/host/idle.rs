@@ -170,6 +170,44 @@ impl Host {
             .map_err(|e| e.to_string())
     }
 
+    /// The answer to `get_available_models`: the current model first, then
+    /// the others the provider's server lists (only the current one when
+    /// it lists none or cannot be reached).
+    pub(super) async fn available_models(&self) -> Value {
+        let client = &self.snapshot.client;
+        let mut ids = vec![client.model().to_owned()];
+        if let Ok(listed) = client.list_models().await {
+            for model in listed {
+                if !ids.contains(&model) {
+                    ids.push(model);
+                }
+            }
+        }
+        let models: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({ "provider": client.provider(), "id": id, "name": id }))
+            .collect();
+        json!({ "models": models })
+    }
+
+    /// The answer to `get_commands`: `compact` and each skill, as Pi lists
+    /// what a prompt can invoke.
+    pub(super) fn commands(&self) -> Value {
+        let mut commands = vec![json!({
+            "name": "compact",
+            "description": "Summarize the conversation so far to free context",
+            "source": "builtin",
+        })];
+        for (name, description) in &self.snapshot.skills {
+            commands.push(json!({
+                "name": format!("skill:{name}"),
+                "description": description,
+                "source": "skill",
+            }));
+        }
+        json!({ "commands": commands })
+    }
+
     /// Commands that need the session itself (so only when idle). Returns
     /// the session to keep (another one after fork, new_session and
     /// switch_session) with the answer.
@@ -185,6 +223,48 @@ impl Host {
                 let current = session.selection().client.provider().to_owned();
                 flags.switch_model(&provider, &model_id, &current);
                 self.reconfigure(&mut session, id.clone(), flags).await
+            }
+            CommandBody::CycleThinkingLevel => {
+                const CYCLE: [ThinkingLevel; 6] = [
+                    ThinkingLevel::Off,
+                    ThinkingLevel::Minimal,
+                    ThinkingLevel::Low,
+                    ThinkingLevel::Medium,
+                    ThinkingLevel::High,
+                    ThinkingLevel::Xhigh,
+                ];
+                let mut flags = session.settings().provider.clone();
+                let current = flags.reasoning_effort.as_deref().unwrap_or("off");
+                let at = CYCLE.iter().position(|l| level_name(*l) == current);
+                let next = CYCLE[at.map_or(0, |i| (i + 1) % CYCLE.len())];
+                flags.reasoning_effort = Some(level_name(next).to_owned());
+                self.reconfigure(&mut session, id.clone(), flags)
+                    .await
+                    .map(|_| Some(json!({ "level": level_name(next) })))
+            }
+            CommandBody::CycleModel => {
+                let client = std::sync::Arc::clone(&session.selection().client);
+                let (provider, current) = (client.provider().to_owned(), client.model().to_owned());
+                let mut models = client.list_models().await.unwrap_or_default();
+                if !models.contains(&current) {
+                    models.insert(0, current.clone());
+                }
+                if models.len() < 2 {
+                    Ok(None)
+                } else {
+                    let at = models.iter().position(|m| *m == current).unwrap_or(0);
+                    let next = models[(at + 1) % models.len()].clone();
+                    let mut flags = session.settings().provider.clone();
+                    flags.switch_model(&provider, &next, &provider);
+                    match self.reconfigure(&mut session, id.clone(), flags).await {
+                        Ok(_) => Ok(Some(json!({
+                            "model": { "provider": provider, "id": next, "name": next },
+                            "thinkingLevel": session.settings().provider.reasoning_effort,
+                            "isScoped": false,
+                        }))),
+                        Err(e) => Err(e),
+                    }
+                }
             }
             CommandBody::SetThinkingLevel { level } => {
                 let mut flags = session.settings().provider.clone();

@@ -143,6 +143,8 @@ struct Snapshot {
     client: Arc<dyn etch_model::ModelClient>,
     /// Where the session's calls wait for approval.
     approvals: Arc<Broker>,
+    /// The skills a prompt can invoke: name and description.
+    skills: Vec<(String, String)>,
 }
 
 impl Snapshot {
@@ -160,6 +162,13 @@ impl Snapshot {
             children: Arc::clone(&session.context().children),
             client: Arc::clone(client),
             approvals: Arc::clone(&session.context().approvals),
+            skills: session
+                .context()
+                .assembled
+                .skills
+                .iter()
+                .map(|s| (s.name.clone(), s.description.clone()))
+                .collect(),
         }
     }
 }
@@ -630,6 +639,15 @@ impl Host {
             CommandBody::GetSessionStats => self.stats(),
             CommandBody::GetLastAssistantText => self.last_assistant_text(),
             CommandBody::SetSessionName { name } => self.set_name(&name),
+            CommandBody::GetAvailableModels => Ok(Some(self.available_models().await)),
+            CommandBody::GetCommands => Ok(Some(self.commands())),
+            CommandBody::AbortBash => Ok(Some(match &mut self.running {
+                Some(running) if matches!(running.job, Job::Command("bash")) => {
+                    running.cancel.cancel();
+                    json!({ "aborted": true })
+                }
+                _ => json!({ "aborted": false }),
+            })),
             CommandBody::Export {
                 output_path,
                 format,
