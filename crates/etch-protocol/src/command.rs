@@ -204,6 +204,21 @@ pub enum CommandBody {
     AbortBash,
     /// What a prompt can invoke: the skills (`skill:NAME`) and `compact`.
     GetCommands,
+    /// Turn threshold compaction on or off for later runs of this
+    /// session (`[context] auto_compact` otherwise).
+    SetAutoCompaction {
+        /// On or off.
+        enabled: bool,
+    },
+    /// Copy the active branch, leaf included, into a new session and go
+    /// on there (Pi's `clone`); answers `{"cancelled":false,…}`.
+    Clone,
+    /// Pi's name for `export` as HTML: answers `{"path"}`.
+    ExportHtml {
+        /// Where to write it (default: beside the session file).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_path: Option<String>,
+    },
     /// Write the session's transcript to a file.
     Export {
         /// Where to write it (default: beside the session file).
@@ -218,7 +233,7 @@ pub enum CommandBody {
 
 impl CommandBody {
     /// Every command's `type`, in the order of the protocol's reference.
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 29] = [
         "prompt",
         "steer",
         "follow_up",
@@ -244,6 +259,9 @@ impl CommandBody {
         "get_available_models",
         "abort_bash",
         "get_commands",
+        "set_auto_compaction",
+        "clone",
+        "export_html",
         "export",
     ];
 
@@ -279,6 +297,9 @@ impl CommandBody {
             Self::GetAvailableModels => "get_available_models",
             Self::AbortBash => "abort_bash",
             Self::GetCommands => "get_commands",
+            Self::SetAutoCompaction { .. } => "set_auto_compaction",
+            Self::Clone => "clone",
+            Self::ExportHtml { .. } => "export_html",
             Self::Export { .. } => "export",
         }
     }
@@ -376,6 +397,16 @@ mod tests {
             json!({"id": "16", "type": "get_messages"}),
             json!({"id": "16b", "type": "get_fork_messages"}),
             json!({"id": "17", "type": "get_session_stats"}),
+            json!({"id": "17a", "type": "get_last_assistant_text"}),
+            json!({"id": "17b", "type": "set_session_name", "name": "n"}),
+            json!({"id": "17c", "type": "cycle_thinking_level"}),
+            json!({"id": "17d", "type": "cycle_model"}),
+            json!({"id": "17e", "type": "get_available_models"}),
+            json!({"id": "17f", "type": "abort_bash"}),
+            json!({"id": "17g", "type": "get_commands"}),
+            json!({"id": "17h", "type": "set_auto_compaction", "enabled": false}),
+            json!({"id": "17i", "type": "clone"}),
+            json!({"id": "17j", "type": "export_html", "outputPath": "/t.html"}),
             json!({"id": "18", "type": "export", "outputPath": "/t.html"}),
         ];
         let mut named: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();

@@ -177,6 +177,34 @@ impl SessionStore {
         Ok((writer, header))
     }
 
+    /// Copies the whole active branch of `origin`, its leaf included, into
+    /// a new session (Pi's `clone`): same ids, times and data. The origin
+    /// is not changed.
+    ///
+    /// # Errors
+    /// When the new session cannot be written.
+    pub fn clone_branch(
+        &self,
+        origin: &LoadedSession,
+        new: &NewSession,
+    ) -> Result<(SessionWriter, Appended), SessionError> {
+        // Not a fork: nothing of the origin is left out.
+        let (mut writer, header) = self.create_with(new, None, None, None)?;
+        let copied: Vec<&crate::event::Event> = origin
+            .active
+            .iter()
+            .skip(1)
+            .map(|&index| &origin.events[index])
+            .collect();
+        crate::assets::Assets::of(writer.path())
+            .adopt(&crate::assets::Assets::of(&origin.path), &copied)?;
+        for event in copied {
+            let parent = writer.leaf().map(str::to_owned);
+            writer.append_copy(event, parent.as_deref())?;
+        }
+        Ok((writer, header))
+    }
+
     /// Creates a session imported from another agent's session
     /// (`from`); the importer appends its events with
     /// [`SessionWriter::append_as`].

@@ -967,3 +967,33 @@ fn models_levels_and_commands() {
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
+
+/// Pi's `clone` (the branch, leaf included, in a new session that goes
+/// on), `export_html` (answers the path) and `set_auto_compaction`.
+#[test]
+fn clone_export_html_and_auto_compaction() {
+    let ws = Workspace::new();
+    let mut rpc = echo(&ws);
+    let info = rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "keep me"}));
+    rpc.event("agent_end");
+    let cloned = rpc.call(&json!({"id": "c", "type": "clone"}));
+    assert_eq!(cloned["data"]["cancelled"], false, "{cloned}");
+    let new_file = cloned["data"]["sessionFile"].as_str().unwrap().to_owned();
+    assert_ne!(new_file, info["sessionFile"].as_str().unwrap());
+    let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
+    let list = messages["data"]["messages"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "the leaf came along: {messages}");
+    let out = ws.path().join("page.html");
+    let html = rpc.call(&json!({"id": "h", "type": "export_html", "outputPath": out}));
+    assert_eq!(html["data"]["path"], out.to_str().unwrap(), "{html}");
+    assert!(std::fs::read_to_string(&out).unwrap().contains("keep me"));
+    let off = rpc.call(&json!({"id": "ac", "type": "set_auto_compaction", "enabled": false}));
+    assert_eq!(off["success"], true, "{off}");
+    let state = rpc.call(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(state["data"]["autoCompactionEnabled"], false, "{state}");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let copy = jsonl(std::path::Path::new(&new_file));
+    assert!(copy.iter().any(|e| e["type"] == "message.assistant"));
+}

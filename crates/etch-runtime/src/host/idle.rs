@@ -271,6 +271,22 @@ impl Host {
                 flags.reasoning_effort = Some(level_name(level).to_owned());
                 self.reconfigure(&mut session, id.clone(), flags).await
             }
+            CommandBody::SetAutoCompaction { enabled } => {
+                session.set_auto_compact(enabled);
+                Ok(Some(json!({ "enabled": enabled })))
+            }
+            CommandBody::Clone => match session.clone_branch().await {
+                Ok(cloned) => {
+                    self.end_processes(&mut session).await;
+                    session = cloned;
+                    Ok(Some(json!({
+                        "cancelled": false,
+                        "sessionId": session.id(),
+                        "sessionFile": session.path(),
+                    })))
+                }
+                Err(e) => Err(e.to_string()),
+            },
             CommandBody::Fork { entry_id } => match session.fork(&entry_id).await {
                 Ok((forked, text)) => {
                     self.end_processes(&mut session).await;

@@ -641,6 +641,9 @@ impl Host {
             CommandBody::SetSessionName { name } => self.set_name(&name),
             CommandBody::GetAvailableModels => Ok(Some(self.available_models().await)),
             CommandBody::GetCommands => Ok(Some(self.commands())),
+            CommandBody::ExportHtml { output_path } => {
+                self.export(output_path.as_deref(), Some("html"))
+            }
             CommandBody::AbortBash => Ok(Some(match &mut self.running {
                 Some(running) if matches!(running.job, Job::Command("bash")) => {
                     running.cancel.cancel();

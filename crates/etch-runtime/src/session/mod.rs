@@ -556,6 +556,12 @@ impl Session {
         &self.place
     }
 
+    /// Turns threshold compaction on or off for later runs (Pi's
+    /// `set_auto_compaction`), over `[context] auto_compact`.
+    pub fn set_auto_compact(&mut self, on: bool) {
+        self.place.config.context.auto_compact = on;
+    }
+
     /// The active tools and pinned prompt.
     pub fn context(&self) -> &Context {
         &self.context

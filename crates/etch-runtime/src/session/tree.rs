@@ -129,6 +129,20 @@ impl Session {
         Ok((forked, text))
     }
 
+    /// A new session holding a copy of the active branch, leaf included
+    /// (Pi's `clone`), with this one's client, tools and prompt.
+    pub async fn clone_branch(&self) -> Result<Self, OpenError> {
+        let loaded = self.load()?;
+        let title = first_user_text(&loaded).unwrap_or_else(|| "clone".to_owned());
+        let store = SessionStore::new(&self.place.session_dir);
+        let (writer, _) =
+            store.clone_branch(&loaded, &new_session(&self.place, &self.selection, title))?;
+        let mut cloned = self.sibling(writer);
+        cloned.reproject()?;
+        cloned.started("new", None).await?;
+        Ok(cloned)
+    }
+
     /// A new empty session with this one's client, tools and prompt; its
     /// `SessionStart` hooks run with reason `new`.
     pub async fn fresh(&self, title: String) -> Result<(Self, Appended), OpenError> {
