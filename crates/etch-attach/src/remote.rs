@@ -160,7 +160,13 @@ pub async fn attach(target: &Target) -> Result<Attached, AttachError> {
         id,
         file,
         provider: text("provider"),
-        model: text("model"),
+        // `{"provider","id","name"}` (Pi's shape); a plain name from an
+        // older server.
+        model: data["model"]["id"]
+            .as_str()
+            .or_else(|| data["model"].as_str())
+            .unwrap_or_default()
+            .to_owned(),
         thinking: data["thinkingLevel"].as_str().map(str::to_owned),
         log,
         api,

@@ -202,7 +202,8 @@ pub enum CommandBody {
     GetAvailableModels,
     /// Stop the `bash` command running outside a tool call, if any.
     AbortBash,
-    /// What a prompt can invoke: the skills (`skill:NAME`) and `compact`.
+    /// What a prompt can invoke, in Pi's shape: the skills
+    /// (`skill:NAME`, with the file they come from).
     GetCommands,
     /// Turn threshold compaction on or off for later runs of this
     /// session (`[context] auto_compact` otherwise).

@@ -34,7 +34,8 @@ impl Host {
             .map_or(s.messages, |session| session.history().len());
         json!({
             "provider": s.provider,
-            "model": s.model,
+            // Pi's shape: the model as an object.
+            "model": { "provider": s.provider, "id": s.model, "name": s.model },
             "thinkingLevel": s.thinking,
             "isStreaming": self.running.is_some(),
             "isCompacting": self.running.as_ref().is_some_and(|r| r.job == super::Job::Command("compact")),
@@ -134,9 +135,35 @@ impl Host {
     /// The session's counters, read from its log.
     pub(super) fn stats(&self) -> Answer {
         let loaded = load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
-        serde_json::to_value(etch_session::session_stats(&loaded))
-            .map(Some)
-            .map_err(|e| e.to_string())
+        let stats = etch_session::session_stats(&loaded);
+        let mut value = serde_json::to_value(&stats).map_err(|e| e.to_string())?;
+        // Pi's fields beside etch's own, for Pi's clients.
+        let count = |kind: &str| loaded.active_events().filter(|e| e.kind == kind).count();
+        let (users, answers, results) = (
+            count(etch_session::types::MESSAGE_USER),
+            count(etch_session::types::MESSAGE_ASSISTANT),
+            count(etch_session::types::MESSAGE_TOOL),
+        );
+        let usage = &stats.usage;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("sessionFile".to_owned(), json!(self.snapshot.path));
+            object.insert("userMessages".to_owned(), json!(users));
+            object.insert("assistantMessages".to_owned(), json!(answers));
+            object.insert("toolResults".to_owned(), json!(results));
+            object.insert("totalMessages".to_owned(), json!(users + answers + results));
+            object.insert(
+                "tokens".to_owned(),
+                json!({
+                    "input": usage.input_tokens.saturating_sub(usage.cached_input_tokens),
+                    "output": usage.output_tokens,
+                    "cacheRead": usage.cached_input_tokens,
+                    "cacheWrite": 0,
+                    "total": usage.total_tokens,
+                }),
+            );
+            object.entry("cost").or_insert(json!(0));
+        }
+        Ok(Some(value))
     }
 
     /// The answer to `get_last_assistant_text`: the text of the active
@@ -190,21 +217,27 @@ impl Host {
         json!({ "models": models })
     }
 
-    /// The answer to `get_commands`: `compact` and each skill, as Pi lists
-    /// what a prompt can invoke.
+    /// The answer to `get_commands`: each skill a prompt can invoke
+    /// (`/skill:NAME`), in Pi's shape, with the file it comes from.
     pub(super) fn commands(&self) -> Value {
-        let mut commands = vec![json!({
-            "name": "compact",
-            "description": "Summarize the conversation so far to free context",
-            "source": "builtin",
-        })];
-        for (name, description) in &self.snapshot.skills {
-            commands.push(json!({
-                "name": format!("skill:{name}"),
-                "description": description,
-                "source": "skill",
-            }));
-        }
+        let commands: Vec<Value> = self
+            .snapshot
+            .skills
+            .iter()
+            .map(|(name, description, location, users)| {
+                json!({
+                    "name": format!("skill:{name}"),
+                    "description": description,
+                    "source": "skill",
+                    "sourceInfo": {
+                        "path": location,
+                        "source": "local",
+                        "scope": if *users { "user" } else { "project" },
+                        "origin": "top-level",
+                    },
+                })
+            })
+            .collect();
         json!({ "commands": commands })
     }
 
@@ -295,6 +328,7 @@ impl Host {
                         "sessionId": session.id(),
                         "sessionFile": session.path(),
                         "text": text,
+                        "cancelled": false,
                     })))
                 }
                 Err(err) => Err(err.to_string()),
@@ -309,7 +343,7 @@ impl Host {
                         self.end_processes(&mut session).await;
                         session = fresh;
                         Ok(Some(
-                            json!({ "sessionId": session.id(), "sessionFile": session.path() }),
+                            json!({ "sessionId": session.id(), "sessionFile": session.path(), "cancelled": false }),
                         ))
                     }
                     Err(err) => Err(err.to_string()),
@@ -319,7 +353,7 @@ impl Host {
                 let path = PathBuf::from(&session_path);
                 if same_file(&path, session.path()) {
                     Ok(Some(
-                        json!({ "sessionId": session.id(), "sessionFile": session.path() }),
+                        json!({ "sessionId": session.id(), "sessionFile": session.path(), "cancelled": false }),
                     ))
                 } else {
                     match self.switch(&session, id.clone(), &path).await {
@@ -327,7 +361,7 @@ impl Host {
                             self.end_processes(&mut session).await;
                             session = other;
                             Ok(Some(
-                                json!({ "sessionId": session.id(), "sessionFile": session.path() }),
+                                json!({ "sessionId": session.id(), "sessionFile": session.path(), "cancelled": false }),
                             ))
                         }
                         Err(err) => Err(err),

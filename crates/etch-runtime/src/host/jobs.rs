@@ -39,10 +39,24 @@ impl Host {
                         .bash(&command, !exclude_from_context, &token)
                         .await
                         .map(|(output, failed)| {
+                            // Pi's BashResult fields beside etch's own: the
+                            // exit code the result's last line names (0 when
+                            // the command succeeded), whether a stream was
+                            // cut to its tail.
+                            let cancelled = token.is_cancelled();
+                            let exit_code = if cancelled {
+                                None
+                            } else if failed {
+                                exit_code_of(&output)
+                            } else {
+                                Some(0)
+                            };
                             Some(json!({
                                 "output": output,
                                 "isError": failed,
-                                "cancelled": token.is_cancelled(),
+                                "cancelled": cancelled,
+                                "exitCode": exit_code,
+                                "truncated": output.contains(" truncated: kept last "),
                             }))
                         })
                         .map_err(|e| e.to_string());
@@ -166,4 +180,17 @@ async fn compact(
     };
     emit(EventBody::CompactionEnd { reason, outcome });
     answer
+}
+
+/// The exit code a `bash` result's last line names (`Command exited with
+/// code N`), if it names one.
+fn exit_code_of(output: &str) -> Option<i64> {
+    output
+        .trim_end()
+        .lines()
+        .last()?
+        .strip_prefix("Command exited with code ")?
+        .trim()
+        .parse()
+        .ok()
 }

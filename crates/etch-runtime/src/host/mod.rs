@@ -143,8 +143,9 @@ struct Snapshot {
     client: Arc<dyn etch_model::ModelClient>,
     /// Where the session's calls wait for approval.
     approvals: Arc<Broker>,
-    /// The skills a prompt can invoke: name and description.
-    skills: Vec<(String, String)>,
+    /// The skills a prompt can invoke: name, description, file, and
+    /// whether it is the user's own (under the home) or the project's.
+    skills: Vec<(String, String, PathBuf, bool)>,
 }
 
 impl Snapshot {
@@ -167,7 +168,19 @@ impl Snapshot {
                 .assembled
                 .skills
                 .iter()
-                .map(|s| (s.name.clone(), s.description.clone()))
+                .map(|s| {
+                    let users = session
+                        .place()
+                        .home
+                        .as_deref()
+                        .is_some_and(|home| s.location.starts_with(home.join(".etch")));
+                    (
+                        s.name.clone(),
+                        s.description.clone(),
+                        s.location.clone(),
+                        users,
+                    )
+                })
                 .collect(),
         }
     }

@@ -478,7 +478,10 @@ pub enum Command {
                       etch rpc --session 01JX --model gpt-5.5\n\n\
                       Commands: prompt (streamingBehavior steer|followUp while a run is active), steer, follow_up,\n\
                       abort, compact, set_model, set_thinking_level, set_steering_mode, set_follow_up_mode, fork,\n\
-                      navigate, new_session, switch_session, bash, get_state, get_messages, get_session_stats, export.\n\
+                      navigate, new_session, switch_session, clone, bash, abort_bash, get_state, get_messages,\n\
+                      get_fork_messages, get_session_stats, get_last_assistant_text, set_session_name,\n\
+                      cycle_model, cycle_thinking_level, get_available_models, get_commands,\n\
+                      set_auto_compaction, export, export_html.\n\
                       Keep stdin open until agent_end: when it closes, the active run is aborted cleanly\n\
                       and etch exits 0. abort hands queued prompts back in its response (unsent).")]
     Rpc {

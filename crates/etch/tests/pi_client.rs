@@ -1,0 +1,123 @@
+//! Pi's own RPC client (npm's `@mariozechner/pi-coding-agent`, pinned in
+//! tests/pi-client) drives `etch rpc` through a shim that stands where
+//! it expects Pi's CLI (issue 35): a Pi user's script keeps working
+//! against etch. Every call resolves, with the shapes Pi's types declare.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+mod support;
+
+use etch_test_support::{FakeServer, Reply, chat_text};
+use serde_json::Value;
+use support::{Workspace, model_args};
+
+/// Pi's client and the shim, installed on first use into
+/// target/pi-client (a no-op once .ci/run installed them).
+fn client_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = root.join("../../target/pi-client");
+        let status = std::process::Command::new("sh")
+            .arg(root.join("tests/pi-client/install.sh"))
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "installing @mariozechner/pi-coding-agent from the npm registry failed"
+        );
+        dir
+    })
+}
+
+/// Runs client.mjs against etch in `ws`, talking to `server`; what it saw.
+fn drive(ws: &Workspace, server: &FakeServer) -> Value {
+    let template = ws.command(&[]);
+    let mut cmd = std::process::Command::new("node");
+    // The client adds --provider openai --model m1; the rest points etch
+    // at the fake server.
+    let args: Vec<String> = model_args(server)
+        .into_iter()
+        .skip_while(|a| a != "--base-url")
+        .take(4)
+        .collect();
+    cmd.arg(client_dir().join("client.mjs"))
+        .arg(ws.path())
+        .args(&args)
+        .current_dir(ws.path());
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.env("ETCH", template.get_program());
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the client failed: {stdout}\n{stderr}"
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client printed no JSON ({e}): {stdout}\n{stderr}"))
+}
+
+/// A session driven by Pi's client: a prompt streamed to the end, the
+/// queries, the settings, bash, export, clone and a new session.
+#[test]
+fn pis_own_client_drives_etch_rpc() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::sse(chat_text("one, two, three"))]).unwrap();
+    let seen = drive(&ws, &server);
+    assert!(seen.get("fatal").is_none(), "{seen:#}");
+    assert_eq!(seen["errors"], serde_json::json!({}), "{seen:#}");
+    let calls = &seen["calls"];
+    assert!(calls["promptAndWait"].as_u64().unwrap() > 3, "{seen:#}");
+    let events: Vec<&str> = seen["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(
+        events.contains(&"agent_start") && events.contains(&"agent_end"),
+        "{events:?}"
+    );
+    let state = &calls["getState"];
+    assert_eq!(state["model"]["id"], "m1", "{state}");
+    assert_eq!(state["model"]["provider"], "openai", "{state}");
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(state["messageCount"], 2);
+    assert_eq!(calls["getMessages"].as_array().unwrap().len(), 2);
+    assert_eq!(calls["getLastAssistantText"], "one, two, three");
+    assert_eq!(calls["getForkMessages"][0]["text"], "count to three");
+    assert_eq!(calls["cycleThinkingLevel"]["level"], "xhigh");
+    assert_eq!(
+        calls["bash"]["output"].as_str().unwrap().trim(),
+        "from-bash"
+    );
+    assert_eq!(calls["bash"]["exitCode"], 0);
+    assert_eq!(calls["bash"]["cancelled"], false);
+    let counters = &calls["getSessionStats"];
+    // The prompt, and the bash output that joined the context.
+    assert_eq!(counters["userMessages"], 2, "{counters}");
+    assert_eq!(counters["assistantMessages"], 1, "{counters}");
+    assert!(counters["tokens"]["total"].is_number(), "{counters}");
+    assert!(
+        calls["exportHtml"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("pi.html")
+    );
+    assert_eq!(calls["clone"]["cancelled"], false);
+    assert_eq!(calls["newSession"]["cancelled"], false);
+    let commands = calls["getCommands"].as_array().unwrap();
+    assert!(
+        commands
+            .iter()
+            .all(|c| c["source"].is_string() && c["sourceInfo"].is_object()),
+        "{commands:?}"
+    );
+}
