@@ -211,6 +211,12 @@ pub enum CommandBody {
         /// On or off.
         enabled: bool,
     },
+    /// Turn retries before a pass's output on or off for later requests
+    /// (`[provider] max_retries` when on).
+    SetAutoRetry {
+        /// On or off.
+        enabled: bool,
+    },
     /// Copy the active branch, leaf included, into a new session and go
     /// on there (Pi's `clone`); answers `{"cancelled":false,…}`.
     Clone,
@@ -234,7 +240,7 @@ pub enum CommandBody {
 
 impl CommandBody {
     /// Every command's `type`, in the order of the protocol's reference.
-    pub const NAMES: [&'static str; 29] = [
+    pub const NAMES: [&'static str; 30] = [
         "prompt",
         "steer",
         "follow_up",
@@ -261,6 +267,7 @@ impl CommandBody {
         "abort_bash",
         "get_commands",
         "set_auto_compaction",
+        "set_auto_retry",
         "clone",
         "export_html",
         "export",
@@ -299,6 +306,7 @@ impl CommandBody {
             Self::AbortBash => "abort_bash",
             Self::GetCommands => "get_commands",
             Self::SetAutoCompaction { .. } => "set_auto_compaction",
+            Self::SetAutoRetry { .. } => "set_auto_retry",
             Self::Clone => "clone",
             Self::ExportHtml { .. } => "export_html",
             Self::Export { .. } => "export",
@@ -406,6 +414,7 @@ mod tests {
             json!({"id": "17f", "type": "abort_bash"}),
             json!({"id": "17g", "type": "get_commands"}),
             json!({"id": "17h", "type": "set_auto_compaction", "enabled": false}),
+            json!({"id": "17h2", "type": "set_auto_retry", "enabled": true}),
             json!({"id": "17i", "type": "clone"}),
             json!({"id": "17j", "type": "export_html", "outputPath": "/t.html"}),
             json!({"id": "18", "type": "export", "outputPath": "/t.html"}),

@@ -24,6 +24,7 @@ pub fn flags(args: &RunArgs) -> ProviderFlags {
         openai_transport: args.openai_transport.clone(),
         reasoning_effort: args.reasoning_effort.clone(),
         reasoning_summary: args.reasoning_summary.clone(),
+        no_retry: false,
     }
 }
 

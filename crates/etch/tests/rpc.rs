@@ -995,3 +995,30 @@ fn clone_export_html_and_auto_compaction() {
     let copy = jsonl(std::path::Path::new(&new_file));
     assert!(copy.iter().any(|e| e["type"] == "message.assistant"));
 }
+
+/// Pi's `set_auto_retry`: off, a 500 fails the prompt at once; on again,
+/// it is retried.
+#[test]
+fn auto_retry_can_be_turned_off() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::text(500, "overloaded"),
+        Reply::text(500, "overloaded"),
+        Reply::sse(chat_text("second try")),
+    ])
+    .unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    let _info = rpc.next();
+    let off = rpc.call(&json!({"id": "r0", "type": "set_auto_retry", "enabled": false}));
+    assert_eq!(off["data"]["enabled"], false, "{off}");
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "hi"}));
+    rpc.event("agent_end");
+    assert_eq!(server.requests().len(), 1, "no retry");
+    let on = rpc.call(&json!({"id": "r1", "type": "set_auto_retry", "enabled": true}));
+    assert_eq!(on["data"]["enabled"], true, "{on}");
+    rpc.send(&json!({"id": "p2", "type": "prompt", "message": "again"}));
+    rpc.event("agent_end");
+    assert_eq!(server.requests().len(), 3, "retried once");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}

@@ -304,6 +304,13 @@ impl Host {
                 flags.reasoning_effort = Some(level_name(level).to_owned());
                 self.reconfigure(&mut session, id.clone(), flags).await
             }
+            CommandBody::SetAutoRetry { enabled } => {
+                let mut flags = session.settings().provider.clone();
+                flags.no_retry = !enabled;
+                self.reconfigure(&mut session, id.clone(), flags)
+                    .await
+                    .map(|_| Some(json!({ "enabled": enabled })))
+            }
             CommandBody::SetAutoCompaction { enabled } => {
                 session.set_auto_compact(enabled);
                 Ok(Some(json!({ "enabled": enabled })))

@@ -92,6 +92,9 @@ pub struct ProviderFlags {
     pub reasoning_effort: Option<String>,
     /// Reasoning summary detail.
     pub reasoning_summary: Option<String>,
+    /// No retries before a pass's output (Pi's `set_auto_retry false`):
+    /// a 429 or 5xx fails the pass at once.
+    pub no_retry: bool,
 }
 
 impl ProviderFlags {
@@ -385,7 +388,14 @@ pub async fn select(
     let same_provider = recorded.filter(|r| Some(r.provider) == provider);
     let recorded_url = same_provider.and_then(|r| r.base_url);
     let knobs = Knobs {
-        retry: retry_policy(config),
+        retry: if args.no_retry {
+            RetryPolicy {
+                max_retries: 0,
+                ..retry_policy(config)
+            }
+        } else {
+            retry_policy(config)
+        },
         idle_timeout: idle_timeout(config),
         limits: stream_limits(config),
         stream_usage: config.openai.stream_usage,
