@@ -217,6 +217,9 @@ pub enum CommandBody {
         /// On or off.
         enabled: bool,
     },
+    /// Give up the retry the active run waits for (the run ends);
+    /// answers `{"aborted"}`, false when no retry waits.
+    AbortRetry,
     /// Copy the active branch, leaf included, into a new session and go
     /// on there (Pi's `clone`); answers `{"cancelled":false,…}`.
     Clone,
@@ -240,7 +243,7 @@ pub enum CommandBody {
 
 impl CommandBody {
     /// Every command's `type`, in the order of the protocol's reference.
-    pub const NAMES: [&'static str; 30] = [
+    pub const NAMES: [&'static str; 31] = [
         "prompt",
         "steer",
         "follow_up",
@@ -268,6 +271,7 @@ impl CommandBody {
         "get_commands",
         "set_auto_compaction",
         "set_auto_retry",
+        "abort_retry",
         "clone",
         "export_html",
         "export",
@@ -307,6 +311,7 @@ impl CommandBody {
             Self::GetCommands => "get_commands",
             Self::SetAutoCompaction { .. } => "set_auto_compaction",
             Self::SetAutoRetry { .. } => "set_auto_retry",
+            Self::AbortRetry => "abort_retry",
             Self::Clone => "clone",
             Self::ExportHtml { .. } => "export_html",
             Self::Export { .. } => "export",
@@ -415,6 +420,7 @@ mod tests {
             json!({"id": "17g", "type": "get_commands"}),
             json!({"id": "17h", "type": "set_auto_compaction", "enabled": false}),
             json!({"id": "17h2", "type": "set_auto_retry", "enabled": true}),
+            json!({"id": "17h3", "type": "abort_retry"}),
             json!({"id": "17i", "type": "clone"}),
             json!({"id": "17j", "type": "export_html", "outputPath": "/t.html"}),
             json!({"id": "18", "type": "export", "outputPath": "/t.html"}),

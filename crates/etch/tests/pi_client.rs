@@ -1,13 +1,16 @@
 //! Pi's own RPC client (npm's `@mariozechner/pi-coding-agent`, pinned in
 //! tests/pi-client) drives `etch rpc` through a shim that stands where
 //! it expects Pi's CLI (issue 35): a Pi user's script keeps working
-//! against etch. Every call resolves, with the shapes Pi's types declare.
+//! against etch. Every call the script makes resolves, with the shapes
+//! Pi's types declare.
 
 #![allow(clippy::panic, clippy::unwrap_used)]
 
 mod support;
 
-use etch_test_support::{FakeServer, Reply, chat_text};
+use std::time::Duration;
+
+use etch_test_support::{End, FakeServer, Reply, chat_text};
 use serde_json::Value;
 use support::{Workspace, model_args};
 
@@ -69,7 +72,22 @@ fn drive(ws: &Workspace, server: &FakeServer) -> Value {
 #[test]
 fn pis_own_client_drives_etch_rpc() {
     let ws = Workspace::new();
-    let server = FakeServer::start(vec![Reply::sse(chat_text("one, two, three"))]).unwrap();
+    let models = serde_json::json!({"data": [{"id": "m1"}, {"id": "m2"}]});
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("one, two, three")),
+        Reply::json(200, &models),
+        Reply::json(200, &models),
+        // A run that stays open until the client aborts it.
+        Reply::Sse {
+            events: chat_text("partial")[..1].to_vec(),
+            gap: Duration::ZERO,
+            end: End::Stall(Duration::from_secs(60)),
+        },
+        Reply::sse(chat_text("steer answer")),
+        Reply::sse(chat_text("follow answer")),
+        Reply::sse(chat_text("## Goal\nCount.")),
+    ])
+    .unwrap();
     let seen = drive(&ws, &server);
     assert!(seen.get("fatal").is_none(), "{seen:#}");
     assert_eq!(seen["errors"], serde_json::json!({}), "{seen:#}");
@@ -113,6 +131,35 @@ fn pis_own_client_drives_etch_rpc() {
     );
     assert_eq!(calls["clone"]["cancelled"], false);
     assert_eq!(calls["newSession"]["cancelled"], false);
+    let ids: Vec<&str> = calls["getAvailableModels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m1", "m2"]);
+    assert_eq!(calls["setModel"]["id"], "m2");
+    assert_eq!(calls["cycleModel"]["model"]["id"], "m1");
+    assert_eq!(calls["abort"], true);
+    assert_eq!(calls["steer"], "steer answer");
+    assert_eq!(calls["followUp"], "follow answer");
+    assert_eq!(calls["fork"]["cancelled"], false);
+    assert_eq!(calls["switchSession"]["cancelled"], false);
+    assert!(
+        calls["compact"]["summary"].is_string(),
+        "{}",
+        calls["compact"]
+    );
+    assert!(
+        calls["compact"]["tokensBefore"].is_number(),
+        "{}",
+        calls["compact"]
+    );
+    assert!(
+        calls["compact"].get("firstKeptEntryId").is_some(),
+        "{}",
+        calls["compact"]
+    );
     let commands = calls["getCommands"].as_array().unwrap();
     assert!(
         commands

@@ -1022,3 +1022,35 @@ fn auto_retry_can_be_turned_off() {
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
+
+/// Pi's `abort_retry`: while a run waits a minute to retry a 503, the
+/// retry is given up and the run ends at once; with no retry waiting it
+/// answers `aborted: false`.
+#[test]
+fn abort_retry_gives_up_the_wait() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![Reply::text(503, "busy")]).unwrap();
+    let base = format!("{}/v1", server.url());
+    let args = [
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--api-key",
+        "sk-test",
+        "--model",
+        "m1",
+    ];
+    let mut rpc = RpcClient::start(&ws, &args, &[("ETCH_RETRY_BASE_DELAY_MS", "60000")]);
+    let _info = rpc.next();
+    let idle = rpc.call(&json!({"id": "a0", "type": "abort_retry"}));
+    assert_eq!(idle["data"]["aborted"], false, "{idle}");
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
+    rpc.event("auto_retry_start");
+    let aborted = rpc.call(&json!({"id": "a1", "type": "abort_retry"}));
+    assert_eq!(aborted["data"]["aborted"], true, "{aborted}");
+    rpc.event("agent_end");
+    assert_eq!(server.requests().len(), 1);
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+}

@@ -458,6 +458,8 @@ impl Host {
         Ok(Some(json!({
             "provider": client.provider(),
             "model": client.model(),
+            // Pi's `set_model` answers the model as {provider, id}.
+            "id": client.model(),
             "thinkingLevel": level,
         })))
     }

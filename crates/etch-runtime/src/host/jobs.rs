@@ -154,6 +154,8 @@ async fn compact(
             },
             Ok(Some(json!({
                 "summary": data.summary,
+                // Pi's CompactionResult names the first kept entry.
+                "firstKeptEntryId": data.first_kept_event_id,
                 "tokensBefore": data.tokens_before,
                 "tokensAfter": data.tokens_after,
                 "summaryEventId": event_id,

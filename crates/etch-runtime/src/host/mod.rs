@@ -217,6 +217,8 @@ pub struct Host {
     process_tx: tokio::sync::mpsc::UnboundedSender<(String, etch_process::Notice)>,
     /// The other end, until taken.
     process_rx: Option<tokio::sync::mpsc::UnboundedReceiver<(String, etch_process::Notice)>>,
+    /// Whether the active run waits to retry a failed request.
+    retrying: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Renders a session (the runtime's projection of it) as an HTML page;
@@ -261,6 +263,7 @@ impl Host {
             processes: None,
             process_tx,
             process_rx: Some(process_rx),
+            retrying: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         };
         host.emit(None, host.session_info());
         host.rewatch();
@@ -657,6 +660,17 @@ impl Host {
             CommandBody::ExportHtml { output_path } => {
                 self.export(output_path.as_deref(), Some("html"))
             }
+            CommandBody::AbortRetry => Ok(Some(match &mut self.running {
+                Some(running)
+                    if running.job == Job::Run
+                        && self.retrying.load(std::sync::atomic::Ordering::SeqCst) =>
+                {
+                    // The retry is given up: the run ends, as Pi's does.
+                    running.cancel.cancel();
+                    json!({ "aborted": true })
+                }
+                _ => json!({ "aborted": false }),
+            })),
             CommandBody::AbortBash => Ok(Some(match &mut self.running {
                 Some(running) if matches!(running.job, Job::Command("bash")) => {
                     running.cancel.cancel();
@@ -800,9 +814,23 @@ impl Host {
     /// Starts a run of `prompt` on its own task.
     fn start(&mut self, mut session: Session, id: Option<String>, prompt: etch_core::Prompt) {
         let sink = Arc::clone(&self.sink);
+        let retrying = Arc::clone(&self.retrying);
+        retrying.store(false, std::sync::atomic::Ordering::SeqCst);
         let bridge = EventBridge::new(
             id.clone(),
-            Box::new(move |event| sink(Output::Event(event))),
+            Box::new(move |event| {
+                // Whether the run waits to retry a request (abort_retry).
+                match &event.body {
+                    EventBody::AutoRetryStart { .. } => {
+                        retrying.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    EventBody::AutoRetryEnd { .. } => {
+                        retrying.store(false, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
+                sink(Output::Event(event));
+            }),
         );
         let mut observer = QueuedRun::new(bridge, Arc::clone(&self.queues));
         self.look_at(&session);

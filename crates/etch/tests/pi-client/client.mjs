@@ -47,6 +47,41 @@ try {
   await call("clone", () => client.clone());
   await call("getForkMessagesAfterClone", () => client.getForkMessages());
   await call("newSession", () => client.newSession());
+  await call("getAvailableModels", () => client.getAvailableModels());
+  await call("setModel", () => client.setModel("openai", "m2"));
+  await call("cycleModel", () => client.cycleModel());
+  await call("abort", async () => {
+    await client.prompt("wait here");
+    await new Promise((resolve) => {
+      const off = client.onEvent((event) => {
+        if (event.type === "message_update") {
+          off();
+          resolve();
+        }
+      });
+    });
+    // Answered once the run has ended, as Pi answers it.
+    await client.abort();
+    return (await client.getState()).isStreaming === false;
+  });
+  await call("steer", async () => {
+    await client.steer("steered while idle");
+    await client.waitForIdle(30000);
+    return client.getLastAssistantText();
+  });
+  await call("followUp", async () => {
+    await client.followUp("followed up while idle");
+    await client.waitForIdle(30000);
+    return client.getLastAssistantText();
+  });
+  await call("fork", async () => {
+    const messages = await client.getForkMessages();
+    return client.fork(messages[0].entryId);
+  });
+  await call("switchSession", () => client.switchSession(seen.calls.getState?.sessionFile ?? ""));
+  await call("setAutoRetry", () => client.setAutoRetry(false));
+  await call("abortRetry", () => client.abortRetry());
+  await call("compact", () => client.compact("keep the count"));
 } catch (e) {
   seen.fatal = String(e?.message ?? e);
 } finally {
