@@ -184,3 +184,125 @@ fn bad_import_input_is_refused_clearly() {
         missing.stderr()
     );
 }
+
+/// The conversation of a Chat Completions request, as comparable text:
+/// each non-system message's role, its text (Pi sends parts, etch a
+/// string; etch's project context before the first prompt is left out),
+/// and its tool calls and tool results by id.
+fn conversation(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(""),
+                _ => String::new(),
+            };
+            let text = support::without_context(&text).to_owned();
+            let calls: Vec<String> = m["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| format!("{} {}", c["id"], c["function"]["name"]))
+                .collect();
+            format!(
+                "{} [{}] {} {}",
+                m["role"].as_str().unwrap(),
+                m["tool_call_id"].as_str().unwrap_or(""),
+                text,
+                calls.join(",")
+            )
+        })
+        .collect()
+}
+
+/// A session made by the real Pi (pinned npm package) against the fake
+/// server, with a tool round, is imported; resumed, etch sends the model
+/// the same conversation Pi sends when it continues the same session.
+#[test]
+fn a_real_pi_session_resumes_with_the_context_pi_sends() {
+    let ws = Workspace::new();
+    let agent = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(etch_test_support::chat_tool_call(
+            "call_1",
+            "bash",
+            r#"{"command":"echo from-pi-bash"}"#,
+        )),
+        Reply::sse(chat_text("Pi says: done.")),
+        Reply::sse(chat_text("Pi continues.")),
+        Reply::sse(chat_text("etch continues.")),
+    ])
+    .unwrap();
+    let models = json!({"providers": {"fake": {
+        "baseUrl": format!("{}/v1", server.url()),
+        "api": "openai-completions",
+        "apiKey": "k",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+        "models": [{"id": "m1"}],
+    }}});
+    std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
+    let pi = |args: &[&str]| {
+        let out = std::process::Command::new("node")
+            .arg(
+                support::pi_client_dir()
+                    .join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js"),
+            )
+            .args(args)
+            .args(["--provider", "fake", "--model", "m1"])
+            .current_dir(ws.path())
+            .env("PI_CODING_AGENT_DIR", agent.path())
+            .env("HOME", ws.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pi failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    pi(&["-p", "run echo for me"]);
+    // The session as Pi left it, before Pi continues it.
+    let sessions = agent.path().join("sessions");
+    let dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let copy = ws.path().join("pi-session.jsonl");
+    std::fs::copy(&file, &copy).unwrap();
+    pi(&["--continue", "-p", "and now?"]);
+    let out = ws.run(&["import", "pi", "pi-session.jsonl"]).ok();
+    let id = out
+        .split(" as ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap()
+        .to_owned();
+    let resumed = ws
+        .run_model(&server, &["resume", &id, "-p", "and now?"], &[])
+        .ok();
+    assert_eq!(resumed, "etch continues.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let pis = conversation(&requests[2].json());
+    let etchs = conversation(&requests[3].json());
+    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    assert!(pis.iter().any(|m| m.contains("from-pi-bash")), "{pis:?}");
+}

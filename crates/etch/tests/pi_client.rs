@@ -14,26 +14,6 @@ use etch_test_support::{End, FakeServer, Reply, chat_text};
 use serde_json::Value;
 use support::{Workspace, model_args};
 
-/// Pi's client and the shim, installed on first use into
-/// target/pi-client (a no-op once .ci/run installed them).
-fn client_dir() -> &'static std::path::Path {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let dir = root.join("../../target/pi-client");
-        let status = std::process::Command::new("sh")
-            .arg(root.join("tests/pi-client/install.sh"))
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "installing @mariozechner/pi-coding-agent from the npm registry failed"
-        );
-        dir
-    })
-}
-
 /// Runs client.mjs against etch in `ws`, talking to `server`; what it saw.
 fn drive(ws: &Workspace, server: &FakeServer) -> Value {
     let template = ws.command(&[]);
@@ -45,7 +25,7 @@ fn drive(ws: &Workspace, server: &FakeServer) -> Value {
         .skip_while(|a| a != "--base-url")
         .take(4)
         .collect();
-    cmd.arg(client_dir().join("client.mjs"))
+    cmd.arg(support::pi_client_dir().join("client.mjs"))
         .arg(ws.path())
         .args(&args)
         .current_dir(ws.path());

@@ -437,3 +437,24 @@ pub fn whole_prompt(request: &Value) -> String {
         context => format!("{system}\n\n{context}"),
     }
 }
+
+/// Pi (npm's `@mariozechner/pi-coding-agent`, pinned in
+/// tests/pi-client) with the scripts that drive it, installed on first
+/// use into target/pi-client (a no-op once .ci/run installed it).
+pub fn pi_client_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = root.join("../../target/pi-client");
+        let status = Command::new("sh")
+            .arg(root.join("tests/pi-client/install.sh"))
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "installing @mariozechner/pi-coding-agent from the npm registry failed"
+        );
+        dir
+    })
+}
