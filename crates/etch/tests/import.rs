@@ -306,3 +306,134 @@ fn a_real_pi_session_resumes_with_the_context_pi_sends() {
     assert_eq!(etchs, pis, "etch sends what Pi sends");
     assert!(pis.iter().any(|m| m.contains("from-pi-bash")), "{pis:?}");
 }
+
+/// The real Pi makes a session with an image and a compaction (its RPC
+/// mode, driven by its own client); imported (the image moved to the
+/// session's assets) and resumed, etch sends the same conversation Pi
+/// sends when it continues it: the summary in Pi's wrapper and the kept
+/// messages (the compaction summarized the turn with the image).
+#[test]
+fn a_real_pi_session_with_an_image_and_a_compaction() {
+    let ws = Workspace::new();
+    let agent = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_text("A gradient.")),
+        Reply::sse(chat_text("Blue and red.")),
+        Reply::sse(chat_text("## Goal\nDescribe the picture.")),
+        Reply::sse(chat_text("Pi continues.")),
+        Reply::sse(chat_text("etch continues.")),
+    ])
+    .unwrap();
+    let models = json!({"providers": {"fake": {
+        "baseUrl": format!("{}/v1", server.url()),
+        "api": "openai-completions",
+        "apiKey": "k",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+        "models": [{"id": "m1", "input": ["text", "image"]}],
+    }}});
+    std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
+    // Keep the last turn whole and summarize the first (its image makes
+    // it the large one).
+    std::fs::write(
+        agent.path().join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 50}}).to_string(),
+    )
+    .unwrap();
+    let image = ws.path().join("shot.png");
+    std::fs::write(
+        &image,
+        etch_image::sample(32, 16, etch_model::MediaType::Png).unwrap(),
+    )
+    .unwrap();
+    let node = |script: &std::path::Path, args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("node")
+            .arg(script)
+            .args(args)
+            .current_dir(ws.path())
+            .env("PI_CODING_AGENT_DIR", agent.path())
+            .env("HOME", ws.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "node {} failed: {}\n{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dir = support::pi_client_dir();
+    node(
+        &dir.join("session.mjs"),
+        &[ws.path().as_os_str(), image.as_os_str()],
+    );
+    let sessions = agent.path().join("sessions");
+    let pi_dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&pi_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let copy = ws.path().join("pi-session.jsonl");
+    std::fs::copy(&file, &copy).unwrap();
+    let cli = dir.join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+    let args: Vec<&std::ffi::OsStr> = [
+        "--continue",
+        "-p",
+        "and now?",
+        "--provider",
+        "fake",
+        "--model",
+        "m1",
+    ]
+    .iter()
+    .map(std::ffi::OsStr::new)
+    .collect();
+    node(&cli, &args);
+    let out = ws.run(&["import", "pi", "pi-session.jsonl"]).ok();
+    assert!(out.contains("1 compaction"), "{out}");
+    assert!(out.contains("1 images"), "{out}");
+    let id = out
+        .split(" as ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap()
+        .to_owned();
+    let resumed = ws
+        .run_model(&server, &["resume", &id, "-p", "and now?"], &[])
+        .ok();
+    assert_eq!(resumed, "etch continues.\n");
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        5,
+        "Pi's two prompts, its summary, its continue, etch's"
+    );
+    let pis = conversation(&requests[3].json());
+    let etchs = conversation(&requests[4].json());
+    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    assert!(pis[0].contains("<summary>"), "{pis:?}");
+    let images = |body: &Value| -> Vec<String> {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter_map(|p| p["image_url"]["url"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(images(&requests[4].json()), images(&requests[3].json()));
+    let assets = ws.only_session().with_extension("assets");
+    assert_eq!(
+        std::fs::read_dir(assets).unwrap().count(),
+        1,
+        "the image is kept"
+    );
+}
