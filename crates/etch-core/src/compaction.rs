@@ -152,12 +152,13 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Ended, RunError> {
         let session = load_session(state.writer.path())?;
+        let client = std::sync::Arc::clone(&state.client);
         let observer = &mut *state.observer;
         let outcome = compact_session(
             &session,
             state.writer,
             &Compaction {
-                client: &*self.client,
+                client: &*client,
                 trigger,
                 focus: None,
                 settings: &policy.settings,

@@ -29,6 +29,7 @@ pub mod observer;
 pub mod pass;
 pub mod recover;
 pub mod redact;
+pub mod switch;
 
 pub use agent::{Agent, AgentConfig, Prompt, RunOutcome, SOURCE_GRACE, close_dangling_calls};
 pub use compaction::{Compaction, CompactionPolicy, compact_session};
@@ -40,6 +41,7 @@ pub use intercept::{
 };
 pub use observer::{AgentEvent, CompactionResult, Delta, NoopObserver, Observer};
 pub use redact::{REDACTED, Redactor};
+pub use switch::{ClientSwitch, Switch};
 
 /// Default bound on model/tool rounds per user turn (E-LOOP-02).
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 32;

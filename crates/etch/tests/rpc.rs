@@ -1054,3 +1054,60 @@ fn abort_retry_gives_up_the_wait() {
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
+
+/// Pi's `set_model` and `set_thinking_level` during a run apply to its
+/// next request (logged before it), and stay for later runs.
+#[test]
+fn set_model_during_a_run_applies_to_the_next_request() {
+    let ws = Workspace::new();
+    let gate = ws.path().join("go");
+    let wait = format!(
+        "while [ ! -f '{}' ]; do sleep 0.01; done; echo released",
+        gate.display()
+    );
+    let server = FakeServer::start(vec![
+        Reply::sse(etch_test_support::chat_tool_call(
+            "c1",
+            "bash",
+            &json!({ "command": wait }).to_string(),
+        )),
+        Reply::sse(chat_text("answered by m2")),
+        Reply::sse(chat_text("still m2")),
+    ])
+    .unwrap();
+    let mut rpc = against(&ws, &server, &[]);
+    let info = rpc.next();
+    rpc.send(&json!({"id": "p1", "type": "prompt", "message": "go"}));
+    rpc.event("tool_execution_start");
+    let switched =
+        rpc.call(&json!({"id": "sm", "type": "set_model", "provider": "openai", "modelId": "m2"}));
+    assert_eq!(switched["success"], true, "{switched}");
+    assert_eq!(switched["data"]["model"], "m2", "{switched}");
+    let state = rpc.call(&json!({"id": "gs", "type": "get_state"}));
+    assert_eq!(state["data"]["isStreaming"], true);
+    assert_eq!(state["data"]["model"]["id"], "m2", "{state}");
+    std::fs::write(&gate, "").unwrap();
+    rpc.event("agent_end");
+    let requests = server.requests();
+    assert_eq!(requests[0].json()["model"], "m1");
+    assert_eq!(requests[1].json()["model"], "m2", "the next request");
+    rpc.send(&json!({"id": "p2", "type": "prompt", "message": "again"}));
+    rpc.event("agent_end");
+    assert_eq!(server.requests()[2].json()["model"], "m2", "and later runs");
+    let (status, stderr, _) = rpc.finish();
+    assert!(status.success(), "{stderr}");
+    let log = jsonl(std::path::Path::new(info["sessionFile"].as_str().unwrap()));
+    let kinds = types(&log);
+    let change = kinds.iter().position(|k| k == "model.change").unwrap();
+    let tool = kinds.iter().position(|k| k == "message.tool").unwrap();
+    let second = kinds
+        .iter()
+        .rposition(|k| k == "message.assistant")
+        .unwrap();
+    assert!(tool < change && change < second, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "model.change").count(),
+        1,
+        "{kinds:?}"
+    );
+}

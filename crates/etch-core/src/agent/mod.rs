@@ -77,6 +77,8 @@ pub struct Agent {
     /// Per-project layers (instructions, skills, environment) sent at the
     /// start of the conversation rather than in the system prompt.
     project: Vec<SystemLayer>,
+    /// Where a front end offers another client mid-run, if anywhere.
+    pub(crate) switch: Option<Arc<crate::switch::ClientSwitch>>,
     /// What reaches the model by itself between requests, if anything.
     inbox: Option<Arc<dyn crate::inbox::Inbox>>,
 }
@@ -127,6 +129,8 @@ pub(crate) struct RunState<'a> {
     pub(crate) observer: &'a mut dyn Observer,
     /// Running size estimate of the next request, for threshold compaction.
     pub(crate) estimate: Estimate,
+    /// The client asked now (another after a switch).
+    pub(crate) client: Arc<dyn ModelClient>,
 }
 
 impl Agent {
@@ -140,6 +144,7 @@ impl Agent {
             redactor: Redactor::default(),
             project: Vec::new(),
             inbox: None,
+            switch: None,
         }
     }
 
@@ -169,6 +174,14 @@ impl Agent {
     #[must_use]
     pub fn with_inbox(mut self, inbox: Arc<dyn crate::inbox::Inbox>) -> Self {
         self.inbox = Some(inbox);
+        self
+    }
+
+    /// Takes the client offered at `switch` before the next request, if
+    /// one is offered.
+    #[must_use]
+    pub fn with_switch(mut self, switch: Arc<crate::switch::ClientSwitch>) -> Self {
+        self.switch = Some(switch);
         self
     }
 
@@ -294,6 +307,7 @@ impl Agent {
             history,
             observer,
             estimate: Estimate::default(),
+            client: Arc::clone(&self.client),
         };
         let result = match self.admit(&mut state, prompt, true, cancel).await {
             Ok(Some(prompt)) => {

@@ -17,6 +17,14 @@ impl Agent {
         require_tool: bool,
         cancel: &CancellationToken,
     ) -> Result<Pass, RunError> {
+        // A model or level chosen during the run applies from this
+        // request on; the log says so first.
+        if let Some(switch) = self.switch.as_ref().and_then(|s| s.take()) {
+            for (kind, data) in &switch.records {
+                state.append(kind, data)?;
+            }
+            state.client = switch.client;
+        }
         let mut options = self.config.options.clone();
         options.require_tool = require_tool;
         if require_tool {
@@ -43,7 +51,7 @@ impl Agent {
         state
             .observer
             .agent_event(&AgentEvent::MessageStart { message: None });
-        let stream = self.client.stream(request, cancel.child_token());
+        let stream = state.client.stream(request, cancel.child_token());
         let Some(mut pass) = collect(stream, cancel, &mut *state.observer).await else {
             return Err(RunError::Cancelled);
         };
@@ -60,8 +68,8 @@ impl Agent {
                 types::MESSAGE_ASSISTANT,
                 &AssistantData {
                     content: content.clone(),
-                    provider: self.client.provider().to_string(),
-                    model: self.client.model().to_string(),
+                    provider: state.client.provider().to_string(),
+                    model: state.client.model().to_string(),
                     stop_reason: StopReason::Aborted,
                     error_message: None,
                     recovered_text: None,
@@ -111,8 +119,8 @@ impl Agent {
             types::MESSAGE_ASSISTANT,
             &AssistantData {
                 content: content.clone(),
-                provider: self.client.provider().to_string(),
-                model: self.client.model().to_string(),
+                provider: state.client.provider().to_string(),
+                model: state.client.model().to_string(),
                 stop_reason,
                 error_message,
                 recovered_text,
@@ -130,8 +138,8 @@ impl Agent {
             state.append(
                 types::MODEL_RESPONSE,
                 &ResponseData {
-                    provider: self.client.provider().to_string(),
-                    api: self.client.api().unwrap_or_default().to_string(),
+                    provider: state.client.provider().to_string(),
+                    api: state.client.api().unwrap_or_default().to_string(),
                     response_id: response_id.clone(),
                     model: model.clone(),
                 },
@@ -155,7 +163,7 @@ impl Agent {
                 Ok(pass)
             }
             Err(source) => Err(RunError::Model {
-                provider: self.client.provider().to_string(),
+                provider: state.client.provider().to_string(),
                 source,
             }),
         }

@@ -474,7 +474,7 @@ fn mode_name(mode: QueueMode) -> &'static str {
 }
 
 /// The reasoning effort name of a thinking level.
-fn level_name(level: ThinkingLevel) -> &'static str {
+pub(super) fn level_name(level: ThinkingLevel) -> &'static str {
     match level {
         ThinkingLevel::Off => "off",
         ThinkingLevel::None => "none",
@@ -487,7 +487,7 @@ fn level_name(level: ThinkingLevel) -> &'static str {
 }
 
 /// The thinking level of a reasoning effort name, if it is one.
-fn level_from_name(name: &str) -> Option<ThinkingLevel> {
+pub(super) fn level_from_name(name: &str) -> Option<ThinkingLevel> {
     serde_json::from_value(Value::String(name.to_owned())).ok()
 }
 

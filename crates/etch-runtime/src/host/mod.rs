@@ -143,6 +143,13 @@ struct Snapshot {
     client: Arc<dyn etch_model::ModelClient>,
     /// Where the session's calls wait for approval.
     approvals: Arc<Broker>,
+    /// Where the session stands (its configuration, for choosing a
+    /// client while a run holds the session).
+    place: crate::settings::Place,
+    /// The provider flags as last switched.
+    flags: crate::provider::ProviderFlags,
+    /// Where a client chosen during a run is offered to it.
+    switch: Arc<etch_core::ClientSwitch>,
     /// The skills a prompt can invoke: name, description, file, and
     /// whether it is the user's own (under the home) or the project's.
     skills: Vec<(String, String, PathBuf, bool)>,
@@ -163,6 +170,9 @@ impl Snapshot {
             children: Arc::clone(&session.context().children),
             client: Arc::clone(client),
             approvals: Arc::clone(&session.context().approvals),
+            place: session.place().clone(),
+            flags: session.settings().provider.clone(),
+            switch: session.switch(),
             skills: session
                 .context()
                 .assembled
@@ -219,6 +229,9 @@ pub struct Host {
     process_rx: Option<tokio::sync::mpsc::UnboundedReceiver<(String, etch_process::Notice)>>,
     /// Whether the active run waits to retry a failed request.
     retrying: Arc<std::sync::atomic::AtomicBool>,
+    /// A model or level chosen during the run, for the session once the
+    /// run gives it back.
+    pending: Option<(crate::provider::ProviderFlags, crate::provider::Selection)>,
 }
 
 /// Renders a session (the runtime's projection of it) as an HTML page;
@@ -264,6 +277,7 @@ impl Host {
             process_tx,
             process_rx: Some(process_rx),
             retrying: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            pending: None,
         };
         host.emit(None, host.session_info());
         host.rewatch();
@@ -655,6 +669,11 @@ impl Host {
             CommandBody::GetSessionStats => self.stats(),
             CommandBody::GetLastAssistantText => self.last_assistant_text(),
             CommandBody::SetSessionName { name } => self.set_name(&name),
+            body @ (CommandBody::SetModel { .. } | CommandBody::SetThinkingLevel { .. })
+                if self.running.as_ref().is_some_and(|r| r.job == Job::Run) =>
+            {
+                self.switch_during_run(id.clone(), body).await
+            }
             CommandBody::GetAvailableModels => Ok(Some(self.available_models().await)),
             CommandBody::GetCommands => Ok(Some(self.commands())),
             CommandBody::ExportHtml { output_path } => {
@@ -840,6 +859,75 @@ impl Host {
         });
     }
 
+    /// `set_model` or `set_thinking_level` while a run holds the session:
+    /// the client is chosen now and offered to the run, which asks with it
+    /// from its next request on (as Pi applies them); the session takes
+    /// it when the run ends.
+    async fn switch_during_run(&mut self, id: Option<String>, body: CommandBody) -> Answer {
+        let mut flags = self.snapshot.flags.clone();
+        match body {
+            CommandBody::SetModel { provider, model_id } => {
+                flags.switch_model(&provider, &model_id, &self.snapshot.provider);
+            }
+            CommandBody::SetThinkingLevel { level } => {
+                flags.reasoning_effort = Some(idle::level_name(level).to_owned());
+            }
+            _ => return Err("only set_model and set_thinking_level switch during a run".to_owned()),
+        }
+        let loaded = etch_session::load_session(&self.snapshot.path).map_err(|e| e.to_string())?;
+        let known = crate::endpoints::KnownEndpoints::load(self.snapshot.place.home.as_deref());
+        let selection = crate::provider::select_for_session(
+            &flags,
+            &self.snapshot.place.config,
+            &loaded,
+            &known,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let records = Session::change_records(&loaded, &selection, &flags);
+        self.snapshot.switch.offer(etch_core::Switch {
+            client: Arc::clone(&selection.client),
+            records,
+        });
+        let client = Arc::clone(&selection.client);
+        if (client.provider(), client.model())
+            != (
+                self.snapshot.provider.as_str(),
+                self.snapshot.model.as_str(),
+            )
+        {
+            self.emit(
+                id.clone(),
+                EventBody::ModelChanged {
+                    provider: client.provider().to_owned(),
+                    model: client.model().to_owned(),
+                },
+            );
+        }
+        if flags.reasoning_effort != self.snapshot.thinking
+            && let Some(level) = flags
+                .reasoning_effort
+                .as_deref()
+                .and_then(idle::level_from_name)
+        {
+            self.emit(id, EventBody::ThinkingLevelChanged { level });
+        }
+        client.provider().clone_into(&mut self.snapshot.provider);
+        client.model().clone_into(&mut self.snapshot.model);
+        self.snapshot.thinking.clone_from(&flags.reasoning_effort);
+        self.snapshot.client = Arc::clone(&client);
+        self.snapshot.flags = flags.clone();
+        let level = flags.reasoning_effort.clone();
+        self.pending = Some((flags, selection));
+        Ok(Some(json!({
+            "provider": client.provider(),
+            "model": client.model(),
+            "id": client.model(),
+            "thinkingLevel": level,
+            "appliesTo": "next request",
+        })))
+    }
+
     /// Spawns `work` (given the task's cancellation token) as the active
     /// task.
     fn launch<F, Fut>(&mut self, id: Option<String>, job: Job, work: F)
@@ -923,6 +1011,24 @@ impl Host {
         };
         if let Some(notice) = session.tidy() {
             self.notice(None, &notice);
+        }
+        let mut session = session;
+        if let Some((flags, selection)) = self.pending.take() {
+            // What was chosen during the run stays for the next ones;
+            // an offer no request took is logged now.
+            let unlogged = session
+                .switch()
+                .take()
+                .map(|s| s.records)
+                .unwrap_or_default();
+            if let Err(err) = session.adopt(flags, selection, &unlogged) {
+                self.notice(
+                    None,
+                    &Notice::warning(format!(
+                        "the model chosen during the run could not be recorded: {err}"
+                    )),
+                );
+            }
         }
         self.look_at(&session);
         self.session = Some(session);

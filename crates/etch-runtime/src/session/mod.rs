@@ -84,6 +84,8 @@ pub struct Session {
     /// Lines appended while no observer was listening (the `SessionStart`
     /// hooks of a new session), handed to the next run's observer.
     unsent: Vec<String>,
+    /// Where a front end offers another client during a run.
+    switch: Arc<etch_core::ClientSwitch>,
 }
 
 impl Session {
@@ -122,6 +124,7 @@ impl Session {
             writer,
             history: Vec::new(),
             unsent: Vec::new(),
+            switch: Arc::new(etch_core::ClientSwitch::new()),
         };
         session.started("new", None).await?;
         Ok((session, first))
@@ -163,6 +166,7 @@ impl Session {
             writer,
             history: Vec::new(),
             unsent: Vec::new(),
+            switch: Arc::new(etch_core::ClientSwitch::new()),
         };
         child.reproject()?;
         Ok(child)
@@ -338,6 +342,7 @@ impl Session {
             writer,
             history: projection.messages,
             unsent: Vec::new(),
+            switch: Arc::new(etch_core::ClientSwitch::new()),
         };
         // Background processes of an earlier life died with it.
         processes::mark_lost(&loaded, &session.process_table());
@@ -411,6 +416,7 @@ impl Session {
             config.process.wake_on_output,
         );
         let agent = agent
+            .with_switch(Arc::clone(&self.switch))
             .with_redactor(self.redactor())
             .with_project_context(project)
             .with_inbox(Arc::new(inbox));
@@ -554,6 +560,56 @@ impl Session {
     /// Where the session runs.
     pub fn place(&self) -> &Place {
         &self.place
+    }
+
+    /// Where another client can be offered while a run goes on: the run
+    /// takes it before its next request (see [`etch_core::ClientSwitch`]).
+    pub fn switch(&self) -> Arc<etch_core::ClientSwitch> {
+        Arc::clone(&self.switch)
+    }
+
+    /// Takes `flags` and `selection` chosen while a run went on (the
+    /// run logged the change when it took the client; `unlogged` are the
+    /// records of an offer no request took, appended now).
+    ///
+    /// # Errors
+    /// When the records cannot be appended.
+    pub fn adopt(
+        &mut self,
+        flags: provider::ProviderFlags,
+        selection: provider::Selection,
+        unlogged: &[(&'static str, serde_json::Value)],
+    ) -> Result<(), SessionError> {
+        for (kind, data) in unlogged {
+            self.writer.append(kind, data)?;
+        }
+        self.settings.provider = flags;
+        self.selection = selection;
+        Ok(())
+    }
+
+    /// The records that say `selection` with `flags` differs from what the
+    /// branch of `loaded` used (`model.change`, `thinking_level.change`).
+    pub fn change_records(
+        loaded: &LoadedSession,
+        selection: &provider::Selection,
+        flags: &provider::ProviderFlags,
+    ) -> Vec<(&'static str, serde_json::Value)> {
+        let state = etch_session::model_state(loaded);
+        let mut records = Vec::new();
+        if let Some(change) = provider::model_change(&state, selection) {
+            records.push((
+                types::MODEL_CHANGE,
+                serde_json::to_value(change).unwrap_or_default(),
+            ));
+        }
+        if let Some(change) = provider::thinking_change(&state, flags) {
+            records.push((
+                types::THINKING_LEVEL_CHANGE,
+                serde_json::to_value(change).unwrap_or_default(),
+            ));
+        }
+        records
     }
 
     /// Turns threshold compaction on or off for later runs (Pi's

@@ -171,6 +171,7 @@ impl Session {
             writer,
             history: Vec::new(),
             unsent: Vec::new(),
+            switch: Arc::new(etch_core::ClientSwitch::new()),
         }
     }
 }
