@@ -19,6 +19,7 @@
 //! the binary owns stdin and stdout.
 
 mod mcp;
+mod mode;
 mod permission;
 mod replay;
 mod rpc;

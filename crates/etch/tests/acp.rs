@@ -1081,3 +1081,82 @@ fn sessions_are_listed_and_resumed() {
     let (status, _, _) = acp.rpc.finish();
     assert!(status.success());
 }
+
+/// Session modes: a new session offers ask, auto and read-only (ask
+/// chosen); in read-only a command is refused without asking, in auto it
+/// runs without asking; a mode that does not exist is refused.
+#[test]
+fn modes_set_the_approval_policy() {
+    let ws = Workspace::new();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat_tool_calls(&[(
+            "r1",
+            "bash",
+            r#"{"command":"touch refused.txt"}"#,
+        )])),
+        Reply::sse(chat_text("refused")),
+        Reply::sse(chat_tool_calls(&[(
+            "a1",
+            "bash",
+            r#"{"command":"touch ran.txt"}"#,
+        )])),
+        Reply::sse(chat_text("ran")),
+    ])
+    .unwrap();
+    let mut acp = Acp::start(&ws, &server);
+    acp.initialize();
+    let created = acp.call("session/new", &json!({"cwd": ws.path(), "mcpServers": []}));
+    let id = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let modes = &created["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "ask", "{created}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ask", "auto", "read-only"]);
+    let bad = acp.call(
+        "session/set_mode",
+        &json!({"sessionId": id, "modeId": "yolo"}),
+    );
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let set = acp.call(
+        "session/set_mode",
+        &json!({"sessionId": id, "modeId": "read-only"}),
+    );
+    assert!(set.get("result").is_some(), "{set}");
+    assert!(
+        acp.updates()
+            .iter()
+            .any(|u| u["sessionUpdate"] == "current_mode_update"
+                && u["currentModeId"] == "read-only")
+    );
+    let first = acp.prompt(&id, "try it");
+    assert_eq!(acp.answer(first)["result"]["stopReason"], "end_turn");
+    assert!(!ws.path().join("refused.txt").exists());
+    let second_request = server.requests()[1].json();
+    assert!(
+        second_request.to_string().contains("read-only mode"),
+        "the model is told why: {second_request}"
+    );
+    acp.call(
+        "session/set_mode",
+        &json!({"sessionId": id, "modeId": "auto"}),
+    );
+    let next = acp.prompt(&id, "now run it");
+    assert_eq!(acp.answer(next)["result"]["stopReason"], "end_turn");
+    assert!(
+        ws.path().join("ran.txt").exists(),
+        "auto runs without asking"
+    );
+    assert!(
+        !acp.rpc
+            .seen
+            .iter()
+            .any(|v| v["method"] == "session/request_permission"),
+        "nothing asked"
+    );
+    let (status, _, _) = acp.rpc.finish();
+    assert!(status.success());
+}

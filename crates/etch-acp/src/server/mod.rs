@@ -41,7 +41,6 @@ use tokio::sync::{mpsc, oneshot};
 use crate::permission::{Ask, EditorAsker};
 use crate::rpc::{self, Message};
 use crate::update::{Updates, chunk};
-use etch_runtime::approval::{PolicyApprover, Rules};
 
 mod open;
 mod text;
@@ -138,6 +137,8 @@ struct Live {
     skills: Vec<(String, String)>,
     /// The model the configuration names (`[provider] model`).
     configured: Option<String>,
+    /// Its mode: the approval policy the editor picks.
+    mode: Arc<crate::mode::ModeApprover>,
 }
 
 /// The connection's state.
@@ -280,6 +281,7 @@ impl Server {
             "session/new" => self.new_session(raw).await,
             "session/load" => self.load_session(raw).await,
             "session/resume" => self.resume_session(raw).await,
+            "session/set_mode" => self.set_mode(raw),
             "session/list" => self.list_sessions(raw),
             "session/prompt" => return self.prompt(id, raw),
             "session/set_config_option" => return self.set_config_option(id, raw),

@@ -10,10 +10,9 @@ use etch_runtime::service::{Local, Scope};
 use super::{
     Approver, Arc, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Context,
     EditorAsker, Error, HashMap, Live, LoadSessionRequest, LoadSessionResponse, McpServer,
-    NewSessionRequest, NewSessionResponse, Notice, Output, Path, PolicyApprover, Rules, Server,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionHandle,
-    SessionUpdate, Sink, Spec, Stored, UnstructuredCommandInput, Updates, Value, catalog, params,
-    rpc, unknown_stored,
+    NewSessionRequest, NewSessionResponse, Notice, Output, Path, Server, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionHandle, SessionUpdate, Sink,
+    Spec, Stored, UnstructuredCommandInput, Updates, Value, catalog, params, rpc, unknown_stored,
 };
 
 impl Server {
@@ -61,10 +60,11 @@ impl Server {
         let settings = self.options.settings.clone();
         let configured = place.config.provider.model.clone();
         let asker = Arc::new(EditorAsker::new(self.asks.clone()));
-        let gate: Arc<dyn Approver> = Arc::new(PolicyApprover::new(
-            Rules::for_editor(&place.config),
+        let mode = Arc::new(crate::mode::ModeApprover::for_editor(
+            &place.config,
             asker.clone(),
         ));
+        let gate: Arc<dyn Approver> = mode.clone();
         let context = Context::build_gated(&place, &settings, Some(&gate))
             .map_err(|e| rpc::internal(e.to_string()))?;
         for diagnostic in &context.assembled.diagnostics {
@@ -97,6 +97,7 @@ impl Server {
                 pending: HashMap::new(),
                 skills,
                 configured,
+                mode,
             },
         );
         Ok((id, replay))
@@ -159,7 +160,9 @@ impl Server {
     pub(super) async fn new_session(&mut self, raw: Value) -> Result<Value, Error> {
         let request: NewSessionRequest = params("session/new", raw)?;
         let (id, _) = self.open(&request.cwd, &request.mcp_servers, None).await?;
-        let response = NewSessionResponse::new(id.clone()).config_options(self.config_options(&id));
+        let response = NewSessionResponse::new(id.clone())
+            .config_options(self.config_options(&id))
+            .modes(self.modes(&id));
         self.announce.push(id);
         rpc::to_value(&response)
     }
@@ -177,7 +180,8 @@ impl Server {
         self.announce.push(wanted.clone());
         rpc::to_value(
             &agent_client_protocol_schema::v1::ResumeSessionResponse::new()
-                .config_options(self.config_options(&wanted)),
+                .config_options(self.config_options(&wanted))
+                .modes(self.modes(&wanted)),
         )
     }
 
@@ -269,7 +273,42 @@ impl Server {
             self.update(&id, update);
         }
         self.announce.push(id.clone());
-        rpc::to_value(&LoadSessionResponse::new().config_options(self.config_options(&id)))
+        rpc::to_value(
+            &LoadSessionResponse::new()
+                .config_options(self.config_options(&id))
+                .modes(self.modes(&id)),
+        )
+    }
+
+    /// The session's modes, its own chosen.
+    pub(super) fn modes(
+        &self,
+        id: &str,
+    ) -> Option<agent_client_protocol_schema::v1::SessionModeState> {
+        self.sessions
+            .get(id)
+            .map(|live| crate::mode::state(live.mode.mode()))
+    }
+
+    /// `session/set_mode`: the session's approval policy from now on.
+    pub(super) fn set_mode(&mut self, raw: Value) -> Result<Value, Error> {
+        let request: agent_client_protocol_schema::v1::SetSessionModeRequest =
+            params("session/set_mode", raw)?;
+        let id = request.session_id.0.to_string();
+        let Some(live) = self.sessions.get(&id) else {
+            return Err(super::unknown_session(&id));
+        };
+        live.mode
+            .set(&request.mode_id.0)
+            .map_err(|why| rpc::invalid_params("session/set_mode", &why))?;
+        let current = live.mode.mode();
+        self.update(
+            &id,
+            SessionUpdate::CurrentModeUpdate(
+                agent_client_protocol_schema::v1::CurrentModeUpdate::new(current.to_owned()),
+            ),
+        );
+        rpc::to_value(&agent_client_protocol_schema::v1::SetSessionModeResponse::new())
     }
 
     /// The session's configuration options: the model.
