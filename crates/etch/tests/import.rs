@@ -437,3 +437,104 @@ fn a_real_pi_session_with_an_image_and_a_compaction() {
         "the image is kept"
     );
 }
+
+/// The real Pi makes a tree (its SDK, as its terminal does): a branch
+/// left with a summary, a label, a new branch. Imported, the tree is
+/// Pi's (ids, the label, the summary's event), and resumed, etch sends
+/// the conversation Pi's --continue sends: the new branch after the
+/// branch summary in Pi's wrapper.
+#[test]
+fn a_real_pi_tree_with_a_branch_summary_and_a_label() {
+    let ws = Workspace::new();
+    let agent = tempfile::tempdir().unwrap();
+    let replies = (0..8)
+        .map(|i| Reply::sse(chat_text(&format!("answer {i}"))))
+        .collect();
+    let server = FakeServer::start(replies).unwrap();
+    let models = json!({"providers": {"fake": {
+        "baseUrl": format!("{}/v1", server.url()),
+        "api": "openai-completions",
+        "apiKey": "k",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+        "models": [{"id": "m1"}],
+    }}});
+    std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
+    std::fs::write(
+        agent.path().join("settings.json"),
+        json!({"defaultProvider": "fake", "defaultModel": "m1"}).to_string(),
+    )
+    .unwrap();
+    let node = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("node")
+            .args(args)
+            .current_dir(ws.path())
+            .env("PI_CODING_AGENT_DIR", agent.path())
+            .env("HOME", ws.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "node failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dir = support::pi_client_dir();
+    let made = node(&[
+        dir.join("tree.mjs").as_os_str(),
+        ws.path().as_os_str(),
+        agent.path().as_os_str(),
+    ]);
+    let made: Value = serde_json::from_str(made.trim()).unwrap();
+    let file = std::path::PathBuf::from(made["file"].as_str().unwrap());
+    let copy = ws.path().join("pi-tree.jsonl");
+    std::fs::copy(&file, &copy).unwrap();
+    let before = server.requests().len();
+    let cli = dir.join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+    node(&[
+        cli.as_os_str(),
+        "--continue".as_ref(),
+        "-p".as_ref(),
+        "and now?".as_ref(),
+    ]);
+    let out = ws.run(&["import", "pi", "pi-tree.jsonl"]).ok();
+    assert!(
+        out.contains("1 branch_summary") && out.contains("1 label"),
+        "{out}"
+    );
+    let id = out
+        .split(" as ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap()
+        .to_owned();
+    let log = jsonl(&ws.only_session());
+    let pi_lines: Vec<Value> = std::fs::read_to_string(&copy)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for entry in pi_lines.iter().skip(1) {
+        let id = entry["id"].as_str().unwrap();
+        let event = log.iter().find(|e| e["id"] == id);
+        assert!(event.is_some(), "Pi's entry {id} is in the log");
+    }
+    let label = log.iter().find(|e| e["type"] == "session.label").unwrap();
+    assert_eq!(label["data"]["label"], "start");
+    let resumed = ws
+        .run_model(&server, &["resume", &id, "-p", "and now?"], &[])
+        .ok();
+    assert!(resumed.starts_with("answer"), "{resumed}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), before + 2);
+    let pis = conversation(&requests[before].json());
+    let etchs = conversation(&requests[before + 1].json());
+    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    assert!(
+        pis.iter()
+            .any(|m| m.contains("branch that this conversation came back from")),
+        "{pis:?}"
+    );
+}
