@@ -929,8 +929,8 @@ fn fork_takes_the_ids_the_tree_prints() {
 fn models_levels_and_commands() {
     let ws = Workspace::new();
     let list = json!({"data": [{"id": "m1"}, {"id": "m2"}]});
+    // Listed once: cycle_model uses the list get_available_models got.
     let server = FakeServer::start(vec![
-        Reply::json(200, &list),
         Reply::json(200, &list),
         Reply::sse(chat_text("from m2")),
     ])
@@ -961,7 +961,8 @@ fn models_levels_and_commands() {
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "hi"}));
     rpc.event("agent_end");
     let requests = server.requests();
-    assert_eq!(requests[2].json()["model"], "m2");
+    assert_eq!(requests.len(), 2, "the list is asked once");
+    assert_eq!(requests[1].json()["model"], "m2");
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }

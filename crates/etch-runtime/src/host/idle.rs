@@ -4,6 +4,7 @@
 //! reasoning effort, fork, a new or another session).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::PoisonError;
 
 use etch_core::NoopObserver;
@@ -200,14 +201,12 @@ impl Host {
     /// The answer to `get_available_models`: the current model first, then
     /// the others the provider's server lists (only the current one when
     /// it lists none or cannot be reached).
-    pub(super) async fn available_models(&self) -> Value {
-        let client = &self.snapshot.client;
+    pub(super) async fn available_models(&mut self) -> Value {
+        let client = Arc::clone(&self.snapshot.client);
         let mut ids = vec![client.model().to_owned()];
-        if let Ok(listed) = client.list_models().await {
-            for model in listed {
-                if !ids.contains(&model) {
-                    ids.push(model);
-                }
+        for model in self.server_models(&client).await {
+            if !ids.contains(&model) {
+                ids.push(model);
             }
         }
         let models: Vec<Value> = ids
@@ -215,6 +214,28 @@ impl Host {
             .map(|id| json!({ "provider": client.provider(), "id": id, "name": id }))
             .collect();
         json!({ "models": models })
+    }
+
+    /// The models `client`'s server lists, asked at most every
+    /// [`super::MODELS_TTL`] per client (none when it cannot be asked).
+    pub(super) async fn server_models(
+        &mut self,
+        client: &Arc<dyn etch_model::ModelClient>,
+    ) -> Vec<String> {
+        let key = Arc::as_ptr(client).cast::<()>() as usize;
+        if let Some((cached, at, models)) = &self.models
+            && *cached == key
+            && at.elapsed() < super::MODELS_TTL
+        {
+            return models.clone();
+        }
+        match client.list_models().await {
+            Ok(models) => {
+                self.models = Some((key, std::time::Instant::now(), models.clone()));
+                models
+            }
+            Err(_) => Vec::new(),
+        }
     }
 
     /// The answer to `get_commands`: each skill a prompt can invoke
@@ -278,7 +299,7 @@ impl Host {
             CommandBody::CycleModel => {
                 let client = std::sync::Arc::clone(&session.selection().client);
                 let (provider, current) = (client.provider().to_owned(), client.model().to_owned());
-                let mut models = client.list_models().await.unwrap_or_default();
+                let mut models = self.server_models(&client).await;
                 if !models.contains(&current) {
                     models.insert(0, current.clone());
                 }

@@ -232,7 +232,13 @@ pub struct Host {
     /// A model or level chosen during the run, for the session once the
     /// run gives it back.
     pending: Option<(crate::provider::ProviderFlags, crate::provider::Selection)>,
+    /// The last model list a server gave, by the client that asked (its
+    /// address) and when.
+    models: Option<(usize, std::time::Instant, Vec<String>)>,
 }
+
+/// How long a server's model list is used before it is asked again.
+const MODELS_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Renders a session (the runtime's projection of it) as an HTML page;
 /// whatever came from the session must be escaped in it.
@@ -278,6 +284,7 @@ impl Host {
             process_rx: Some(process_rx),
             retrying: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             pending: None,
+            models: None,
         };
         host.emit(None, host.session_info());
         host.rewatch();
