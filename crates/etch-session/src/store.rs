@@ -81,6 +81,24 @@ pub struct NewSession {
     pub first_prompt: String,
 }
 
+/// Copies the events of `origin` at `indices` into `writer`, each chained
+/// to the one before it, after the images they name: no copied line names
+/// a file the new session lacks.
+fn copy_events<'a>(
+    writer: &mut SessionWriter,
+    origin: &LoadedSession,
+    indices: impl Iterator<Item = &'a usize>,
+) -> Result<(), SessionError> {
+    let copied: Vec<&crate::event::Event> = indices.map(|&index| &origin.events[index]).collect();
+    crate::assets::Assets::of(writer.path())
+        .adopt(&crate::assets::Assets::of(&origin.path), &copied)?;
+    for event in copied {
+        let parent = writer.leaf().map(str::to_owned);
+        writer.append_copy(event, parent.as_deref())?;
+    }
+    Ok(())
+}
+
 impl SessionStore {
     /// A store rooted at `dir`, which need not exist yet.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -161,19 +179,8 @@ impl SessionStore {
         let (mut writer, header) = self.create_with(new, Some(fork), None, None)?;
         // The branch without the origin's header and without `before`,
         // each copy chained to the one before it in the new file.
-        let copied: Vec<&crate::event::Event> = branch
-            .iter()
-            .skip(1)
-            .take(branch.len().saturating_sub(2))
-            .map(|&index| &origin.events[index])
-            .collect();
-        // The images go first, so no copied line names a missing file.
-        crate::assets::Assets::of(writer.path())
-            .adopt(&crate::assets::Assets::of(&origin.path), &copied)?;
-        for event in copied {
-            let parent = writer.leaf().map(str::to_owned);
-            writer.append_copy(event, parent.as_deref())?;
-        }
+        let copied = branch.iter().skip(1).take(branch.len().saturating_sub(2));
+        copy_events(&mut writer, origin, copied)?;
         Ok((writer, header))
     }
 
@@ -190,18 +197,7 @@ impl SessionStore {
     ) -> Result<(SessionWriter, Appended), SessionError> {
         // Not a fork: nothing of the origin is left out.
         let (mut writer, header) = self.create_with(new, None, None, None)?;
-        let copied: Vec<&crate::event::Event> = origin
-            .active
-            .iter()
-            .skip(1)
-            .map(|&index| &origin.events[index])
-            .collect();
-        crate::assets::Assets::of(writer.path())
-            .adopt(&crate::assets::Assets::of(&origin.path), &copied)?;
-        for event in copied {
-            let parent = writer.leaf().map(str::to_owned);
-            writer.append_copy(event, parent.as_deref())?;
-        }
+        copy_events(&mut writer, origin, origin.active.iter().skip(1))?;
         Ok((writer, header))
     }
 

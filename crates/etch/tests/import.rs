@@ -223,13 +223,117 @@ fn conversation(request: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The real Pi, installed from the pinned npm package, in `ws` with its
+/// own agent directory whose `models.json` offers the fake `server` as
+/// provider `fake`, model `m1` (with `model` fields added) and whose
+/// `settings.json` is `settings`.
+struct RealPi<'a> {
+    /// The workspace.
+    ws: &'a Workspace,
+    /// Pi's agent directory.
+    agent: tempfile::TempDir,
+}
+
+impl<'a> RealPi<'a> {
+    /// Pi for `ws` against `server`.
+    fn new(ws: &'a Workspace, server: &FakeServer, model: &Value, settings: &Value) -> Self {
+        let agent = tempfile::tempdir().unwrap();
+        let mut entry = json!({"id": "m1"});
+        for (k, v) in model.as_object().unwrap() {
+            entry[k] = v.clone();
+        }
+        let models = json!({"providers": {"fake": {
+            "baseUrl": format!("{}/v1", server.url()),
+            "api": "openai-completions",
+            "apiKey": "k",
+            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+            "models": [entry],
+        }}});
+        std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
+        std::fs::write(agent.path().join("settings.json"), settings.to_string()).unwrap();
+        Self { ws, agent }
+    }
+
+    /// Runs `node ARGS` as Pi's own processes run (its agent directory,
+    /// the workspace's home); what it printed.
+    fn node(&self, args: &[&std::ffi::OsStr]) -> String {
+        let out = std::process::Command::new("node")
+            .args(args)
+            .current_dir(self.ws.path())
+            .env("PI_CODING_AGENT_DIR", self.agent.path())
+            .env("HOME", self.ws.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "node failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs Pi's CLI with `args` on model `m1` of `fake`.
+    fn cli(&self, args: &[&str]) {
+        let cli =
+            support::pi_client_dir().join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+        let mut all: Vec<&std::ffi::OsStr> = vec![cli.as_os_str()];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        all.extend(["--provider", "fake", "--model", "m1"].map(std::ffi::OsStr::new));
+        self.node(&all);
+    }
+
+    /// Copies Pi's only session file into the workspace as `name` (the
+    /// session as it is now, before Pi goes on with it).
+    fn keep_session(&self, name: &str) {
+        let sessions = self.agent.path().join("sessions");
+        let dir = std::fs::read_dir(&sessions)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        std::fs::copy(&file, self.ws.path().join(name)).unwrap();
+    }
+}
+
+/// Imports `file` in `ws`; the etch session's id.
+fn import_into_etch(ws: &Workspace, file: &str) -> (String, String) {
+    let out = ws.run(&["import", "pi", file]).ok();
+    let id = out
+        .split(" as ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap()
+        .to_owned();
+    (id, out)
+}
+
+/// Pi's request `pi` and etch's `etch` carry the same conversation.
+fn same_conversation(
+    requests: &[etch_test_support::Recorded],
+    pi: usize,
+    etch: usize,
+) -> Vec<String> {
+    let pis = conversation(&requests[pi].json());
+    let etchs = conversation(&requests[etch].json());
+    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    pis
+}
+
 /// A session made by the real Pi (pinned npm package) against the fake
 /// server, with a tool round, is imported; resumed, etch sends the model
 /// the same conversation Pi sends when it continues the same session.
 #[test]
 fn a_real_pi_session_resumes_with_the_context_pi_sends() {
     let ws = Workspace::new();
-    let agent = tempfile::tempdir().unwrap();
     let server = FakeServer::start(vec![
         Reply::sse(etch_test_support::chat_tool_call(
             "call_1",
@@ -241,69 +345,18 @@ fn a_real_pi_session_resumes_with_the_context_pi_sends() {
         Reply::sse(chat_text("etch continues.")),
     ])
     .unwrap();
-    let models = json!({"providers": {"fake": {
-        "baseUrl": format!("{}/v1", server.url()),
-        "api": "openai-completions",
-        "apiKey": "k",
-        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-        "models": [{"id": "m1"}],
-    }}});
-    std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
-    let pi = |args: &[&str]| {
-        let out = std::process::Command::new("node")
-            .arg(
-                support::pi_client_dir()
-                    .join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js"),
-            )
-            .args(args)
-            .args(["--provider", "fake", "--model", "m1"])
-            .current_dir(ws.path())
-            .env("PI_CODING_AGENT_DIR", agent.path())
-            .env("HOME", ws.home.path())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pi failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    pi(&["-p", "run echo for me"]);
-    // The session as Pi left it, before Pi continues it.
-    let sessions = agent.path().join("sessions");
-    let dir = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let copy = ws.path().join("pi-session.jsonl");
-    std::fs::copy(&file, &copy).unwrap();
-    pi(&["--continue", "-p", "and now?"]);
-    let out = ws.run(&["import", "pi", "pi-session.jsonl"]).ok();
-    let id = out
-        .split(" as ")
-        .nth(1)
-        .and_then(|rest| rest.split(':').next())
-        .unwrap()
-        .to_owned();
+    let pi = RealPi::new(&ws, &server, &json!({}), &json!({}));
+    pi.cli(&["-p", "run echo for me"]);
+    pi.keep_session("pi-session.jsonl");
+    pi.cli(&["--continue", "-p", "and now?"]);
+    let (id, _) = import_into_etch(&ws, "pi-session.jsonl");
     let resumed = ws
         .run_model(&server, &["resume", &id, "-p", "and now?"], &[])
         .ok();
     assert_eq!(resumed, "etch continues.\n");
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
-    let pis = conversation(&requests[2].json());
-    let etchs = conversation(&requests[3].json());
-    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    let pis = same_conversation(&requests, 2, 3);
     assert!(pis.iter().any(|m| m.contains("from-pi-bash")), "{pis:?}");
 }
 
@@ -315,7 +368,6 @@ fn a_real_pi_session_resumes_with_the_context_pi_sends() {
 #[test]
 fn a_real_pi_session_with_an_image_and_a_compaction() {
     let ws = Workspace::new();
-    let agent = tempfile::tempdir().unwrap();
     let server = FakeServer::start(vec![
         Reply::sse(chat_text("A gradient.")),
         Reply::sse(chat_text("Blue and red.")),
@@ -324,88 +376,28 @@ fn a_real_pi_session_with_an_image_and_a_compaction() {
         Reply::sse(chat_text("etch continues.")),
     ])
     .unwrap();
-    let models = json!({"providers": {"fake": {
-        "baseUrl": format!("{}/v1", server.url()),
-        "api": "openai-completions",
-        "apiKey": "k",
-        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-        "models": [{"id": "m1", "input": ["text", "image"]}],
-    }}});
-    std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
     // Keep the last turn whole and summarize the first (its image makes
     // it the large one).
-    std::fs::write(
-        agent.path().join("settings.json"),
-        json!({"compaction": {"keepRecentTokens": 50}}).to_string(),
-    )
-    .unwrap();
+    let settings = json!({"compaction": {"keepRecentTokens": 50}});
+    let pi = RealPi::new(
+        &ws,
+        &server,
+        &json!({"input": ["text", "image"]}),
+        &settings,
+    );
     let image = ws.path().join("shot.png");
     std::fs::write(
         &image,
         etch_image::sample(32, 16, etch_model::MediaType::Png).unwrap(),
     )
     .unwrap();
-    let node = |script: &std::path::Path, args: &[&std::ffi::OsStr]| {
-        let out = std::process::Command::new("node")
-            .arg(script)
-            .args(args)
-            .current_dir(ws.path())
-            .env("PI_CODING_AGENT_DIR", agent.path())
-            .env("HOME", ws.home.path())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "node {} failed: {}\n{}",
-            script.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let dir = support::pi_client_dir();
-    node(
-        &dir.join("session.mjs"),
-        &[ws.path().as_os_str(), image.as_os_str()],
-    );
-    let sessions = agent.path().join("sessions");
-    let pi_dir = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let file = std::fs::read_dir(&pi_dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let copy = ws.path().join("pi-session.jsonl");
-    std::fs::copy(&file, &copy).unwrap();
-    let cli = dir.join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
-    let args: Vec<&std::ffi::OsStr> = [
-        "--continue",
-        "-p",
-        "and now?",
-        "--provider",
-        "fake",
-        "--model",
-        "m1",
-    ]
-    .iter()
-    .map(std::ffi::OsStr::new)
-    .collect();
-    node(&cli, &args);
-    let out = ws.run(&["import", "pi", "pi-session.jsonl"]).ok();
+    let script = support::pi_client_dir().join("session.mjs");
+    pi.node(&[script.as_os_str(), ws.path().as_os_str(), image.as_os_str()]);
+    pi.keep_session("pi-session.jsonl");
+    pi.cli(&["--continue", "-p", "and now?"]);
+    let (id, out) = import_into_etch(&ws, "pi-session.jsonl");
     assert!(out.contains("1 compaction"), "{out}");
     assert!(out.contains("1 images"), "{out}");
-    let id = out
-        .split(" as ")
-        .nth(1)
-        .and_then(|rest| rest.split(':').next())
-        .unwrap()
-        .to_owned();
     let resumed = ws
         .run_model(&server, &["resume", &id, "-p", "and now?"], &[])
         .ok();
@@ -416,20 +408,8 @@ fn a_real_pi_session_with_an_image_and_a_compaction() {
         5,
         "Pi's two prompts, its summary, its continue, etch's"
     );
-    let pis = conversation(&requests[3].json());
-    let etchs = conversation(&requests[4].json());
-    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    let pis = same_conversation(&requests, 3, 4);
     assert!(pis[0].contains("<summary>"), "{pis:?}");
-    let images = |body: &Value| -> Vec<String> {
-        body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-            .filter_map(|p| p["image_url"]["url"].as_str().map(str::to_owned))
-            .collect()
-    };
-    assert_eq!(images(&requests[4].json()), images(&requests[3].json()));
     let assets = ws.only_session().with_extension("assets");
     assert_eq!(
         std::fs::read_dir(assets).unwrap().count(),
@@ -446,80 +426,38 @@ fn a_real_pi_session_with_an_image_and_a_compaction() {
 #[test]
 fn a_real_pi_tree_with_a_branch_summary_and_a_label() {
     let ws = Workspace::new();
-    let agent = tempfile::tempdir().unwrap();
     let replies = (0..8)
         .map(|i| Reply::sse(chat_text(&format!("answer {i}"))))
         .collect();
     let server = FakeServer::start(replies).unwrap();
-    let models = json!({"providers": {"fake": {
-        "baseUrl": format!("{}/v1", server.url()),
-        "api": "openai-completions",
-        "apiKey": "k",
-        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-        "models": [{"id": "m1"}],
-    }}});
-    std::fs::write(agent.path().join("models.json"), models.to_string()).unwrap();
-    std::fs::write(
-        agent.path().join("settings.json"),
-        json!({"defaultProvider": "fake", "defaultModel": "m1"}).to_string(),
-    )
-    .unwrap();
-    let node = |args: &[&std::ffi::OsStr]| {
-        let out = std::process::Command::new("node")
-            .args(args)
-            .current_dir(ws.path())
-            .env("PI_CODING_AGENT_DIR", agent.path())
-            .env("HOME", ws.home.path())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "node failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let dir = support::pi_client_dir();
-    let made = node(&[
-        dir.join("tree.mjs").as_os_str(),
+    let settings = json!({"defaultProvider": "fake", "defaultModel": "m1"});
+    let pi = RealPi::new(&ws, &server, &json!({}), &settings);
+    let script = support::pi_client_dir().join("tree.mjs");
+    pi.node(&[
+        script.as_os_str(),
         ws.path().as_os_str(),
-        agent.path().as_os_str(),
+        pi.agent.path().as_os_str(),
     ]);
-    let made: Value = serde_json::from_str(made.trim()).unwrap();
-    let file = std::path::PathBuf::from(made["file"].as_str().unwrap());
-    let copy = ws.path().join("pi-tree.jsonl");
-    std::fs::copy(&file, &copy).unwrap();
+    pi.keep_session("pi-tree.jsonl");
     let before = server.requests().len();
-    let cli = dir.join("node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
-    node(&[
-        cli.as_os_str(),
-        "--continue".as_ref(),
-        "-p".as_ref(),
-        "and now?".as_ref(),
-    ]);
-    let out = ws.run(&["import", "pi", "pi-tree.jsonl"]).ok();
+    pi.cli(&["--continue", "-p", "and now?"]);
+    let (id, out) = import_into_etch(&ws, "pi-tree.jsonl");
     assert!(
         out.contains("1 branch_summary") && out.contains("1 label"),
         "{out}"
     );
-    let id = out
-        .split(" as ")
-        .nth(1)
-        .and_then(|rest| rest.split(':').next())
-        .unwrap()
-        .to_owned();
     let log = jsonl(&ws.only_session());
-    let pi_lines: Vec<Value> = std::fs::read_to_string(&copy)
+    let pi_lines: Vec<Value> = std::fs::read_to_string(ws.path().join("pi-tree.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     for entry in pi_lines.iter().skip(1) {
         let id = entry["id"].as_str().unwrap();
-        let event = log.iter().find(|e| e["id"] == id);
-        assert!(event.is_some(), "Pi's entry {id} is in the log");
+        assert!(
+            log.iter().any(|e| e["id"] == id),
+            "Pi's entry {id} is in the log"
+        );
     }
     let label = log.iter().find(|e| e["type"] == "session.label").unwrap();
     assert_eq!(label["data"]["label"], "start");
@@ -529,9 +467,7 @@ fn a_real_pi_tree_with_a_branch_summary_and_a_label() {
     assert!(resumed.starts_with("answer"), "{resumed}");
     let requests = server.requests();
     assert_eq!(requests.len(), before + 2);
-    let pis = conversation(&requests[before].json());
-    let etchs = conversation(&requests[before + 1].json());
-    assert_eq!(etchs, pis, "etch sends what Pi sends");
+    let pis = same_conversation(&requests, before, before + 1);
     assert!(
         pis.iter()
             .any(|m| m.contains("branch that this conversation came back from")),
