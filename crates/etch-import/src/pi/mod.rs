@@ -30,6 +30,10 @@ use crate::ImportError;
 /// The agent name recorded in `importedFrom`.
 pub const AGENT: &str = "pi";
 
+/// The longest line read: Pi's longest are messages with inline images
+/// (a few MB each); a longer one is skipped, never held whole.
+pub const MAX_LINE_BYTES: usize = 256 << 20;
+
 /// The format version Pi writes today.
 pub const CURRENT_VERSION: u32 = 3;
 
@@ -352,26 +356,60 @@ struct Lines<R> {
     line_no: usize,
     /// Problems found while reading.
     problems: Vec<String>,
+    /// The longest line read.
+    max: usize,
 }
 
 impl<R: std::io::BufRead> Lines<R> {
     /// Lines of `reader`.
     fn new(reader: R) -> Self {
+        Self::with_limit(reader, MAX_LINE_BYTES)
+    }
+
+    /// Lines of `reader`, none longer than `max` bytes.
+    fn with_limit(reader: R, max: usize) -> Self {
         Self {
             reader,
             line_no: 0,
             problems: Vec::new(),
+            max,
         }
     }
 
     /// The next non-blank line and its number.
     fn next_line(&mut self) -> std::io::Result<Option<(usize, Vec<u8>)>> {
+        use std::io::Read as _;
         loop {
             let mut line = Vec::new();
-            if self.reader.read_until(b'\n', &mut line)? == 0 {
+            let limit = self.max as u64 + 1;
+            if (&mut self.reader)
+                .take(limit)
+                .read_until(b'\n', &mut line)?
+                == 0
+            {
                 return Ok(None);
             }
             self.line_no += 1;
+            if line.len() > self.max && line.last() != Some(&b'\n') {
+                // Never held whole: the rest of the line is read past.
+                let mut rest = Vec::new();
+                while (&mut self.reader)
+                    .take(1 << 20)
+                    .read_until(b'\n', &mut rest)?
+                    > 0
+                {
+                    let ended = rest.last() == Some(&b'\n');
+                    rest.clear();
+                    if ended {
+                        break;
+                    }
+                }
+                self.problems.push(format!(
+                    "line {}: longer than {} bytes, skipped",
+                    self.line_no, self.max
+                ));
+                continue;
+            }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }

@@ -485,3 +485,20 @@ fn the_default_directory_is_pis() {
         Path::new("/x/sessions/--a--")
     );
 }
+
+/// A line longer than the limit is skipped, never held whole, and the
+/// lines after it are read.
+#[test]
+fn over_long_lines_are_skipped() {
+    let text = format!("short\n{}\nnext\n", "x".repeat(3 << 20));
+    let mut lines = Lines::with_limit(std::io::Cursor::new(text.into_bytes()), 1 << 20);
+    let (_, first) = lines.next_line().unwrap().unwrap();
+    assert_eq!(first, b"short\n");
+    let (n, next) = lines.next_line().unwrap().unwrap();
+    assert_eq!((n, next.as_slice()), (3, &b"next\n"[..]));
+    assert!(lines.next_line().unwrap().is_none());
+    assert_eq!(
+        lines.problems,
+        ["line 2: longer than 1048576 bytes, skipped"]
+    );
+}
