@@ -98,19 +98,7 @@ fn block_html(block: &Block, out: &mut String) {
 /// One image, embedded as a `data:` URL when its file is there and holds
 /// the bytes the log names; a notice naming the file otherwise.
 fn image_html(image: &etch_protocol::ReplayImage, out: &mut String) {
-    let loaded = etch_model::MediaType::from_mime(&image.media_type)
-        .filter(|_| etch_model::image::is_sha256(&image.sha256))
-        .and_then(|media_type| {
-            let bytes = std::fs::read(&image.path).ok()?;
-            etch_model::Image::reference(
-                media_type,
-                image.sha256.clone(),
-                image.width,
-                image.height,
-            )
-            .with_data(bytes)
-        })
-        .and_then(|image| image.data_url());
+    let loaded = etch_runtime::images::replay_data_url(image);
     match loaded {
         Some(url) => {
             let _ = writeln!(

@@ -104,6 +104,11 @@ impl<'de> Deserialize<'de> for MediaType {
     }
 }
 
+/// The largest image taken in, as a file or as a client's bytes: far
+/// more than any provider takes, so a camera's raw image still goes in
+/// to be resized, while nothing can make etch hold an unbounded file.
+pub const MAX_IMAGE_BYTES: u64 = 64 << 20;
+
 /// Why an image is left out for a model without vision.
 pub const NO_VISION: &str = "this model does not take images (vision = false in its configuration)";
 

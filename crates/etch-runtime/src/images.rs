@@ -17,7 +17,8 @@ use etch_model::MediaType;
 pub const MAX_PROMPT_IMAGES: usize = 20;
 
 /// The largest image file or decoded client image taken.
-pub const MAX_IMAGE_BYTES: usize = 64 * 1024 * 1024;
+#[allow(clippy::cast_possible_truncation)]
+pub const MAX_IMAGE_BYTES: usize = etch_model::image::MAX_IMAGE_BYTES as usize;
 
 /// Why an attachment cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +135,19 @@ pub fn from_base64(
         what: what.to_owned(),
         source,
     })
+}
+
+/// The `data:` URL of a replayed image (an export embeds it), when its
+/// file is there, a plain file, and holds the bytes its hash names.
+pub fn replay_data_url(image: &etch_protocol::ReplayImage) -> Option<String> {
+    let media_type = MediaType::from_mime(&image.media_type)?;
+    if !etch_model::image::is_sha256(&image.sha256) {
+        return None;
+    }
+    let bytes = etch_session::assets::read_file(Path::new(&image.path)).ok()?;
+    etch_model::Image::reference(media_type, image.sha256.clone(), image.width, image.height)
+        .with_data(bytes)?
+        .data_url()
 }
 
 /// Refuses more than [`MAX_PROMPT_IMAGES`].

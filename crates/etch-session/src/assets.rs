@@ -96,7 +96,7 @@ impl Assets {
     /// ones stored.
     pub fn load(&self, image: &Image) -> Result<Image, SessionError> {
         let path = self.path(image);
-        let bytes = std::fs::read(&path).map_err(|source| SessionError::Io {
+        let bytes = read_file(&path).map_err(|source| SessionError::Io {
             action: "read",
             path: path.clone(),
             source,
@@ -162,6 +162,35 @@ pub fn images_of(event: &crate::event::Event) -> Vec<Image> {
         .collect()
 }
 
+/// The largest asset file read.
+pub const MAX_ASSET_BYTES: u64 = etch_model::image::MAX_IMAGE_BYTES;
+
+/// The bytes of the asset file at `path`: a regular file, not a link (a
+/// session that came with a repository may name anything), of at most
+/// [`MAX_ASSET_BYTES`].
+///
+/// # Errors
+/// When it is missing, a link, not a regular file, too large, or
+/// unreadable.
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let refuse = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(refuse("it is a link, not an image file"));
+    }
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse("it is not a regular file"));
+    }
+    if meta.len() > MAX_ASSET_BYTES {
+        return Err(refuse("it is larger than any image etch stores"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_ASSET_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Creates `path` for writing, readable and writable by the user alone.
 fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -220,5 +249,9 @@ mod tests {
         assert!(assets.load(&reference).is_err());
         let unloaded = assets.store(&reference).unwrap_err().to_string();
         assert!(unloaded.contains("never loaded"), "{unloaded}");
+        // A file a repository put there as a link, or a device, is not read.
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let link = assets.load(&reference).unwrap_err().to_string();
+        assert!(link.contains("is a link"), "{link}");
     }
 }

@@ -22,7 +22,7 @@ pub const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];
 
 /// The largest image file read: a camera's raw PNG is well below it,
 /// and decoding anything larger would take seconds and hundreds of MB.
-pub const MAX_IMAGE_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub const MAX_IMAGE_FILE_BYTES: u64 = etch_model::image::MAX_IMAGE_BYTES;
 
 /// Whether `path`'s extension names an image format.
 pub fn has_image_extension(path: &std::path::Path) -> bool {

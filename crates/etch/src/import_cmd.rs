@@ -121,7 +121,9 @@ fn report(outcome: &pi::Outcome, dry_run: bool) {
     };
     crate::output::print_line(&line);
     for problem in &outcome.problems {
-        diag!("etch: warning: {file}: {problem}");
+        // Problems quote the file (ids, types): its controls shown, not
+        // sent to the terminal.
+        diag!("etch: warning: {file}: {}", etch_sanitize::visible(problem));
     }
 }
 

@@ -1054,6 +1054,20 @@ fn sessions_are_listed_and_resumed() {
     assert!(sessions[0]["updatedAt"].is_string());
     let bad_cursor = acp.call("session/list", &json!({"cwd": ws.path(), "cursor": "x"}));
     assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+    let past_the_end = acp.call(
+        "session/list",
+        &json!({"cwd": ws.path(), "cursor": usize::MAX.to_string()}),
+    );
+    assert_eq!(
+        past_the_end["result"]["sessions"],
+        json!([]),
+        "{past_the_end}"
+    );
+    assert!(
+        past_the_end["result"]
+            .get("nextCursor")
+            .is_none_or(Value::is_null)
+    );
     let unknown = acp.call(
         "session/resume",
         &json!({"sessionId": "01NOSUCHSESSION0000000000", "cwd": ws.path()}),

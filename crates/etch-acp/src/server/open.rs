@@ -236,7 +236,8 @@ impl Server {
                     .updated_at(updated)
             })
             .collect();
-        let next = (start + PAGE < listed.len()).then(|| (start + PAGE).to_string());
+        let end = start.saturating_add(PAGE);
+        let next = (end < listed.len()).then(|| end.to_string());
         rpc::to_value(
             &agent_client_protocol_schema::v1::ListSessionsResponse::new(page).next_cursor(next),
         )

@@ -397,6 +397,7 @@ impl Agent {
                         .is_empty();
             }
             state.source_diagnostics(&self.tools)?;
+            self.take_switch(state)?;
             self.maybe_compact(state, cancel).await?;
             let pass = match self.model_pass(state, require_tool, cancel).await {
                 // P-OVF-02: compact once and retry once per run; a second

@@ -6,6 +6,18 @@
 use super::*;
 
 impl Agent {
+    /// A model or level chosen during the run applies from here on (the
+    /// next request, and a compaction before it); the log says so first.
+    pub(super) fn take_switch(&self, state: &mut RunState<'_>) -> Result<(), RunError> {
+        if let Some(switch) = self.switch.as_ref().and_then(|s| s.take()) {
+            for (kind, data) in &switch.records {
+                state.append(kind, data)?;
+            }
+            state.client = switch.client;
+        }
+        Ok(())
+    }
+
     /// Streams one model pass and appends what it produced in canonical
     /// order: reasoning, assistant message, usage, response, provider items,
     /// metrics (E-SES-15). A failed pass is logged with stop reason `error`
@@ -17,14 +29,7 @@ impl Agent {
         require_tool: bool,
         cancel: &CancellationToken,
     ) -> Result<Pass, RunError> {
-        // A model or level chosen during the run applies from this
-        // request on; the log says so first.
-        if let Some(switch) = self.switch.as_ref().and_then(|s| s.take()) {
-            for (kind, data) in &switch.records {
-                state.append(kind, data)?;
-            }
-            state.client = switch.client;
-        }
+        self.take_switch(state)?;
         let mut options = self.config.options.clone();
         options.require_tool = require_tool;
         if require_tool {

@@ -259,7 +259,7 @@ pub fn import_file<S: std::hash::BuildHasher>(
                 continue;
             }
         };
-        migrate.apply(&mut entry, line_no);
+        migrate.apply(&mut entry);
         *outcome.counts.entry(count_key(&entry)).or_default() += 1;
         let reader = |data: &str, mime: &str| read_image(data, mime);
         let converted = convert::entry(&entry, &reader);
@@ -338,6 +338,14 @@ fn first_user_text(converted: &convert::Converted) -> Option<String> {
 /// A Pi image block's bytes as an image, kept as they are when a
 /// provider takes them (Pi resized them already).
 fn read_image(data: &str, mime: &str) -> Result<etch_model::Image, String> {
+    // Base64 is 4/3 of the bytes: a larger image is refused undecoded.
+    let max = etch_model::image::MAX_IMAGE_BYTES;
+    if data.len() as u64 / 4 * 3 > max {
+        return Err(format!(
+            "it is larger than the {} MiB an image may be",
+            max >> 20
+        ));
+    }
     let bytes = etch_model::image::decode_base64(data).ok_or("its data is not base64")?;
     if etch_model::MediaType::from_mime(mime).is_none() {
         return Err(format!("{mime:?} is not an image type etch takes"));
@@ -474,8 +482,8 @@ impl Migration {
         }
     }
 
-    /// Migrates `entry` (on line `line_no`) to v3.
-    fn apply(&mut self, entry: &mut Value, line_no: usize) {
+    /// Migrates `entry`, the next entry read, to v3.
+    fn apply(&mut self, entry: &mut Value) {
         if self.version < 2 {
             let id = etch_session::id::new_id();
             if let Some(object) = entry.as_object_mut() {
@@ -493,10 +501,7 @@ impl Migration {
                     object.insert("firstKeptEntryId".to_owned(), Value::String(kept.clone()));
                 }
             }
-            // Pi indexes entries by their place in the file, header first.
-            while self.ids_by_index.len() + 1 < line_no {
-                self.ids_by_index.push(None);
-            }
+            // Pi indexes the entries it parsed, the header first.
             self.ids_by_index.push(Some(id.clone()));
             self.previous = Some(id);
         }

@@ -222,16 +222,16 @@ impl Host {
         &mut self,
         client: &Arc<dyn etch_model::ModelClient>,
     ) -> Vec<String> {
-        let key = Arc::as_ptr(client).cast::<()>() as usize;
         if let Some((cached, at, models)) = &self.models
-            && *cached == key
+            && Arc::ptr_eq(cached, client)
             && at.elapsed() < super::MODELS_TTL
         {
             return models.clone();
         }
         match client.list_models().await {
             Ok(models) => {
-                self.models = Some((key, std::time::Instant::now(), models.clone()));
+                let now = std::time::Instant::now();
+                self.models = Some((Arc::clone(client), now, models.clone()));
                 models
             }
             Err(_) => Vec::new(),

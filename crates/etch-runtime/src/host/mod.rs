@@ -232,9 +232,13 @@ pub struct Host {
     /// A model or level chosen during the run, for the session once the
     /// run gives it back.
     pending: Option<(crate::provider::ProviderFlags, crate::provider::Selection)>,
-    /// The last model list a server gave, by the client that asked (its
-    /// address) and when.
-    models: Option<(usize, std::time::Instant, Vec<String>)>,
+    /// The last model list a server gave, with the client that asked
+    /// (held, so no other client can take its place) and when.
+    models: Option<(
+        Arc<dyn etch_model::ModelClient>,
+        std::time::Instant,
+        Vec<String>,
+    )>,
 }
 
 /// How long a server's model list is used before it is asked again.
