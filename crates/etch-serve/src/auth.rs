@@ -151,7 +151,7 @@ fn query_token(query: Option<&str>) -> Option<&str> {
 }
 
 /// Compares without stopping at the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -26,6 +26,14 @@ pub enum ServeError {
         /// What is wrong.
         errors: String,
     },
+    /// The 9P socket cannot be made.
+    #[error("cannot listen for 9P on {}: {why}", path.display())]
+    Socket {
+        /// The socket's path.
+        path: std::path::PathBuf,
+        /// Why.
+        why: String,
+    },
     /// Serving connections failed.
     #[error("serving HTTP failed: {0}")]
     Serve(#[source] std::io::Error),

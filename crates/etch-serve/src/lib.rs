@@ -10,6 +10,8 @@
 //! - `state`: the server's options and the sessions it serves: found,
 //!   opened, created, admitted to run (429 beyond `max_running`),
 //!   re-keyed after a fork, unloaded when idle; the shared contexts.
+//! - `ops`: what a client may do to a session (create, prompt,
+//!   command, rename), shared by the HTTP API and the 9P namespace.
 //! - `routes`: the HTTP API (`/health`, `/v1/sessions`, prompt,
 //!   commands, name, messages, log, events, the server-wide `/v1/events`),
 //!   its JSON errors.
@@ -21,6 +23,7 @@
 //! - `page`: the web page (HTML, CSS, one script, embedded), and how it
 //!   gets the token into an `HttpOnly` cookie.
 //! - `auth`: the bearer token and the `Origin` check.
+//! - `nine`: the same sessions as a 9P2000 file tree (`--9p`).
 //!
 //! This crate must not know how options reach it (the binary parses
 //! flags), how a terminal draws anything, or what a provider is.
@@ -28,7 +31,9 @@
 mod api;
 mod auth;
 mod error;
+mod nine;
 mod openapi;
+mod ops;
 mod page;
 mod routes;
 mod served;
@@ -43,6 +48,7 @@ use axum::serve::ListenerExt as _;
 
 pub use auth::{new_token, token_from_file};
 pub use error::ServeError;
+pub use nine::Listener as NineListener;
 pub use state::{Notify, Options};
 
 /// How long a client that stopped reading may keep data unsent before
@@ -56,14 +62,28 @@ pub const STALLED_CLIENT: Duration = Duration::from_secs(30);
 /// and returns anyway.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-/// Serves `options`' roots on `listener` until `shutdown` resolves, then
-/// stops accepting, aborts every run (the logs stay valid) and returns.
+/// The 9P namespace to serve beside HTTP.
+#[derive(Debug)]
+pub struct Nine {
+    /// Where it listens.
+    pub listener: NineListener,
+    /// The user who owns its files (the one who started the server).
+    pub owner: String,
+}
+
+/// Serves `options`' roots on `listener` (and as a 9P tree on `nine`'s,
+/// when given) until `shutdown` resolves, then stops accepting, aborts
+/// every run (the logs stay valid) and returns.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    nine: Option<Nine>,
     options: Options,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let app = state::App::new(options)?;
+    if let Some(nine) = nine {
+        tokio::spawn(nine::serve(Arc::clone(&app), nine.listener, nine.owner));
+    }
     let router = routes::router(Arc::clone(&app));
     // Event streams never end by themselves: they are told to, so the
     // graceful shutdown does not wait for them forever.

@@ -277,48 +277,7 @@ async fn create(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let asked: api::NewSession = body(bytes)?;
-    let roots = &app.options.roots;
-    let cwd = asked
-        .cwd
-        .clone()
-        .or_else(|| roots.first().cloned())
-        .ok_or_else(|| ApiError::bad("no_root", "this server serves no directory"))?;
-    let real = cwd.canonicalize().map_err(|e| {
-        ApiError::bad(
-            "bad_cwd",
-            format!("cannot use {} as the cwd: {e}", cwd.display()),
-        )
-    })?;
-    let inside = roots.iter().any(|root| real.starts_with(root));
-    if !inside || !real.is_dir() {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "cwd_outside_roots",
-            format!(
-                "{} is not a directory inside a served root ({}); start etch serve with --root for it",
-                cwd.display(),
-                roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-    let mut settings = app.options.defaults.clone();
-    if let Some(provider) = asked.provider {
-        settings.provider.provider = Some(provider);
-    }
-    if let Some(model) = asked.model {
-        settings.provider.model = Some(model);
-    }
-    if let Some(thinking) = asked.thinking {
-        settings.provider.reasoning_effort = Some(thinking);
-    }
-    if let Some(tools) = asked.tools {
-        settings.tools = Some(tools);
-    }
-    let served = app.create(&real, settings).await?;
+    let served = app.create_session(asked).await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(api::Created {
@@ -336,48 +295,14 @@ async fn prompt(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let asked: api::Prompt = body(bytes)?;
-    let title = asked.message.clone();
-    let command = Command {
-        id: None,
-        body: CommandBody::Prompt {
-            message: asked.message,
-            images: asked.images,
-            streaming_behavior: asked.streaming_behavior,
-        },
-    };
-    let served = app.session(&id).await?;
-    let admission = app.admit(&served)?;
-    let was_running = admission.was_running;
-    let (ours, response) = served.ask_with_id(command).await?;
-    if response.success {
-        admission.keep();
-        if served.channels.first_prompt() {
-            // Named as `etch -p` names a session: by its first prompt.
-            if let Ok(name) = served.handle.rename(title).await {
-                app.named(&id, &name);
-            }
-        }
-        return Ok((
-            StatusCode::ACCEPTED,
-            axum::Json(api::Accepted { command_id: ours }),
-        )
-            .into_response());
-    }
-    drop(admission);
-    let message = response
-        .error
-        .unwrap_or_else(|| "the prompt was refused".to_owned());
-    Err(if was_running {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "session_running",
-            format!(
-                "{message} (send \"streamingBehavior\": \"steer\" or \"followUp\" to queue it)"
-            ),
-        )
-    } else {
-        ApiError::bad("prompt_refused", message)
-    })
+    let command_id = app
+        .prompt(&id, asked.message, asked.images, asked.streaming_behavior)
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(api::Accepted { command_id }),
+    )
+        .into_response())
 }
 
 /// `POST /v1/sessions/{id}/commands`: any `etch rpc` command, answered
@@ -389,49 +314,7 @@ async fn commands(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let command: Command = body(bytes)?;
-    if matches!(
-        command.body,
-        CommandBody::NewSession { .. } | CommandBody::SwitchSession { .. }
-    ) {
-        return Err(ApiError::bad(
-            "not_served_here",
-            format!(
-                "{} would move this URL to another session; create one with POST /v1/sessions \
-                 and address each session by its own id",
-                command.body.name()
-            ),
-        ));
-    }
-    let mut served = app.session(&id).await?;
-    // Commands that move the handle to another session go one at a
-    // time per session, each from the session its URL names: a fork
-    // arriving while another moved the handle opens that session again.
-    let _moving = if matches!(command.body, CommandBody::Fork { .. }) {
-        let guard = Arc::clone(&served.channels.moving).lock_owned().await;
-        if served.handle.id() == id {
-            Some(guard)
-        } else {
-            drop(guard);
-            drop(served);
-            served = app.session(&id).await?;
-            Some(Arc::clone(&served.channels.moving).lock_owned().await)
-        }
-    } else {
-        None
-    };
-    // Text that can start a run takes one like a prompt sent to /prompt.
-    let admission = match command.body {
-        CommandBody::Prompt { .. } | CommandBody::Steer { .. } | CommandBody::FollowUp { .. } => {
-            Some(app.admit(&served)?)
-        }
-        _ => None,
-    };
-    let old_file = served.handle.file();
-    let response = served.ask(command).await?;
-    if let (Some(admission), true) = (admission, response.success) {
-        admission.keep();
-    }
-    app.rekey(&id, &old_file, &served);
+    let response = app.command(&id, command).await?;
     Ok(axum::Json(response).into_response())
 }
 
@@ -443,17 +326,8 @@ async fn name(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let asked: api::Name = body(bytes)?;
-    if asked.name.trim().is_empty() {
-        return Err(ApiError::bad("bad_name", "the name must not be empty"));
-    }
-    let served = app.session(&id).await?;
-    let stored = served
-        .handle
-        .rename(asked.name)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "cannot_name", e))?;
-    app.named(&id, &stored);
-    Ok(axum::Json(api::Named { name: stored }).into_response())
+    let name = app.rename(&id, asked.name).await?;
+    Ok(axum::Json(api::Named { name }).into_response())
 }
 
 /// `GET /v1/sessions/{id}/messages`: the projection at the leaf (what

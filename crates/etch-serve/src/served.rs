@@ -29,6 +29,9 @@ use crate::error::ApiError;
 /// falls further behind is dropped.
 pub const FRAMES_PER_SESSION: usize = 1024;
 
+/// The line that ends a run's chat text.
+pub const END_OF_RUN: &str = "--- end ---";
+
 /// One frame of a session's stream.
 #[derive(Debug, Clone)]
 pub enum Frame {
@@ -50,8 +53,16 @@ pub struct Channels {
     /// Commands sent over HTTP, by the id the server gave them.
     pending: Mutex<HashMap<String, oneshot::Sender<Response>>>,
     /// Whether a run is active (from the prompt's acceptance to
-    /// `agent_end`).
+    /// `agent_end`); changed only through [`Self::set_running`].
     pub running: AtomicBool,
+    /// The same, for those who wait for it to change (the 9P `state`
+    /// file).
+    state: tokio::sync::watch::Sender<bool>,
+    /// The assistant's answer text as it streams, and a line
+    /// [`END_OF_RUN`] when a run ends (the 9P `chat` file).
+    pub chat: broadcast::Sender<Arc<str>>,
+    /// Whether the chat text sent last ended a line.
+    chat_at_line_start: AtomicBool,
     /// Why the session cannot go on, once it broke.
     broken: Mutex<Option<String>>,
     /// The session's id, for the lifecycle events.
@@ -79,6 +90,9 @@ impl Channels {
             frames: broadcast::channel(FRAMES_PER_SESSION).0,
             pending: Mutex::default(),
             running: AtomicBool::new(false),
+            state: tokio::sync::watch::channel(false).0,
+            chat: broadcast::channel(FRAMES_PER_SESSION).0,
+            chat_at_line_start: AtomicBool::new(true),
             broken: Mutex::default(),
             id: RwLock::default(),
             lifecycle,
@@ -98,7 +112,7 @@ impl Channels {
                 // hand queued texts back without any run ending: nothing
                 // runs after it.
                 if response.command == "abort" && response.success {
-                    self.running.store(false, Ordering::SeqCst);
+                    self.set_running(false);
                     self.touch();
                 }
                 let waiting = response.id.as_ref().and_then(|id| {
@@ -115,13 +129,17 @@ impl Channels {
                 }
             }
             Output::Event(event) => {
-                match event.body {
+                match &event.body {
                     EventBody::AgentStart => {
-                        self.running.store(true, Ordering::SeqCst);
+                        self.set_running(true);
                         self.announce(|session_id| Lifecycle::RunStarted { session_id });
                     }
-                    EventBody::AgentEnd { .. } => {
-                        self.running.store(false, Ordering::SeqCst);
+                    EventBody::MessageUpdate {
+                        delta: etch_protocol::Delta::TextDelta { delta },
+                    } => self.say(delta),
+                    EventBody::AgentEnd { error } => {
+                        self.end_chat(error.as_deref());
+                        self.set_running(false);
                         self.touch();
                         self.announce(|session_id| Lifecycle::RunEnded { session_id });
                     }
@@ -130,6 +148,9 @@ impl Channels {
                 self.live(&Output::Event(event).to_line());
             }
             Output::Broken(why) => {
+                if self.running.load(Ordering::SeqCst) {
+                    self.end_chat(Some(&why));
+                }
                 self.live(&json!({"type": "broken", "message": why}).to_string());
                 let message = why.clone();
                 self.announce(|session_id| Lifecycle::SessionBroken {
@@ -143,9 +164,51 @@ impl Channels {
                 if let Ok(mut pending) = self.pending.lock() {
                     pending.clear();
                 }
-                self.running.store(false, Ordering::SeqCst);
+                self.set_running(false);
             }
         }
+    }
+
+    /// Marks a run active or not, for both the flag and its watchers.
+    pub(crate) fn set_running(&self, running: bool) {
+        self.running.store(running, Ordering::SeqCst);
+        self.state.send_if_modified(|now| {
+            let changed = *now != running;
+            *now = running;
+            changed
+        });
+    }
+
+    /// Whether a run is active, and a way to wait for that to change.
+    pub fn watch_running(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.state.subscribe()
+    }
+
+    /// Sends `text` to the chat readers, noting whether it ended a line.
+    fn say(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.chat_at_line_start
+            .store(text.ends_with('\n'), Ordering::SeqCst);
+        let _ = self.chat.send(text.into());
+    }
+
+    /// Ends the run's chat text: its error, if any, then [`END_OF_RUN`],
+    /// each on a line of its own.
+    fn end_chat(&self, error: Option<&str>) {
+        let mut text = String::new();
+        if !self.chat_at_line_start.load(Ordering::SeqCst) {
+            text.push('\n');
+        }
+        if let Some(error) = error {
+            text.push_str("error: ");
+            text.push_str(&error.replace('\n', " "));
+            text.push('\n');
+        }
+        text.push_str(END_OF_RUN);
+        text.push('\n');
+        self.say(&text);
     }
 
     /// Sends a live frame to every stream (none listening is fine).
@@ -332,7 +395,7 @@ impl Admission {
 impl Drop for Admission {
     fn drop(&mut self) {
         if !self.kept && !self.was_running {
-            self.channels.running.store(false, Ordering::SeqCst);
+            self.channels.set_running(false);
         }
     }
 }

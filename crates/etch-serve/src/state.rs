@@ -219,7 +219,7 @@ impl App {
                 error.retry_after = Some(RETRY_AFTER_SECS);
                 return Err(error);
             }
-            served.channels.running.store(true, Ordering::SeqCst);
+            served.channels.set_running(true);
         }
         Ok(Admission::new(Arc::clone(&served.channels), was_running))
     }

@@ -243,6 +243,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
         }
         Some(Command::Serve {
             listen,
+            nine_p,
             roots,
             insecure_remote,
             run,
@@ -252,6 +253,7 @@ fn dispatch_command(cli: Cli) -> Result<(), Failure> {
             global.session_dir.as_deref(),
             &serve_cmd::Listen {
                 addr: &listen,
+                nine_p: nine_p.as_deref(),
                 roots: &roots,
                 insecure_remote,
             },

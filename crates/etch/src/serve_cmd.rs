@@ -1,7 +1,8 @@
-//! `etch serve`: the HTTP front end (`etch-serve`) started from the
-//! command line. This module checks the flags, binds the address, prints
-//! the listening line and stops the server on Ctrl-C or SIGTERM; what
-//! every route does lives in `etch-serve`.
+//! `etch serve`: the HTTP front end (`etch-serve`), and its 9P tree with
+//! `--9p`, started from the command line. This module checks the flags,
+//! binds the addresses, prints the listening line and stops the server
+//! on Ctrl-C or SIGTERM; what every route and file does lives in
+//! `etch-serve`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ use crate::run::{Place, settings};
 pub struct Listen<'a> {
     /// `--listen`.
     pub addr: &'a str,
+    /// `--9p`.
+    pub nine_p: Option<&'a str>,
     /// `--root`, repeatable.
     pub roots: &'a [PathBuf],
     /// `--insecure-remote`.
@@ -110,18 +113,87 @@ pub async fn run(
             diag!("etch serve: {}", etch_sanitize::sanitize(message));
         })),
     };
+    let nine = match listen.nine_p {
+        Some(spec) => Some(nine_p(spec, listen.insecure_remote).await?),
+        None => None,
+    };
+    let nine_at = nine.as_ref().map(|(_, at)| at.clone());
+    let nine = nine.map(|(listener, _)| etch_serve::Nine {
+        listener,
+        owner: owner(),
+    });
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"type": "listening", "url": url, "token": token})
-        );
+        let mut line = serde_json::json!({"type": "listening", "url": url, "token": token});
+        if let Some(at) = &nine_at {
+            line["ninep"] = serde_json::json!(at);
+        }
+        println!("{line}");
     } else {
         println!("etch serve: {url}/?token={token}");
+        if let Some(at) = &nine_at {
+            if at.starts_with("unix:") {
+                println!("etch serve: 9P on {at}");
+            } else {
+                println!("etch serve: 9P on {at} (attach with the token as the attach name)");
+            }
+        }
     }
     let stop = stop_signal()?;
-    etch_serve::serve(listener, options, stop)
+    etch_serve::serve(listener, nine, options, stop)
         .await
         .map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))
+}
+
+/// Binds `--9p`'s address: `unix:PATH`, or a TCP address on this
+/// machine (off it only with `--insecure-remote`). Answers the listener
+/// and the address as bound (`unix:PATH` or `HOST:PORT`).
+async fn nine_p(
+    spec: &str,
+    insecure_remote: bool,
+) -> Result<(etch_serve::NineListener, String), Failure> {
+    if let Some(path) = spec.strip_prefix("unix:") {
+        if path.is_empty() {
+            return Err(Failure::usage(
+                "--9p unix: needs a path, such as unix:/run/user/1000/etch.9p",
+            ));
+        }
+        let listener = etch_serve::NineListener::unix(Path::new(path))
+            .map_err(|e| Failure::new(exit::FAILED, anyhow::Error::new(e)))?;
+        return Ok((listener, format!("unix:{path}")));
+    }
+    let addr: SocketAddr = spec.parse().map_err(|e| {
+        Failure::usage(format!(
+            "--9p {spec:?} is neither unix:PATH nor an address such as 127.0.0.1:5640 ({e})"
+        ))
+    })?;
+    if !addr.ip().is_loopback() && !insecure_remote {
+        return Err(Failure::usage(format!(
+            "--9p {addr}: 9P has no encryption, so the token and every prompt would cross the \
+             network in the clear; use 127.0.0.1 or unix:PATH, or pass --insecure-remote"
+        )));
+    }
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("cannot listen for 9P on {addr}: {e}; pick another with --9p"),
+        )
+    })?;
+    let bound = listener.local_addr().map_err(|e| {
+        Failure::new(
+            exit::FAILED,
+            anyhow::anyhow!("cannot read the bound 9P address: {e}"),
+        )
+    })?;
+    Ok((etch_serve::NineListener::Tcp(listener), bound.to_string()))
+}
+
+/// The name of the user running etch, who owns the 9P files (a name
+/// only: every file's permissions are the same for every user).
+fn owner() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|key| std::env::var(key).ok().filter(|name| !name.is_empty()))
+        .unwrap_or_else(|| "etch".to_owned())
 }
 
 /// `[serve] token_file` as a path: `~/` is the home, a relative path is

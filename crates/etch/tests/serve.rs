@@ -8,110 +8,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-
 use etch_test_support::{FakeServer, Reply, chat_text, chat_text_chunks, chat_tool_calls};
 use serde_json::{Value, json};
 use support::browser::Browser;
 use support::http::{self, Events, Frame, Reply as HttpReply};
+use support::serve::Serve;
 use support::{Workspace, jsonl, model_args};
-
-/// A running `etch serve`, killed when dropped.
-struct Serve {
-    /// The process.
-    child: Child,
-    /// `host:port`.
-    addr: String,
-    /// The token.
-    token: String,
-}
-
-impl Serve {
-    /// Starts `etch serve --listen 127.0.0.1:0 --json` with `args` in `ws`
-    /// and reads its listening line.
-    fn start(ws: &Workspace, args: &[&str]) -> Self {
-        Self::start_at(ws, "127.0.0.1:0", args)
-    }
-
-    /// [`Self::start`] listening on `listen`.
-    fn start_at(ws: &Workspace, listen: &str, args: &[&str]) -> Self {
-        let mut all = vec!["serve", "--listen", listen, "--json"];
-        all.extend_from_slice(args);
-        let mut child = ws
-            .command(&all)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let listening: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        assert_eq!(listening["type"], "listening");
-        let url = listening["url"].as_str().unwrap();
-        Self {
-            addr: url.trim_start_matches("http://").to_owned(),
-            token: listening["token"].as_str().unwrap().to_owned(),
-            child,
-        }
-    }
-
-    /// The authorization header.
-    fn auth(&self) -> String {
-        format!("Bearer {}", self.token)
-    }
-
-    /// A request with the token.
-    fn call(&self, method: &str, path: &str, body: &str) -> HttpReply {
-        let auth = self.auth();
-        http::request(
-            &self.addr,
-            method,
-            path,
-            &[("Authorization", &auth)],
-            body.as_bytes(),
-        )
-    }
-
-    /// `POST /v1/sessions/ID/prompt` with `body`.
-    fn prompt(&self, id: &str, body: &str) -> HttpReply {
-        self.call("POST", &format!("/v1/sessions/{id}/prompt"), body)
-    }
-
-    /// `POST /v1/sessions/ID/commands` with `body`.
-    fn command(&self, id: &str, body: &str) -> HttpReply {
-        self.call("POST", &format!("/v1/sessions/{id}/commands"), body)
-    }
-
-    /// Creates a session; its id.
-    fn create(&self) -> String {
-        let reply = self.call("POST", "/v1/sessions", "{}");
-        assert_eq!(reply.status, 201, "{}", reply.body);
-        reply.json()["id"].as_str().unwrap().to_owned()
-    }
-
-    /// The session's event stream, from `last` when given.
-    fn events(&self, id: &str, last: Option<&str>) -> Events {
-        let auth = self.auth();
-        let mut headers = vec![("Authorization", auth.as_str())];
-        if let Some(last) = last {
-            headers.push(("Last-Event-ID", last));
-        }
-        let events = Events::open(&self.addr, &format!("/v1/sessions/{id}/events"), &headers);
-        assert_eq!(events.status, 200);
-        events
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// An answer whose first delta goes out at once and the rest once the
 /// file `gate` exists: a run held open until the test says go.

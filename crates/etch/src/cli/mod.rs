@@ -511,13 +511,26 @@ pub enum Command {
                       API as OpenAPI 3.1 at GET /openapi.json.\n\
                       [serve] in the configuration: token_file (keep one token across starts), max_running\n\
                       (runs at once, default 8; more get 429), idle_unload_secs (default 600).\n\
-                      Run options (--provider, --model, --base-url, --tools...) are the defaults of new sessions.\n\
+                      Run options (--provider, --model, --base-url, --tools...) are the defaults of new sessions.\n\n\
+                      --9p serves the same sessions as files, for shell scripts, acme and any 9P2000 client:\n  \
+                      /sessions/new (write cwd=, provider=, model=, thinking=, name= lines; read the new id),\n  \
+                      /sessions/idx (id, name, state, cwd per line), /eventwait (blocks for the next event),\n  \
+                      /sessions/ID/prompt (write; steers a running session), /sessions/ID/ctl (write abort,\n  \
+                      compact, model, thinking, name or fork; read it for the syntax), /sessions/ID/chat (the\n  \
+                      answer as it streams, blocking; --- end --- ends a run), events (RPC events as JSON\n  \
+                      lines), state (idle/running; blocks until it changes), log, stats, name.\n  \
+                      etch serve --9p unix:$XDG_RUNTIME_DIR/etch.9p\n\n\
                       Ctrl-C or SIGTERM stops accepting, aborts runs (logs stay valid) and exits 0.")]
     Serve {
         /// Address to listen on; port 0 picks a free one. An address off
         /// this machine needs --insecure-remote.
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7411")]
         listen: String,
+        /// Also serve the sessions as a 9P2000 file tree: `unix:PATH` (a
+        /// socket only you can use) or a TCP address such as
+        /// 127.0.0.1:5640 (attach with the token as the attach name).
+        #[arg(long = "9p", value_name = "ADDR")]
+        nine_p: Option<String>,
         /// Serve the sessions of this directory (repeatable; default: the
         /// current directory). New sessions' cwd must be inside one.
         #[arg(long = "root", value_name = "DIR")]

@@ -58,11 +58,13 @@ pub fn absorb_outer(
         Command::Acp { run } => Command::Acp { run: merge(run)? },
         Command::Serve {
             listen,
+            nine_p,
             roots,
             insecure_remote,
             run,
         } => Command::Serve {
             listen,
+            nine_p,
             roots,
             insecure_remote,
             run: merge(run)?,

@@ -16,6 +16,7 @@ use serde_json::Value;
 pub mod browser;
 pub mod http;
 pub mod rpc;
+pub mod serve;
 pub mod tmux;
 
 /// Credential variables removed from every child environment (and
