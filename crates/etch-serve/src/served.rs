@@ -138,8 +138,11 @@ impl Channels {
                         delta: etch_protocol::Delta::TextDelta { delta },
                     } => self.say(delta),
                     EventBody::AgentEnd { error } => {
-                        self.end_chat(error.as_deref());
+                        // Idle before the chat says the run ended: a
+                        // reader acting on the end finds the session
+                        // idle.
                         self.set_running(false);
+                        self.end_chat(error.as_deref());
                         self.touch();
                         self.announce(|session_id| Lifecycle::RunEnded { session_id });
                     }
@@ -149,6 +152,7 @@ impl Channels {
             }
             Output::Broken(why) => {
                 if self.running.load(Ordering::SeqCst) {
+                    self.set_running(false);
                     self.end_chat(Some(&why));
                 }
                 self.live(&json!({"type": "broken", "message": why}).to_string());
@@ -171,8 +175,10 @@ impl Channels {
 
     /// Marks a run active or not, for both the flag and its watchers.
     pub(crate) fn set_running(&self, running: bool) {
-        self.running.store(running, Ordering::SeqCst);
+        // The flag is stored under the watch's lock, so two callers
+        // never leave the flag and the watch disagreeing.
         self.state.send_if_modified(|now| {
+            self.running.store(running, Ordering::SeqCst);
             let changed = *now != running;
             *now = running;
             changed
@@ -240,8 +246,12 @@ impl Channels {
     pub(crate) fn moved(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         // Wakes every stream, which then sees the new generation and
-        // ends (a stream only looks when a frame comes).
+        // ends (a stream only looks when a frame comes): the event
+        // streams, the chat readers (an empty text, which says nothing)
+        // and the state watchers.
         self.live(&json!({"type": "session_moved"}).to_string());
+        let _ = self.chat.send(Arc::from(""));
+        self.state.send_modify(|_| {});
     }
 
     /// Whether this is the first prompt of a session created untitled

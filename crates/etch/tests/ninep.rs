@@ -378,12 +378,14 @@ fn the_wire_speaks_9p2000_and_flush_cancels_a_blocked_read() {
         .trim()
         .to_owned();
     assert_ne!(new_id, id);
-    let error = raw.write(1, b"name=again\n").unwrap_err();
-    assert!(error.contains("already created session"), "{error}");
+    // A later write on the same open sets what can still change.
+    assert_eq!(raw.write(1, b"name=raw two\n").unwrap(), 13);
+    let error = raw.write(1, b"cwd=/\n").unwrap_err();
+    assert!(error.contains("cwd is fixed"), "{error}");
     raw.clunk(1).unwrap();
     assert_eq!(
         c.read_str(format!("/sessions/{new_id}/name")).unwrap(),
-        "raw one\n"
+        "raw two\n"
     );
     // A walk's later failure answers the qids walked so far.
     raw.send(
@@ -462,6 +464,104 @@ fn the_wire_speaks_9p2000_and_flush_cancels_a_blocked_read() {
     let refused = raw.attach(0, "not the token").unwrap_err();
     assert!(refused.contains("must be the server's token"), "{refused}");
     raw.attach(0, &tcp.token).unwrap();
+}
+
+/// What a hostile or careless client does is answered, bounded: a tag
+/// reused while its request waits is refused (its answer would be
+/// taken for the other's), an error fits the agreed message size, a
+/// version with a size too small is `unknown` with no larger size.
+#[test]
+fn reused_tags_small_sizes_and_odd_versions_are_refused() {
+    let ws = Workspace::new();
+    let serve = serve(&ws, &["--provider", "echo"]);
+    let mut raw = Raw::over(Box::new(
+        TcpStream::connect(serve.ninep.as_deref().unwrap()).unwrap(),
+    ));
+    raw.send(TVERSION, 0xFFFF, &[&100u32.to_le_bytes(), &s("9P2000")]);
+    let body = raw.answer(0xFFFF, TVERSION).unwrap();
+    assert_eq!(&body[..4], &100u32.to_le_bytes(), "never more than asked");
+    assert_eq!(&body[4..], &s("unknown")[..]);
+    raw.send(TVERSION, 0xFFFF, &[&8192u32.to_le_bytes(), &s("9P2000.L")]);
+    let body = raw.answer(0xFFFF, TVERSION).unwrap();
+    assert_eq!(&body[4..], &s("9P2000")[..]);
+    raw.send(TVERSION, 0xFFFF, &[&256u32.to_le_bytes(), &s("9P2000")]);
+    let body = raw.answer(0xFFFF, TVERSION).unwrap();
+    assert_eq!(&body[..4], &256u32.to_le_bytes());
+    raw.attach(0, &serve.token).unwrap();
+    // An error about a long name still fits in 256 bytes.
+    let long = "x".repeat(200);
+    raw.send(
+        TWALK,
+        3,
+        &[
+            &0u32.to_le_bytes(),
+            &1u32.to_le_bytes(),
+            &1u16.to_le_bytes(),
+            &s(&long),
+        ],
+    );
+    let mut size = [0u8; 4];
+    raw.stream.read_exact(&mut size).unwrap();
+    let size = u32::from_le_bytes(size);
+    assert!(size <= 256, "an Rerror of {size} bytes");
+    let mut rest = vec![0u8; size as usize - 4];
+    raw.stream.read_exact(&mut rest).unwrap();
+    assert_eq!(rest[0], RERROR);
+    // A blocked read, then the same tag again: refused, and the first
+    // still answers once there is something to read.
+    let id = {
+        let c = client(&serve);
+        c.read_str("/sessions/new").unwrap().trim().to_owned()
+    };
+    raw.walk_open(2, &["sessions", &id, "chat"], 0).unwrap();
+    let read = [
+        &2u32.to_le_bytes()[..],
+        &0u64.to_le_bytes(),
+        &100u32.to_le_bytes(),
+    ];
+    raw.send(TREAD, 9, &read);
+    raw.send(TREAD, 9, &read);
+    assert!(raw.error(9).contains("tag 9 is in use"));
+    let c = client(&serve);
+    c.write_str(format!("/sessions/{id}/prompt"), 0, "once")
+        .unwrap();
+    let (ty, body) = raw.recv(9);
+    assert_eq!(ty, TREAD + 1);
+    assert_eq!(&body[4..], b"once");
+}
+
+/// A fork through `ctl` moves the session's handle to the new session:
+/// the old one's open feeds end (as its event streams do), the fork is
+/// listed, and the old session opens again from its log.
+#[test]
+fn a_fork_through_ctl_ends_the_old_feeds_and_lists_the_fork() {
+    let ws = Workspace::new();
+    let serve = serve(&ws, &["--provider", "echo"]);
+    let c = client(&serve);
+    let id = c.read_str("/sessions/new").unwrap().trim().to_owned();
+    let dir = format!("/sessions/{id}");
+    let mut chat = c.iter_chunks(format!("{dir}/chat")).unwrap();
+    c.write_str(format!("{dir}/prompt"), 0, "first").unwrap();
+    assert_eq!(chat_until_end(&mut chat), "first\n--- end ---\n");
+    let entry = jsonl(&ws.only_session())
+        .into_iter()
+        .find(|e| e["type"] == "message.user")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.write_str(format!("{dir}/ctl"), 0, &format!("fork {entry}\n"))
+        .unwrap();
+    assert_eq!(chat.next(), None, "the old session's chat ended");
+    let listed = ids(&c);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let fork = listed.iter().find(|i| **i != id).unwrap();
+    assert_eq!(c.read_str(format!("{dir}/name")).unwrap(), "first\n");
+    assert!(
+        c.read_str(format!("/sessions/{fork}/log"))
+            .unwrap()
+            .contains("session.started")
+    );
 }
 
 /// A second server on the same workspace with a TCP tree.

@@ -19,6 +19,8 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::mpsc;
@@ -37,6 +39,14 @@ const MAX_PENDING: usize = 1024;
 /// Replies queued for the writer before the requests that make more
 /// wait.
 const REPLY_QUEUE: usize = 64;
+
+/// How long a client may take from connecting to attaching: a
+/// connection that never attaches is closed, not kept.
+const ATTACH_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Where replies go: the writer encodes each with its tag within the
+/// agreed message size.
+pub type Replies = mpsc::Sender<(u16, Reply)>;
 
 /// A fid: the file it names, and its open state once opened.
 struct Fid {
@@ -60,16 +70,20 @@ struct Conn {
     space: Arc<Space>,
     /// The attach name a client must give (the server's token, on TCP).
     token: Option<Arc<str>>,
-    /// The agreed message size; [`MAX_MSIZE`] until `Tversion`.
-    msize: u32,
+    /// The agreed message size; [`MAX_MSIZE`] until `Tversion`. Shared
+    /// with the writer.
+    msize: Arc<AtomicU32>,
     /// Whether `Tversion` came.
     versioned: bool,
+    /// Until when the client may attach; `None` once it has (since the
+    /// last `Tversion`).
+    attach_by: Option<tokio::time::Instant>,
     /// The client's fids.
     fids: HashMap<u32, Fid>,
     /// Requests answered by tasks, by tag.
     pending: HashMap<u16, Pending>,
     /// Where replies go.
-    replies: mpsc::Sender<Vec<u8>>,
+    replies: Replies,
 }
 
 /// Serves one client on `stream` until it hangs up or `stopped`
@@ -83,9 +97,12 @@ pub async fn serve<S>(
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut reader, mut writer) = tokio::io::split(stream);
-    let (replies, mut outgoing) = mpsc::channel::<Vec<u8>>(REPLY_QUEUE);
+    let (replies, mut outgoing) = mpsc::channel::<(u16, Reply)>(REPLY_QUEUE);
+    let msize = Arc::new(AtomicU32::new(MAX_MSIZE));
+    let agreed = Arc::clone(&msize);
     let writing = tokio::spawn(async move {
-        while let Some(bytes) = outgoing.recv().await {
+        while let Some((tag, reply)) = outgoing.recv().await {
+            let bytes = reply.encode(tag, agreed.load(Ordering::SeqCst));
             if writer.write_all(&bytes).await.is_err() {
                 return;
             }
@@ -95,16 +112,25 @@ pub async fn serve<S>(
     let mut conn = Conn {
         space,
         token,
-        msize: MAX_MSIZE,
+        msize,
         versioned: false,
+        attach_by: Some(tokio::time::Instant::now() + ATTACH_DEADLINE),
         fids: HashMap::new(),
         pending: HashMap::new(),
         replies,
     };
     tokio::pin!(stopped);
     loop {
+        let msize = conn.msize.load(Ordering::SeqCst);
+        let deadline = conn.attach_by;
         let frame = tokio::select! {
-            frame = read_frame(&mut reader, conn.msize) => frame,
+            frame = read_frame(&mut reader, msize) => frame,
+            () = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => break,
             () = &mut stopped => break,
         };
         match frame {
@@ -163,7 +189,12 @@ impl Conn {
 
     /// Sends `reply` to the request tagged `tag`.
     async fn send(&self, tag: u16, reply: Reply) {
-        let _ = self.replies.send(reply.encode(tag)).await;
+        let _ = self.replies.send((tag, reply)).await;
+    }
+
+    /// The most data one read or write moves.
+    fn iounit(&self) -> u32 {
+        self.msize.load(Ordering::SeqCst).saturating_sub(IOHDRSZ)
     }
 
     /// Answers one request; `None` when a task answers it.
@@ -172,6 +203,12 @@ impl Conn {
         if !self.versioned && !matches!(request, Request::Version { .. }) {
             return Some(Reply::Error(format!(
                 "{name} before Tversion: start with Tversion {VERSION}"
+            )));
+        }
+        if self.pending.contains_key(&tag) && !matches!(request, Request::Flush { .. }) {
+            // Its answer would be taken for the waiting request's.
+            return Some(Reply::Error(format!(
+                "tag {tag} is in use by a request still waiting: use another, or flush it"
             )));
         }
         let answer = match request {
@@ -221,21 +258,25 @@ impl Conn {
         Some(answer.unwrap_or_else(Reply::Error))
     }
 
-    /// `Tversion`: agrees the message size and starts over.
+    /// `Tversion`: agrees the message size and starts over. A size too
+    /// small or a version not spoken is answered `unknown`, with the
+    /// client's own size (never more), the old size kept.
     async fn version(&mut self, msize: u32, version: &str) -> Reply {
         self.forget_all().await;
-        self.msize = msize.min(MAX_MSIZE);
+        self.attach_by = Some(tokio::time::Instant::now() + ATTACH_DEADLINE);
         let speaks = version == VERSION || version.starts_with("9P2000.");
         if msize < MIN_MSIZE || !speaks {
             self.versioned = false;
             return Reply::Version {
-                msize: self.msize.max(MIN_MSIZE),
+                msize,
                 version: "unknown".to_owned(),
             };
         }
+        let agreed = msize.min(MAX_MSIZE);
+        self.msize.store(agreed, Ordering::SeqCst);
         self.versioned = true;
         Reply::Version {
-            msize: self.msize,
+            msize: agreed,
             version: VERSION.to_owned(),
         }
     }
@@ -255,6 +296,7 @@ impl Conn {
             );
         }
         self.new_fid(fid, Node::Root)?;
+        self.attach_by = None;
         Ok(Reply::Attach(self.space.numbers.qid(&Node::Root)))
     }
 
@@ -349,7 +391,7 @@ impl Conn {
         if let Some(f) = self.fids.get_mut(&fid) {
             f.open = Some(Arc::new(open));
         }
-        Ok(Reply::Open(qid, self.msize - IOHDRSZ))
+        Ok(Reply::Open(qid, self.iounit()))
     }
 
     /// The open file of `fid`, opened for `what` (`reading` or
@@ -377,7 +419,7 @@ impl Conn {
     /// `Tread`: answered by a task (it may wait for data).
     fn read(&mut self, tag: u16, fid: u32, offset: u64, count: u32) -> Result<(), String> {
         let open = self.opened(fid, false)?;
-        let count = count.min(self.msize - IOHDRSZ);
+        let count = count.min(self.iounit());
         let space = Arc::clone(&self.space);
         let replies = self.replies.clone();
         let task = tokio::spawn(async move {
@@ -388,17 +430,22 @@ impl Conn {
     }
 
     /// `Twrite`: answered by a task (a prompt waits for the session to
-    /// take it).
+    /// take it). What the write does runs on by itself: a flush, a
+    /// clunk or a hang-up stops the answer, never an operation halfway
+    /// (a fork without its re-keying, a prompt taken without its run
+    /// slot).
     fn write(&mut self, tag: u16, fid: u32, data: Vec<u8>) -> Result<(), String> {
         let open = self.opened(fid, true)?;
         let space = Arc::clone(&self.space);
         let replies = self.replies.clone();
+        let operation = tokio::spawn(async move { files::write(&space, &open, data).await });
         let task = tokio::spawn(async move {
-            let reply = match files::write(&space, &open, data).await {
-                Ok(n) => Reply::Write(n),
-                Err(e) => Reply::Error(e),
+            let reply = match operation.await {
+                Ok(Ok(n)) => Reply::Write(n),
+                Ok(Err(e)) => Reply::Error(e),
+                Err(e) => Reply::Error(format!("the write failed: {e}")),
             };
-            let _ = replies.send(reply.encode(tag)).await;
+            let _ = replies.send((tag, reply)).await;
         });
         self.pending.insert(tag, Pending { fid, task });
         Ok(())

@@ -20,12 +20,13 @@ use std::sync::Arc;
 use etch_protocol::{Command, CommandBody, StreamingBehavior};
 use etch_runtime::service::{SessionHandle as _, catalog};
 use serde_json::Value;
-use tokio::sync::{Mutex, broadcast, mpsc, watch};
+use tokio::sync::{Mutex, broadcast, watch};
 
+use super::conn::Replies;
 use super::tree::{File, Node, Numbers};
 use super::wire::{Reply, encode_stat};
 use crate::api::NewSession;
-use crate::state::{Access, App, Frame, InUse};
+use crate::state::{Access, App, Channels, Frame, InUse};
 
 /// What `ctl` takes, and what reading it says.
 pub const CTL_HELP: &str = "\
@@ -136,10 +137,30 @@ enum State {
     /// Chat, events or lifecycle: a subscription and what it has
     /// brought that no read took yet.
     Feed(Mutex<Feed>),
-    /// `state`: the running flag as last read.
-    Running(Mutex<watch::Receiver<bool>>),
+    /// `state`: the running flag as last read, and the session's
+    /// handle as opened.
+    Running(Mutex<watch::Receiver<bool>>, Moved),
     /// A file opened for writing only.
     Writes,
+}
+
+/// Whether a session's handle moved to another session (a fork) since
+/// a file was opened: its feeds end then, as its event streams do.
+#[derive(Clone)]
+struct Moved(Option<(Arc<Channels>, u64)>);
+
+impl Moved {
+    /// Watches `channels` from now.
+    fn since(channels: &Arc<Channels>) -> Self {
+        Self(Some((Arc::clone(channels), channels.generation())))
+    }
+
+    /// Whether it moved.
+    fn moved(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|(channels, generation)| channels.generation() != *generation)
+    }
 }
 
 /// A subscription read as bytes.
@@ -148,6 +169,8 @@ struct Feed {
     source: Source,
     /// Bytes brought and not yet read.
     pending: Vec<u8>,
+    /// The session's handle as opened (none for the lifecycle).
+    moved: Moved,
 }
 
 /// A feed's subscription.
@@ -160,37 +183,48 @@ enum Source {
 
 impl Source {
     /// Waits for the next item and adds it to `out`; `Ok(false)` at
-    /// the end of the feed.
-    async fn next(&mut self, out: &mut Vec<u8>) -> Result<bool, String> {
+    /// the end of the feed (its session gone or moved).
+    async fn next(&mut self, out: &mut Vec<u8>, moved: &Moved) -> Result<bool, String> {
+        use broadcast::error::RecvError;
         let lagged = |n: u64| {
             format!(
                 "this reader fell {n} items behind and lost them; the next read goes on from now"
             )
         };
-        match self {
-            Self::Lines(rx, newline) => match rx.recv().await {
-                Ok(text) => {
-                    out.extend_from_slice(text.as_bytes());
-                    if *newline {
-                        out.push(b'\n');
+        loop {
+            if moved.moved() {
+                return Ok(false);
+            }
+            let line = match self {
+                Self::Lines(rx, newline) => match rx.recv().await {
+                    // An empty text only wakes the reader (a move).
+                    Ok(text) if text.is_empty() => continue,
+                    Ok(text) => {
+                        let mut line = text.as_bytes().to_vec();
+                        if *newline {
+                            line.push(b'\n');
+                        }
+                        line
                     }
-                    Ok(true)
-                }
-                Err(broadcast::error::RecvError::Lagged(n)) => Err(lagged(n)),
-                Err(broadcast::error::RecvError::Closed) => Ok(false),
-            },
-            Self::Events(rx) => loop {
-                match rx.recv().await {
+                    Err(RecvError::Lagged(n)) => return Err(lagged(n)),
+                    Err(RecvError::Closed) => return Ok(false),
+                },
+                Self::Events(rx) => match rx.recv().await {
                     Ok(Frame::Live(line)) => {
-                        out.extend_from_slice(line.as_bytes());
-                        out.push(b'\n');
-                        return Ok(true);
+                        let mut line = line.as_bytes().to_vec();
+                        line.push(b'\n');
+                        line
                     }
-                    Ok(Frame::Entry { .. }) => {}
-                    Err(broadcast::error::RecvError::Lagged(n)) => return Err(lagged(n)),
-                    Err(broadcast::error::RecvError::Closed) => return Ok(false),
-                }
-            },
+                    Ok(Frame::Entry { .. }) => continue,
+                    Err(RecvError::Lagged(n)) => return Err(lagged(n)),
+                    Err(RecvError::Closed) => return Ok(false),
+                },
+            };
+            if moved.moved() {
+                return Ok(false);
+            }
+            out.extend_from_slice(&line);
+            return Ok(true);
         }
     }
 }
@@ -234,6 +268,8 @@ pub async fn open(space: &Space, node: &Node, open_mode: u8) -> Result<Open, Str
     }
     let (state, lease) = if readable {
         opened_for_reading(space, node).await?
+    } else if *node == Node::New {
+        (State::New(Mutex::new(None)), None)
     } else {
         (State::Writes, writer_lease(space, node).await?)
     };
@@ -269,6 +305,7 @@ async fn opened_for_reading(space: &Space, node: &Node) -> Result<(State, Option
             State::Feed(Mutex::new(Feed {
                 source: Source::Lines(space.app.lifecycle(), true),
                 pending: Vec::new(),
+                moved: Moved(None),
             })),
             None,
         ),
@@ -293,12 +330,17 @@ async fn opened_for_reading(space: &Space, node: &Node) -> Result<(State, Option
                 File::Chat => State::Feed(Mutex::new(Feed {
                     source: Source::Lines(served.channels.chat.subscribe(), false),
                     pending: Vec::new(),
+                    moved: Moved::since(&served.channels),
                 })),
                 File::Events => State::Feed(Mutex::new(Feed {
                     source: Source::Events(served.channels.frames.subscribe()),
                     pending: Vec::new(),
+                    moved: Moved::since(&served.channels),
                 })),
-                File::State => State::Running(Mutex::new(served.channels.watch_running())),
+                File::State => State::Running(
+                    Mutex::new(served.channels.watch_running()),
+                    Moved::since(&served.channels),
+                ),
                 File::Stats => State::Text(stats(&served).await?),
                 File::Name => State::Text(title(space, id).await.into_bytes()),
                 File::Log => State::Log(served.handle.file()),
@@ -455,7 +497,7 @@ pub async fn read(
     offset: u64,
     count: u32,
     tag: u16,
-    replies: &mpsc::Sender<Vec<u8>>,
+    replies: &Replies,
 ) {
     let answer = match &open.state {
         State::Feed(feed) => return read_feed(feed, count, tag, replies).await,
@@ -463,27 +505,33 @@ pub async fn read(
         State::Text(text) => Ok(slice(text, offset, count)),
         State::New(created) => read_new(space, created, offset, count).await,
         State::Log(file) => read_log(file, offset, count).await,
-        State::Running(rx) => read_state(rx, offset).await.map(|t| slice(t, 0, count)),
+        State::Running(rx, moved) => read_state(rx, moved, offset)
+            .await
+            .map(|t| slice(t, 0, count)),
         State::Writes => Err(format!("{} was opened for writing only", path(&open.node))),
     };
     let reply = match answer {
         Ok(data) => Reply::Read(data),
         Err(e) => Reply::Error(e),
     };
-    let _ = replies.send(reply.encode(tag)).await;
+    let _ = replies.send((tag, reply)).await;
 }
 
 /// A feed's read: what is pending, or the next item's bytes once it
 /// comes; taken from the feed only as the reply is queued.
-async fn read_feed(feed: &Mutex<Feed>, count: u32, tag: u16, replies: &mpsc::Sender<Vec<u8>>) {
+async fn read_feed(feed: &Mutex<Feed>, count: u32, tag: u16, replies: &Replies) {
     let mut feed = feed.lock().await;
     while feed.pending.is_empty() {
-        let Feed { source, pending } = &mut *feed;
-        match source.next(pending).await {
+        let Feed {
+            source,
+            pending,
+            moved,
+        } = &mut *feed;
+        match source.next(pending, moved).await {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                let _ = replies.send(Reply::Error(e).encode(tag)).await;
+                let _ = replies.send((tag, Reply::Error(e))).await;
                 return;
             }
         }
@@ -497,7 +545,7 @@ async fn read_feed(feed: &Mutex<Feed>, count: u32, tag: u16, replies: &mpsc::Sen
         .len()
         .min(usize::try_from(count).unwrap_or(usize::MAX));
     let data: Vec<u8> = feed.pending.drain(..n).collect();
-    permit.send(Reply::Read(data).encode(tag));
+    permit.send((tag, Reply::Read(data)));
 }
 
 /// A directory's read: the whole entries that fit in `count` from
@@ -579,11 +627,13 @@ async fn read_log(file: &std::path::Path, offset: u64, count: u32) -> Result<Vec
 /// once it changed since the last read (blocking until then).
 async fn read_state(
     rx: &Mutex<watch::Receiver<bool>>,
+    moved: &Moved,
     offset: u64,
 ) -> Result<&'static [u8], String> {
     let mut rx = rx.lock().await;
-    if offset > 0 && rx.changed().await.is_err() {
-        // The session is gone: nothing will change any more.
+    if offset > 0 && rx.changed().await.is_err() || moved.moved() {
+        // The session is gone, or its handle moved to a fork: nothing
+        // here will change any more.
         return Ok(b"");
     }
     let running = *rx.borrow_and_update();
@@ -599,16 +649,16 @@ pub async fn write(space: &Space, open: &Open, data: Vec<u8>) -> Result<u32, Str
     match &open.node {
         Node::New => {
             let State::New(created) = &open.state else {
-                return write_new(space, &text).await.map(|_| taken);
+                return Err("/sessions/new was not opened as itself".to_owned());
             };
+            // The first write makes the session; later ones on the same
+            // open set what can still change (a shell's `{ echo cwd=..;
+            // echo model=..; } > new` writes twice).
             let mut created = created.lock().await;
-            if let Some(id) = created.as_deref() {
-                return Err(format!(
-                    "this open of /sessions/new already created session {id}; open it again \
-                     for another"
-                ));
+            match created.as_deref() {
+                Some(id) => amend_new(space, id, &text).await?,
+                None => *created = Some(write_new(space, &text).await?),
             }
-            *created = Some(write_new(space, &text).await?);
         }
         Node::File(id, File::Prompt) => {
             let message = text.strip_suffix('\n').unwrap_or(&text).to_owned();
@@ -632,8 +682,8 @@ pub async fn write(space: &Space, open: &Open, data: Vec<u8>) -> Result<u32, Str
     Ok(taken)
 }
 
-/// Creates a session from `new`'s `key=value` lines; answers its id.
-async fn write_new(space: &Space, text: &str) -> Result<String, String> {
+/// `new`'s `key=value` lines, checked.
+fn new_settings(text: &str) -> Result<(NewSession, Option<String>), String> {
     let mut asked = NewSession::default();
     let mut name = None;
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -656,6 +706,45 @@ async fn write_new(space: &Space, text: &str) -> Result<String, String> {
             }
         }
     }
+    Ok((asked, name))
+}
+
+/// Sets on session `id`, made by this open of `new`, what later lines
+/// ask: its name, model and thinking level (its cwd is fixed).
+async fn amend_new(space: &Space, id: &str, text: &str) -> Result<(), String> {
+    let (asked, name) = new_settings(text)?;
+    if asked.cwd.is_some() {
+        return Err(format!(
+            "session {id} was made by an earlier write to this open of /sessions/new and its \
+             cwd is fixed; give cwd= in the first write"
+        ));
+    }
+    if let Some(name) = name {
+        ctl(space, id, &format!("name {name}")).await?;
+    }
+    match (asked.provider, asked.model) {
+        (Some(provider), Some(model)) => {
+            ctl(space, id, &format!("model {provider} {model}")).await?;
+        }
+        (None, Some(model)) => {
+            ctl(space, id, &format!("model {model}")).await?;
+        }
+        (Some(provider), None) => {
+            return Err(format!(
+                "provider={provider} needs model= beside it once session {id} is made"
+            ));
+        }
+        (None, None) => {}
+    }
+    if let Some(thinking) = asked.thinking {
+        ctl(space, id, &format!("thinking {thinking}")).await?;
+    }
+    Ok(())
+}
+
+/// Creates a session from `new`'s `key=value` lines; answers its id.
+async fn write_new(space: &Space, text: &str) -> Result<String, String> {
+    let (asked, name) = new_settings(text)?;
     let served = space
         .app
         .create_session(asked)
@@ -750,6 +839,7 @@ async fn ctl(space: &Space, id: &str, line: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::sync::mpsc;
 
     #[test]
     fn text_reads_stop_at_the_end() {
@@ -765,13 +855,17 @@ mod tests {
         let feed = Mutex::new(Feed {
             source: Source::Lines(rx, false),
             pending: Vec::new(),
+            moved: Moved(None),
         });
         (tx, feed)
     }
 
-    /// The data of an encoded `Rread`.
-    fn data_of(reply: &[u8]) -> &[u8] {
-        &reply[11..]
+    /// The data of a reply that must be an `Rread`.
+    fn data_of(reply: (u16, Reply)) -> Vec<u8> {
+        match reply.1 {
+            Reply::Read(data) => data,
+            other => panic!("not a read: {other:?}"),
+        }
     }
 
     #[test]
@@ -783,17 +877,16 @@ mod tests {
         // The reply queue is full: the read takes the text, then waits
         // for room, and is dropped there (a flush).
         let (full, mut queued) = mpsc::channel(1);
-        full.try_send(b"earlier".to_vec()).unwrap();
+        full.try_send((1, Reply::Flush)).unwrap();
         assert!(read_feed(&feed, 100, 7, &full).now_or_never().is_none());
         // A later read, with room, gets all of it.
         let (replies, mut out) = mpsc::channel(4);
         read_feed(&feed, 100, 8, &replies).now_or_never().unwrap();
-        let reply = out.try_recv().unwrap();
-        assert_eq!(data_of(&reply), b"hello ");
+        assert_eq!(data_of(out.try_recv().unwrap()), b"hello ");
         read_feed(&feed, 100, 9, &replies).now_or_never().unwrap();
-        assert_eq!(data_of(&out.try_recv().unwrap()), b"world");
+        assert_eq!(data_of(out.try_recv().unwrap()), b"world");
         // Nothing was sent for the cancelled read.
-        assert_eq!(queued.try_recv().unwrap(), b"earlier");
+        assert_eq!(queued.try_recv().unwrap(), (1, Reply::Flush));
         assert!(queued.try_recv().is_err());
     }
 
@@ -804,9 +897,9 @@ mod tests {
         chat.send(Arc::from("abcdef")).unwrap();
         let (replies, mut out) = mpsc::channel(4);
         read_feed(&feed, 4, 1, &replies).now_or_never().unwrap();
-        assert_eq!(data_of(&out.try_recv().unwrap()), b"abcd");
+        assert_eq!(data_of(out.try_recv().unwrap()), b"abcd");
         read_feed(&feed, 4, 2, &replies).now_or_never().unwrap();
-        assert_eq!(data_of(&out.try_recv().unwrap()), b"ef");
+        assert_eq!(data_of(out.try_recv().unwrap()), b"ef");
         // Nothing new: the read waits.
         assert!(read_feed(&feed, 4, 3, &replies).now_or_never().is_none());
     }
@@ -820,11 +913,12 @@ mod tests {
         }
         let (replies, mut out) = mpsc::channel(4);
         read_feed(&feed, 100, 1, &replies).now_or_never().unwrap();
-        let error = out.try_recv().unwrap();
-        assert_eq!(error[4], 107, "an Rerror");
-        assert!(String::from_utf8_lossy(&error).contains("fell 2 items behind"));
+        match out.try_recv().unwrap() {
+            (1, Reply::Error(e)) => assert!(e.contains("fell 2 items behind"), "{e}"),
+            other => panic!("not an error: {other:?}"),
+        }
         read_feed(&feed, 100, 2, &replies).now_or_never().unwrap();
-        assert_eq!(data_of(&out.try_recv().unwrap()), b"c");
+        assert_eq!(data_of(out.try_recv().unwrap()), b"c");
     }
 
     #[test]

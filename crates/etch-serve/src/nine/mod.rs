@@ -9,8 +9,8 @@
 //! - `tree`: which files exist, with what permissions and qids.
 //! - `files`: what opening, reading and writing each one does.
 //!
-//! A unix socket is created 0600, so only its owner connects and no
-//! token is asked. Over TCP a client gives the server's token as the
+//! A unix socket is created 0600 (and each peer's user is checked), so
+//! only its owner connects and no token is asked. Over TCP a client gives the server's token as the
 //! attach name: 9P has no other way to tell the user from another
 //! local account.
 //!
@@ -28,6 +28,9 @@ use std::sync::Arc;
 use crate::error::ServeError;
 use crate::state::App;
 
+/// Connections served at once; more are closed as they come.
+const MAX_CONNECTIONS: usize = 256;
+
 /// How long to wait after a failed accept.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -40,9 +43,9 @@ pub enum Listener {
     Unix(tokio::net::UnixListener, SocketFile),
 }
 
-/// A unix socket's file, removed when dropped.
+/// A unix socket's file, removed when dropped, and the user it admits.
 #[derive(Debug)]
-pub struct SocketFile(PathBuf);
+pub struct SocketFile(PathBuf, u32);
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
@@ -55,7 +58,9 @@ impl Listener {
     /// from the moment it has that name. A stale socket there (nothing
     /// listening) is replaced; anything else is refused.
     pub fn unix(path: &Path) -> Result<Self, ServeError> {
-        use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+        use std::os::unix::fs::{
+            DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, PermissionsExt as _,
+        };
         let failed = |why: String| ServeError::Socket {
             path: path.to_path_buf(),
             why,
@@ -82,23 +87,37 @@ impl Listener {
         let name = path
             .file_name()
             .ok_or_else(|| failed("the path names no file".to_owned()))?;
-        // Bound under a temporary name, made private, then renamed: no
-        // moment when another user could connect.
-        let temporary = path.with_file_name(format!(
-            ".{}.{}.tmp",
+        // Bound in a fresh directory only this user can enter, made
+        // private, then renamed into place: no moment when another user
+        // could connect. Each connection's peer is checked besides.
+        let private = path.with_file_name(format!(
+            ".{}.{}.{}",
             name.to_string_lossy(),
-            std::process::id()
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
         ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&private)
+            .map_err(|e| failed(format!("cannot make a private directory beside it: {e}")))?;
+        let temporary = private.join("socket");
+        let placed = tokio::net::UnixListener::bind(&temporary)
+            .map_err(|e| format!("cannot bind: {e}"))
+            .and_then(|listener| {
+                std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+                    .and_then(|()| std::fs::rename(&temporary, path))
+                    .map_err(|e| format!("cannot make it private: {e}"))?;
+                let owner = std::fs::metadata(path)
+                    .map_err(|e| format!("cannot read it back: {e}"))?
+                    .uid();
+                Ok((listener, owner))
+            });
         let _ = std::fs::remove_file(&temporary);
-        let listener = tokio::net::UnixListener::bind(&temporary)
-            .map_err(|e| failed(format!("cannot bind: {e}")))?;
-        let placed = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
-            .and_then(|()| std::fs::rename(&temporary, path));
-        if let Err(e) = placed {
-            let _ = std::fs::remove_file(&temporary);
-            return Err(failed(format!("cannot make it private: {e}")));
-        }
-        Ok(Self::Unix(listener, SocketFile(path.to_path_buf())))
+        let _ = std::fs::remove_dir(&private);
+        let (listener, owner) = placed.map_err(failed)?;
+        Ok(Self::Unix(listener, SocketFile(path.to_path_buf(), owner)))
     }
 }
 
@@ -109,6 +128,7 @@ pub(crate) async fn serve(app: Arc<App>, listener: Listener, owner: String) {
     let space = Arc::new(files::Space::new(Arc::clone(&app), owner));
     let stopped = app.stopped();
     tokio::pin!(stopped);
+    let room = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         match &listener {
             Listener::Tcp(tcp) => {
@@ -122,19 +142,24 @@ pub(crate) async fn serve(app: Arc<App>, listener: Listener, owner: String) {
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 };
-                {
-                    let _ = stream.set_nodelay(true);
-                    let _ = socket2::SockRef::from(&stream)
-                        .set_tcp_user_timeout(Some(crate::STALLED_CLIENT));
-                    tokio::spawn(conn::serve(
-                        stream,
-                        Arc::clone(&space),
-                        Some(Arc::clone(&token)),
-                        app.stopped(),
-                    ));
-                }
+                let Ok(slot) = Arc::clone(&room).try_acquire_owned() else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let _ = socket2::SockRef::from(&stream)
+                    .set_tcp_user_timeout(Some(crate::STALLED_CLIENT));
+                let served = conn::serve(
+                    stream,
+                    Arc::clone(&space),
+                    Some(Arc::clone(&token)),
+                    app.stopped(),
+                );
+                tokio::spawn(async move {
+                    served.await;
+                    drop(slot);
+                });
             }
-            Listener::Unix(unix, _) => {
+            Listener::Unix(unix, SocketFile(_, owner)) => {
                 let accepted = tokio::select! {
                     accepted = unix.accept() => accepted,
                     () = &mut stopped => return,
@@ -143,9 +168,19 @@ pub(crate) async fn serve(app: Arc<App>, listener: Listener, owner: String) {
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 };
-                {
-                    tokio::spawn(conn::serve(stream, Arc::clone(&space), None, app.stopped()));
+                // Only the user the socket is for: its mode says so, and
+                // the peer's credentials confirm it.
+                if !stream.peer_cred().is_ok_and(|peer| peer.uid() == *owner) {
+                    continue;
                 }
+                let Ok(slot) = Arc::clone(&room).try_acquire_owned() else {
+                    continue;
+                };
+                let served = conn::serve(stream, Arc::clone(&space), None, app.stopped());
+                tokio::spawn(async move {
+                    served.await;
+                    drop(slot);
+                });
             }
         }
     }

@@ -44,7 +44,8 @@ pub const QTDIR: u8 = 0x80;
 /// A `Qid`'s type byte for a plain file.
 pub const QTFILE: u8 = 0;
 
-/// The longest error text sent: longer ones are cut (at a character).
+/// The longest error text sent: longer ones are cut (at a character),
+/// and shorter still when the agreed `msize` leaves less room.
 const MAX_ERROR: usize = 2048;
 
 /// Message types (intro(5)); a reply's type is its request's plus one.
@@ -554,8 +555,10 @@ pub fn encode_stat(stat: &Stat) -> Vec<u8> {
 }
 
 impl Reply {
-    /// The reply to the request tagged `tag`, as bytes.
-    pub fn encode(&self, tag: u16) -> Vec<u8> {
+    /// The reply to the request tagged `tag`, as bytes, within `msize`
+    /// (an error's text is cut to fit; a read's data is the caller's to
+    /// bound).
+    pub fn encode(&self, tag: u16, msize: u32) -> Vec<u8> {
         match self {
             Self::Version { msize, version } => {
                 let mut out = Out::new(kind::TVERSION + 1, tag);
@@ -570,7 +573,8 @@ impl Reply {
             }
             Self::Error(text) => {
                 let mut out = Out::new(kind::RERROR, tag);
-                out.string(cut(text, MAX_ERROR));
+                let room = usize::try_from(msize.saturating_sub(9)).unwrap_or(usize::MAX);
+                out.string(cut(text, MAX_ERROR.min(room)));
                 out.done()
             }
             Self::Flush => Out::new(kind::TFLUSH + 1, tag).done(),
@@ -779,16 +783,19 @@ mod tests {
 
     #[test]
     fn replies_carry_their_size_type_and_tag() {
-        let bytes = Reply::Read(b"abc".to_vec()).encode(7);
+        let bytes = Reply::Read(b"abc".to_vec()).encode(7, MAX_MSIZE);
         assert_eq!(&bytes[..4], &14u32.to_le_bytes());
         assert_eq!(bytes[4], 117);
         assert_eq!(&bytes[5..7], &7u16.to_le_bytes());
         assert_eq!(&bytes[7..11], &3u32.to_le_bytes());
         assert_eq!(&bytes[11..], b"abc");
-        let error = Reply::Error("é".repeat(5000)).encode(1);
+        let error = Reply::Error("é".repeat(5000)).encode(1, MAX_MSIZE);
         let n = usize::from(u16::from_le_bytes([error[7], error[8]]));
         assert!(n <= MAX_ERROR);
         assert!(std::str::from_utf8(&error[9..]).is_ok());
         assert_eq!(error.len(), 9 + n);
+        // Within the smallest msize too.
+        let small = Reply::Error("x".repeat(5000)).encode(1, MIN_MSIZE);
+        assert_eq!(small.len(), MIN_MSIZE as usize);
     }
 }
