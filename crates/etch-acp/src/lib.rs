@@ -27,4 +27,7 @@ mod server;
 mod toolcall;
 mod update;
 
+/// One JSON-RPC line read, public for the fuzz targets.
+#[doc(hidden)]
+pub use rpc::{Message as RpcMessage, parse as parse_rpc_line, response as rpc_response};
 pub use server::{Input, Options, Out, PlaceFor, Served, serve};

@@ -49,6 +49,9 @@ use axum::serve::ListenerExt as _;
 pub use auth::{new_token, token_from_file};
 pub use error::ServeError;
 pub use nine::Listener as NineListener;
+/// The 9P2000 message format, public for the fuzz targets.
+#[doc(hidden)]
+pub use nine::wire as ninep_wire;
 pub use state::{Notify, Options};
 
 /// How long a client that stopped reading may keep data unsent before

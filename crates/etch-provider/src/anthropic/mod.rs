@@ -20,7 +20,9 @@ use etch_model::{
 };
 use tokio_util::sync::CancellationToken;
 
-use self::decode::{AnthropicDecoder, decode_error_body};
+use self::decode::decode_error_body;
+// Public for the fuzz targets, which feed it hostile streams.
+pub use self::decode::AnthropicDecoder;
 use crate::driver::{self, HttpPass, StreamDecoder};
 use crate::http::{RetryPolicy, StreamLimits};
 use crate::sse::SseFrame;

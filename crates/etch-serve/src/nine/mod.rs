@@ -20,7 +20,7 @@
 mod conn;
 mod files;
 mod tree;
-mod wire;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

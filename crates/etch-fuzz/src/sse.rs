@@ -1,0 +1,83 @@
+//! The model stream decoders: `sse_frames` (the `text/event-stream`
+//! parser alone) and `sse_chat`, `sse_responses`, `sse_anthropic` (the
+//! parser and each provider's decoder). The input's first byte picks a
+//! chunking of the rest; the same bytes in one piece and in those
+//! chunks must give the same frames, the same events and the same
+//! error.
+
+use etch_model::StreamEvent;
+use etch_provider::driver::StreamDecoder;
+use etch_provider::sse::{SseFrame, SseParser};
+
+use crate::chunks;
+
+/// A small frame limit, so the limit's own path is reached.
+const MAX_FRAME: usize = 64 * 1024;
+
+/// The frames of `pieces`, and whether the frame limit was hit.
+fn frames(pieces: &[&[u8]]) -> (Vec<SseFrame>, bool) {
+    let mut parser = SseParser::with_max_frame(MAX_FRAME);
+    let mut out = Vec::new();
+    for piece in pieces {
+        if parser.push(piece, &mut out).is_err() {
+            return (out, true);
+        }
+    }
+    let over = parser.finish(&mut out).is_err();
+    (out, over)
+}
+
+/// `sse_frames`: the parser alone.
+pub fn check_frames(data: &[u8]) {
+    let (sizes, body) = chunks::split(data);
+    let whole = frames(&[body]);
+    let cut = frames(&chunks::pieces(body, &sizes));
+    assert_eq!(whole, cut, "the frames depend on the chunking");
+}
+
+/// What a decoder made of a stream: its events, and its error's text.
+type Decoded = (Vec<StreamEvent>, Option<String>);
+
+/// Runs `decoder` over the frames of `pieces`.
+fn decode<D: StreamDecoder>(mut decoder: D, pieces: &[&[u8]]) -> Decoded {
+    let (frames, over) = frames(pieces);
+    let mut out = Vec::new();
+    for frame in &frames {
+        if let Err(e) = decoder.frame(frame, &mut out) {
+            return (out, Some(e.to_string()));
+        }
+    }
+    if over {
+        return (out, Some("frame too large".to_owned()));
+    }
+    match decoder.finish(&mut out) {
+        Ok(()) => (out, None),
+        Err(e) => (out, Some(e.to_string())),
+    }
+}
+
+/// The same stream whole and in the input's chunking.
+fn same<D: StreamDecoder>(new: fn() -> D, data: &[u8]) {
+    let (sizes, body) = chunks::split(data);
+    let whole = decode(new(), &[body]);
+    let cut = decode(new(), &chunks::pieces(body, &sizes));
+    assert_eq!(whole, cut, "the events depend on the chunking");
+}
+
+/// `sse_chat`: Chat Completions.
+pub fn check_chat(data: &[u8]) {
+    same(etch_provider::openai::chat_decode::ChatDecoder::new, data);
+}
+
+/// `sse_responses`: Responses.
+pub fn check_responses(data: &[u8]) {
+    same(
+        etch_provider::openai::responses_decode::ResponsesDecoder::new,
+        data,
+    );
+}
+
+/// `sse_anthropic`: Anthropic Messages.
+pub fn check_anthropic(data: &[u8]) {
+    same(etch_provider::anthropic::AnthropicDecoder::new, data);
+}
