@@ -19,10 +19,12 @@
 pub mod acp;
 pub mod chunks;
 pub mod config;
+pub mod hooks;
 pub mod ninep;
 pub mod pi;
 pub mod rpc;
 pub mod session;
+pub mod skills;
 pub mod sse;
 
 /// A check: one input, panicking when a promise is broken.
@@ -30,7 +32,7 @@ pub type Check = fn(&[u8]);
 
 /// Every target by name (the names of `fuzz/fuzz_targets/*.rs` and of
 /// the seed and regression directories).
-pub const TARGETS: [(&str, Check); 10] = [
+pub const TARGETS: [(&str, Check); 12] = [
     ("session_log", session::check),
     ("sse_chat", sse::check_chat),
     ("sse_responses", sse::check_responses),
@@ -41,4 +43,6 @@ pub const TARGETS: [(&str, Check); 10] = [
     ("config", config::check),
     ("pi_import", pi::check),
     ("sse_frames", sse::check_frames),
+    ("hook_output", hooks::check),
+    ("skill_md", skills::check),
 ];
