@@ -32,7 +32,7 @@ pub type Check = fn(&[u8]);
 
 /// Every target by name (the names of `fuzz/fuzz_targets/*.rs` and of
 /// the seed and regression directories).
-pub const TARGETS: [(&str, Check); 12] = [
+pub const TARGETS: [(&str, Check); 13] = [
     ("session_log", session::check),
     ("sse_chat", sse::check_chat),
     ("sse_responses", sse::check_responses),
@@ -45,4 +45,5 @@ pub const TARGETS: [(&str, Check); 12] = [
     ("sse_frames", sse::check_frames),
     ("hook_output", hooks::check),
     ("skill_md", skills::check),
+    ("responses_ws", sse::check_responses_ws),
 ];

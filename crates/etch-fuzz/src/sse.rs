@@ -81,3 +81,43 @@ pub fn check_responses(data: &[u8]) {
 pub fn check_anthropic(data: &[u8]) {
     same(etch_provider::anthropic::AnthropicDecoder::new, data);
 }
+
+/// `responses_ws`: the input cut at 0xFF bytes into WebSocket text
+/// messages, each one Responses event as `responses_ws` hands them to
+/// the decoder; the same messages sent as server-sent events give the
+/// same events and error up to the response's end.
+pub fn check_responses_ws(data: &[u8]) {
+    use etch_provider::openai::responses_decode::ResponsesDecoder;
+    let messages: Vec<&str> = data
+        .split(|&b| b == 0xFF)
+        .filter_map(|m| std::str::from_utf8(m).ok())
+        // A carriage return ends a line in SSE and nothing in a message.
+        .filter(|m| !m.contains('\r'))
+        .collect();
+    let run = |texts: &mut dyn Iterator<Item = String>| -> Decoded {
+        let mut decoder = ResponsesDecoder::new();
+        let mut out = Vec::new();
+        for text in texts {
+            if let Err(e) = decoder.frame(None, &text, &mut out) {
+                return (out, Some(e.to_string()));
+            }
+            if decoder.is_finished() {
+                break;
+            }
+        }
+        (out, None)
+    };
+    let over_ws = run(&mut messages.iter().map(|m| (*m).to_owned()));
+    let mut body = String::new();
+    for message in &messages {
+        for line in message.split('\n') {
+            body.push_str("data: ");
+            body.push_str(line);
+            body.push('\n');
+        }
+        body.push('\n');
+    }
+    let (frames, _) = frames(&[body.as_bytes()]);
+    let over_sse = run(&mut frames.into_iter().map(|f| f.data));
+    assert_eq!(over_ws, over_sse, "WebSocket and SSE disagree");
+}
