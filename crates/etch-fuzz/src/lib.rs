@@ -22,6 +22,7 @@ pub mod config;
 pub mod hooks;
 pub mod ninep;
 pub mod pi;
+pub mod plugin;
 pub mod rpc;
 pub mod session;
 pub mod skills;
@@ -32,7 +33,7 @@ pub type Check = fn(&[u8]);
 
 /// Every target by name (the names of `fuzz/fuzz_targets/*.rs` and of
 /// the seed and regression directories).
-pub const TARGETS: [(&str, Check); 13] = [
+pub const TARGETS: [(&str, Check); 14] = [
     ("session_log", session::check),
     ("sse_chat", sse::check_chat),
     ("sse_responses", sse::check_responses),
@@ -46,4 +47,5 @@ pub const TARGETS: [(&str, Check); 13] = [
     ("hook_output", hooks::check),
     ("skill_md", skills::check),
     ("responses_ws", sse::check_responses_ws),
+    ("plugin_line", plugin::check),
 ];

@@ -299,28 +299,41 @@ async fn exchange(
             }
             Frame::Line(text) => text,
         };
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
+        if let Some(answer) = answer_of(&text, id, method)? {
+            return Ok(answer);
         }
-        let answer: PluginResponse = match serde_json::from_str::<Value>(text) {
-            Ok(value @ Value::Object(_)) => serde_json::from_value(value)
-                .map_err(|e| format!("sent a response etch cannot read ({e})"))?,
-            Ok(_) => return Err(format!("sent JSON that is not an object: {}", shown(text))),
-            Err(_) => {
-                return Err(format!(
-                    "wrote something that is not JSON to stdout: {} (stdout carries the protocol; logs go to stderr)",
-                    shown(text)
-                ));
-            }
-        };
-        return match answer.id.as_deref() {
-            None => Err(format!("answered {method} without an id")),
-            Some(got) if got != id => Err(format!(
-                "answered request {got} when request {id} ({method}) was waiting"
-            )),
-            Some(_) => Ok(answer),
-        };
+    }
+}
+
+/// What one stdout line of a plugin says in answer to request `id`
+/// (`method`): `None` for a blank line, which is skipped; an error for
+/// anything but the response to that request.
+pub(crate) fn answer_of(
+    text: &str,
+    id: &str,
+    method: &str,
+) -> Result<Option<PluginResponse>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let answer: PluginResponse = match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => serde_json::from_value(value)
+            .map_err(|e| format!("sent a response etch cannot read ({e})"))?,
+        Ok(_) => return Err(format!("sent JSON that is not an object: {}", shown(text))),
+        Err(_) => {
+            return Err(format!(
+                "wrote something that is not JSON to stdout: {} (stdout carries the protocol; logs go to stderr)",
+                shown(text)
+            ));
+        }
+    };
+    match answer.id.as_deref() {
+        None => Err(format!("answered {method} without an id")),
+        Some(got) if got != id => Err(format!(
+            "answered request {got} when request {id} ({method}) was waiting"
+        )),
+        Some(_) => Ok(Some(answer)),
     }
 }
 

@@ -28,6 +28,15 @@ pub use registry::kill_all;
 pub use set::{PluginSet, Status};
 pub use tool::PluginTool;
 
+/// Reads one stdout line of a plugin as the answer to request `id`
+/// (`method`): whether it is that answer (`false`: a blank line), or why
+/// not. Public for the fuzz targets; etch reads plugins through
+/// [`Client`].
+#[doc(hidden)]
+pub fn read_answer_line(text: &str, id: &str, method: &str) -> Result<bool, String> {
+    client::answer_of(text, id, method).map(|answer| answer.is_some())
+}
+
 /// Largest stdout frame (one JSON line) a plugin may send (E-PLUG-13).
 pub const MAX_FRAME: usize = 4 << 20;
 
