@@ -173,6 +173,15 @@ fn project_event(event: &Event, out: &mut Projection, pending: &mut Vec<(String,
             Err(err) => bad(out, err),
         },
         types::MESSAGE_TOOL => match event.parse_data::<ToolData>() {
+            // A result no call awaits (its call unreadable or not on
+            // this branch, or already answered) would make every
+            // provider refuse the request: it is left out.
+            Ok(data) if !pending.iter().any(|(id, _)| *id == data.tool_call_id) => {
+                out.warnings.push(format!(
+                    "line {}: tool result for call {} skipped: no call on this branch awaits it",
+                    event.line, data.tool_call_id
+                ));
+            }
             Ok(data) => {
                 pending.retain(|(id, _)| *id != data.tool_call_id);
                 out.messages.push(Message::Tool {
@@ -280,6 +289,47 @@ mod tests {
             );
         }
         parse_session(Path::new("s.jsonl"), lines.join("\n").as_bytes()).unwrap()
+    }
+
+    /// A result no call awaits (its call unreadable, or already answered
+    /// by the aborted result a user message left) is left out with a
+    /// warning: a provider refuses a result for a call it never saw.
+    #[test]
+    fn results_no_call_awaits_are_left_out() {
+        let call = |id: &str| serde_json::json!({"content":[{"type":"tool_call","id":id,"name":"read","arguments":{}}],"provider":"p","model":"m","stopReason":"toolUse"});
+        let result = |id: &str| serde_json::json!({"toolCallId":id,"toolName":"read","content":[{"type":"text","text":"x"}],"isError":false});
+        let s = session(&[
+            (
+                "message.user",
+                serde_json::json!({"content":[{"type":"text","text":"hi"}]}),
+            ),
+            // Unreadable: its result has no call.
+            ("message.assistant", serde_json::json!({"content": 7})),
+            ("message.tool", result("lost")),
+            ("message.assistant", call("c1")),
+            (
+                "message.user",
+                serde_json::json!({"content":[{"type":"text","text":"stop"}]}),
+            ),
+            // Late: the user message closed c1 with an aborted result.
+            ("message.tool", result("c1")),
+        ]);
+        let p = project_messages(&s);
+        let results: Vec<&str> = p
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, ["c1"], "only the aborted result of c1");
+        let skipped: Vec<_> = p
+            .warnings
+            .iter()
+            .filter(|w| w.contains("no call on this branch awaits it"))
+            .collect();
+        assert_eq!(skipped.len(), 2, "{:?}", p.warnings);
     }
 
     /// Messages replay in order; metadata events and failed passes do not.

@@ -23,6 +23,10 @@ use tokio_util::sync::CancellationToken;
 use self::decode::decode_error_body;
 // Public for the fuzz targets, which feed it hostile streams.
 pub use self::decode::AnthropicDecoder;
+/// The Messages body for a request, public for the property tests that
+/// check every projection makes a valid one.
+#[doc(hidden)]
+pub use self::request::build as build_body;
 use crate::driver::{self, HttpPass, StreamDecoder};
 use crate::http::{RetryPolicy, StreamLimits};
 use crate::sse::SseFrame;
