@@ -106,10 +106,14 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, OpenError> {
 /// permissions. `shown` is the path as the model gave it, for messages.
 ///
 /// The rename makes the replacement atomic for every reader and against a
-/// crash or kill of etch. The data is not fsynced: that would cost tens of
-/// milliseconds per large file on every edit, and ext4 and most other
-/// filesystems already flush a file replaced by rename before the rename
-/// itself is committed.
+/// crash or kill of etch. The bytes are written into an unnamed file
+/// (`O_TMPFILE`) that gets its temporary name only once whole, just
+/// before the rename: a kill while a large file is written leaves
+/// nothing beside it. Where the filesystem has no unnamed files, a
+/// named temp file is written instead. The data is not fsynced: that
+/// would cost tens of milliseconds per large file on every edit, and
+/// ext4 and most other filesystems already flush a file replaced by
+/// rename before the rename itself is committed.
 pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
     let fail = |what: &str, e: std::io::Error| {
         ToolError::new(format!("cannot write {shown}: {what}: {e}"))
@@ -123,6 +127,9 @@ pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolEr
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if let Some(result) = write_unnamed(dir, &name, path, bytes, existing_mode) {
+        return result.map_err(|(what, e)| fail(what, e));
+    }
     let mut attempt = 0u32;
     let (tmp_path, mut file) = loop {
         let candidate = dir.join(format!(".{name}.etch-tmp-{}-{attempt}", std::process::id()));
@@ -153,6 +160,57 @@ pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolEr
     result
 }
 
+/// [`atomic_write`] through an unnamed file in `dir`: `None` when the
+/// filesystem cannot make one (nothing was written), else what became of
+/// the write.
+fn write_unnamed(
+    dir: &Path,
+    name: &str,
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Option<Result<(), (&'static str, std::io::Error)>> {
+    use std::os::fd::AsRawFd as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_TMPFILE)
+        // A new file's mode, as `open` makes it: what the umask leaves.
+        .mode(0o666)
+        .open(dir)
+        .ok()?;
+    let result = (|| {
+        file.write_all(bytes).map_err(|e| ("writing", e))?;
+        if let Some(mode) = mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(|e| ("keeping permissions", e))?;
+        }
+        // The file gets a name only now, whole; then the rename puts it
+        // in place.
+        let mut attempt = 0u32;
+        let named = loop {
+            let candidate = dir.join(format!(".{name}.etch-tmp-{}-{attempt}", std::process::id()));
+            let linked = nix::unistd::linkat(
+                nix::fcntl::AT_FDCWD,
+                format!("/proc/self/fd/{}", file.as_raw_fd()).as_str(),
+                nix::fcntl::AT_FDCWD,
+                &candidate,
+                nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+            );
+            match linked {
+                Ok(()) => break candidate,
+                Err(nix::errno::Errno::EEXIST) if attempt < 100 => attempt += 1,
+                Err(e) => return Err(("naming the temp file", std::io::Error::from(e))),
+            }
+        };
+        let renamed = std::fs::rename(&named, path).map_err(|e| ("replacing the file", e));
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&named);
+        }
+        renamed
+    })();
+    Some(result)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +231,20 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         atomic_write(&dir.path().join("a/b/c.txt"), b"x", "a/b/c.txt").unwrap();
         assert!(dir.path().join("a/b/c.txt").exists());
+    }
+
+    /// A new file gets the mode `open` would give it (0666 less the
+    /// umask, as every test process has it), not the temp file's.
+    #[test]
+    fn new_files_get_the_usual_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join("made.txt");
+        std::fs::write(&made, "x").unwrap();
+        let written = dir.path().join("written.txt");
+        atomic_write(&written, b"x", "written.txt").unwrap();
+        let bits = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(bits(&written), bits(&made));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     /// A NUL in the first 8 KiB marks binary; later NULs do not.
