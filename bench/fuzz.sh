@@ -24,6 +24,8 @@ cargo +nightly fuzz build -O >/dev/null
 printf '%-16s %14s %8s %10s\n' target executions crashes exec/s
 total_crashes=0
 for target in "${targets[@]}"; do
+  # Artifacts of earlier runs are in fuzz/regressions already.
+  rm -rf "artifacts/$target"
   mkdir -p "corpus/$target" "artifacts/$target"
   log="$(mktemp)"
   set +e
@@ -42,7 +44,7 @@ for target in "${targets[@]}"; do
   total_crashes=$((total_crashes + crashes))
   printf '%-16s %14s %8s %10s\n' "$target" "$runs" "$crashes" "$rate"
   if [ "$crashes" -gt 0 ]; then
-    grep -m 3 -E 'panicked|ERROR: libFuzzer' "$log" | sed 's/^/    /'
+    grep -m 3 -E 'panicked|ERROR: libFuzzer' "$log" | sed 's/^/    /' || true
   fi
   rm -f "$log"
 done
