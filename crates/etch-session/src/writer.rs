@@ -38,6 +38,9 @@ pub struct SessionWriter {
     leaf: Option<String>,
     /// Told of each appended line, if set.
     tap: Option<Tap>,
+    /// A write failed (a full disk) and may have left part of its line:
+    /// the next append first makes sure it starts a line of its own.
+    unsure: bool,
 }
 
 impl std::fmt::Debug for SessionWriter {
@@ -128,6 +131,7 @@ impl SessionWriter {
             session_id: session_id.to_string(),
             leaf,
             tap: None,
+            unsure: false,
         })
     }
 
@@ -150,13 +154,18 @@ impl SessionWriter {
 
     /// Writes bytes at the end of the file in one call.
     fn write_raw(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
-        self.file
+        let written = self
+            .file
             .write_all(bytes)
             .map_err(|source| SessionError::Io {
                 action: "append to",
                 path: self.path.clone(),
                 source,
-            })
+            });
+        if written.is_err() {
+            self.unsure = true;
+        }
+        written
     }
 
     /// Appends one event of type `kind` whose parent is the current leaf, and
@@ -222,6 +231,15 @@ impl SessionWriter {
             source,
         })?;
         buf.push(b'\n');
+        // After a failed write, part of its line may be there: close it,
+        // so this event is a line of its own and the fragment a
+        // malformed line the loader reports.
+        if self.unsure {
+            if !self.ends_with_newline()? {
+                self.write_raw(b"\n")?;
+            }
+            self.unsure = false;
+        }
         self.write_raw(&buf)?;
         buf.pop();
         // serde_json only ever produces UTF-8.

@@ -182,12 +182,7 @@ pub fn run(place: &Place, from: Option<PathBuf>, write: bool) -> Result<(), Fail
         return Ok(());
     }
     let target = place.cwd.join(".etch").join("config.toml");
-    append(&target, &text).map_err(|e| {
-        Failure::new(
-            exit::FAILED,
-            anyhow::anyhow!("cannot write {}: {e}", target.display()),
-        )
-    })?;
+    append(&target, &text).map_err(|e| Failure::new(exit::FAILED, anyhow::anyhow!("{e}")))?;
     crate::output::print_line(&format!(
         "wrote {new} hook{} to {}; review them with etch trust, then trust them with etch trust --yes",
         if new == 1 { "" } else { "s" },
@@ -197,24 +192,20 @@ pub fn run(place: &Place, from: Option<PathBuf>, write: bool) -> Result<(), Fail
 }
 
 /// Appends `text` to `file` after a blank line, creating it (and its
-/// directory) when missing.
-fn append(file: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+/// directory) when missing. The file is replaced whole (a temp file and
+/// a rename), never written in place: a kill midway leaves the old
+/// configuration, never a torn one every later run would refuse.
+fn append(file: &Path, text: &str) -> Result<(), String> {
+    let existing = match std::fs::read_to_string(file) {
+        Ok(existing) => existing,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let mut whole = existing;
+    if !whole.is_empty() {
+        whole.push_str(if whole.ends_with('\n') { "\n" } else { "\n\n" });
     }
-    let existing = std::fs::read_to_string(file).unwrap_or_default();
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)?;
-    if !existing.is_empty() {
-        let gap = if existing.ends_with('\n') {
-            "\n"
-        } else {
-            "\n\n"
-        };
-        out.write_all(gap.as_bytes())?;
-    }
-    out.write_all(text.as_bytes())
+    whole.push_str(text);
+    etch_tools::fsutil::atomic_write(file, whole.as_bytes(), &file.display().to_string())
+        .map_err(|e| e.to_string())
 }
