@@ -17,9 +17,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Directory names never walked: build output, git's own store and etch's
-/// runtime state (sessions hold arbitrary model text, not citations).
-const SKIP_DIRS: &[&str] = &["target", ".git", ".etch"];
+/// Directory names never walked: build output, git's own store, etch's
+/// runtime state (sessions hold arbitrary model text, not citations) and
+/// the fuzzers' inputs under `fuzz/` (arbitrary bytes too).
+const SKIP_DIRS: &[&str] = &[
+    "target",
+    ".git",
+    ".etch",
+    "corpus",
+    "artifacts",
+    "seeds",
+    "regressions",
+];
 
 /// The reference itself, relative to the repository root: its definitions
 /// and cross-references are checked separately, not as citations.
