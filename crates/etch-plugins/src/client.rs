@@ -318,8 +318,14 @@ pub(crate) fn answer_of(
         return Ok(None);
     }
     let answer: PluginResponse = match serde_json::from_str::<Value>(text) {
-        Ok(value @ Value::Object(_)) => serde_json::from_value(value)
-            .map_err(|e| format!("sent a response etch cannot read ({e})"))?,
+        // serde's message quotes what it met (a field's name, a value):
+        // cut and escaped like the line itself.
+        Ok(value @ Value::Object(_)) => serde_json::from_value(value).map_err(|e| {
+            format!(
+                "sent a response etch cannot read: {}",
+                shown(&e.to_string())
+            )
+        })?,
         Ok(_) => return Err(format!("sent JSON that is not an object: {}", shown(text))),
         Err(_) => {
             return Err(format!(
@@ -331,18 +337,32 @@ pub(crate) fn answer_of(
     match answer.id.as_deref() {
         None => Err(format!("answered {method} without an id")),
         Some(got) if got != id => Err(format!(
-            "answered request {got} when request {id} ({method}) was waiting"
+            "answered request {} when request {id} ({method}) was waiting",
+            shown_id(got)
         )),
         Some(_) => Ok(Some(answer)),
     }
 }
 
-/// The start of a line, for a message.
+/// The start of a line, for a message: quoted with its control
+/// characters escaped, and cut after escaping, so no line makes a long
+/// or multi-line message.
 fn shown(text: &str) -> String {
-    let cut: String = text.chars().take(80).collect();
-    if cut.len() < text.len() {
-        format!("{cut:?}…")
+    let escaped = format!("{text:?}");
+    let cut: String = escaped.chars().take(100).collect();
+    if cut.len() < escaped.len() {
+        format!("{cut}…")
     } else {
-        format!("{cut:?}")
+        cut
+    }
+}
+
+/// A request id as a plugin gave it: as is when short and plain, else
+/// [`shown`].
+fn shown_id(id: &str) -> String {
+    if id.len() <= 64 && id.chars().all(|c| c.is_ascii_graphic()) {
+        id.to_owned()
+    } else {
+        shown(id)
     }
 }

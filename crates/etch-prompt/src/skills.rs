@@ -59,13 +59,15 @@ pub enum Rejection {
     #[error("frontmatter has no `name`")]
     MissingName,
     /// The name breaks `^[a-z0-9]+(-[a-z0-9]+)*$`.
-    #[error("invalid name \"{0}\": use lowercase letters, digits and single hyphens between them")]
+    // Debug quoting escapes newlines and control characters: a hostile
+    // name stays on the problem's one line.
+    #[error("invalid name {0:?}: use lowercase letters, digits and single hyphens between them")]
     BadName(String),
     /// The name has more than 64 characters.
     #[error("name is {0} characters long; the limit is 64")]
     NameTooLong(usize),
     /// The name differs from the directory holding the `SKILL.md`.
-    #[error("name \"{name}\" does not match its directory \"{dir}\"")]
+    #[error("name {name:?} does not match its directory {dir:?}")]
     NameMismatch {
         /// The `name:` value.
         name: String,
