@@ -26,6 +26,8 @@
 mod support;
 
 use std::os::unix::fs::MetadataExt as _;
+
+use base64::Engine as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -1088,7 +1090,8 @@ fn pi_file(dir: &Path, cwd: &Path) -> PathBuf {
     use std::fmt::Write as _;
     let at = "2026-02-03T04:05:06.000Z";
     let images = [(32, 16), (16, 32)].map(|(w, h)| {
-        base64_encode(&etch_image::sample(w, h, etch_model::MediaType::Png).unwrap())
+        base64::engine::general_purpose::STANDARD
+            .encode(etch_image::sample(w, h, etch_model::MediaType::Png).unwrap())
     });
     let mut text = String::new();
     let header =
@@ -1115,28 +1118,6 @@ fn pi_file(dir: &Path, cwd: &Path) -> PathBuf {
     let path = dir.join("pi-session.jsonl");
     std::fs::write(&path, text).unwrap();
     path
-}
-
-/// Standard base64 of `bytes` (a Pi file holds images so).
-fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// The stages of an import round; the second is a seeded line count.

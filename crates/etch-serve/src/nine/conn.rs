@@ -350,7 +350,7 @@ impl Conn {
                      /sessions/new to create one"
                 )),
                 Err(false) if node.is_dir() => {
-                    Err(format!("{name:?} is not in {}", dir_path(&node)))
+                    Err(format!("{name:?} is not in {}", files::path(&node)))
                 }
                 Err(false) => Err(format!("{} is a file, not a directory", node.name())),
             };
@@ -513,14 +513,4 @@ impl Conn {
 /// The error for an unknown fid.
 fn unknown_fid(fid: u32) -> String {
     format!("unknown fid {fid}: walk or attach to make it")
-}
-
-/// The path of directory `node`, for error texts.
-fn dir_path(node: &Node) -> String {
-    match node {
-        Node::Root => "/".to_owned(),
-        Node::Sessions => "/sessions".to_owned(),
-        Node::Session(id) => format!("/sessions/{id}"),
-        other => other.name().to_owned(),
-    }
 }

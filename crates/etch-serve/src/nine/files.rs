@@ -230,7 +230,7 @@ impl Source {
 }
 
 /// The path of `node`, for error texts.
-fn path(node: &Node) -> String {
+pub fn path(node: &Node) -> String {
     match node {
         Node::Root => "/".to_owned(),
         Node::EventWait => "/eventwait".to_owned(),
