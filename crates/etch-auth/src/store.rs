@@ -6,7 +6,7 @@
 //! home directory so that tests can use temporary directories.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -159,20 +159,14 @@ impl CredentialStore {
             path: dir.to_path_buf(),
             source,
         })?;
-        let tmp = self.temp_path();
-        let write = || -> io::Result<()> {
-            let mut f = open_private(&tmp)?;
-            f.write_all(&json)?;
-            f.sync_all()?;
-            drop(f);
-            fs::rename(&tmp, &self.path)
-        };
-        write().map_err(|source| {
-            // Best effort: a leftover temp file would hold tokens.
-            let _ = fs::remove_file(&tmp);
+        // Owner-only from the start, so the tokens are never briefly
+        // world-readable; flushed before the rename, as a lost login is
+        // worse than a slow one; and no temporary file (which would hold
+        // tokens) left by a kill.
+        etch_fs::replace(&self.path, &json, etch_fs::Options::mode(0o600).synced()).map_err(|e| {
             AuthError::Write {
                 path: self.path.clone(),
-                source,
+                source: e.into(),
             }
         })
     }
@@ -188,14 +182,6 @@ impl CredentialStore {
                 source,
             }),
         }
-    }
-
-    /// A temporary file name next to the credential file, unique per process and
-    /// call so concurrent writers do not clobber each other's temp files.
-    fn temp_path(&self) -> PathBuf {
-        let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default();
-        let name = format!(".openai.json.tmp-{}-{nanos}", std::process::id());
-        self.path.with_file_name(name)
     }
 }
 
@@ -215,27 +201,6 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)
-}
-
-/// Creates a new file readable and writable only by the owner (`0600`) from the
-/// start, so the tokens are never briefly world-readable.
-#[cfg(unix)]
-fn open_private(path: &Path) -> io::Result<fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-}
-
-/// Creates a new file; non-Unix systems have no mode bits to set.
-#[cfg(not(unix))]
-fn open_private(path: &Path) -> io::Result<fs::File> {
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
 }
 
 #[cfg(test)]

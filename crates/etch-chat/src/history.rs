@@ -79,7 +79,7 @@ pub fn append(home: &Path, project: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Rewrites `file` with its newest [`KEEP_LINES`] lines once it holds more
-/// than [`MAX_LINES`] (through a temporary file and a rename).
+/// than [`MAX_LINES`] (wholly or not at all: `etch_fs::replace`).
 fn trim(file: &Path) -> std::io::Result<()> {
     let text = std::fs::read_to_string(file)?;
     let lines: Vec<&str> = text.lines().collect();
@@ -87,9 +87,8 @@ fn trim(file: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     let kept = lines[lines.len() - KEEP_LINES..].join("\n") + "\n";
-    let temp = file.with_extension("jsonl.tmp");
-    std::fs::write(&temp, kept)?;
-    std::fs::rename(&temp, file)
+    etch_fs::replace(file, kept.as_bytes(), etch_fs::Options::mode(0o600))
+        .map_err(std::io::Error::from)
 }
 
 #[cfg(test)]

@@ -321,21 +321,10 @@ impl TrustStore {
             .collect();
         let text = serde_json::to_string_pretty(&json!({ "version": 1, "projects": projects }))
             .unwrap_or_default();
-        let temp = self.path.with_extension("json.tmp");
-        // What you trusted is yours alone to read and change.
-        let written = {
-            use std::io::Write as _;
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&temp)
-                .and_then(|mut file| file.write_all(text.as_bytes()))
-        };
-        written.map_err(|e| io("write", e))?;
-        std::fs::rename(&temp, &self.path).map_err(|e| io("replace", e))
+        // What you trusted is yours alone to read and change; a kill
+        // leaves the old list or the new one, and no temporary file.
+        etch_fs::replace(&self.path, text.as_bytes(), etch_fs::Options::mode(0o600))
+            .map_err(|e| io("write", e.into()))
     }
 }
 

@@ -16,7 +16,6 @@
 //! is asked.
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -117,19 +116,8 @@ impl KnownEndpoints {
             "endpoints": self.urls.iter().collect::<Vec<_>>(),
         }))
         .unwrap_or_default();
-        let temp = path.with_extension("json.tmp");
-        let mut file = {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&temp)?
-        };
-        file.write_all(text.as_bytes())?;
-        drop(file);
-        std::fs::rename(&temp, path)
+        etch_fs::replace(path, text.as_bytes(), etch_fs::Options::mode(0o600))
+            .map_err(std::io::Error::from)
     }
 }
 

@@ -77,15 +77,20 @@ impl Assets {
                 .create(&self.dir)
                 .map_err(io("create", &self.dir))?;
         }
-        // Written under a temporary name and renamed: a reader never sees
-        // half an image under the final one.
-        let partial = self.dir.join(format!(".{}.partial", image.file_name()));
-        let mut file = open_private(&partial).map_err(io("create", &partial))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(io("write", &partial))?;
-        std::fs::rename(&partial, &path).map_err(io("store", &path))?;
-        Ok(path)
+        // Written without a name and named once whole: a reader never
+        // sees half an image, and a kill leaves nothing. The same bytes
+        // stored meanwhile by another writer are as good as ours.
+        let mut new = etch_fs::NewFile::in_dir(&self.dir, crate::PRIVATE_FILE)
+            .map_err(|e| io("create", &path)(e.into()))?;
+        new.file()
+            .write_all(bytes)
+            .and_then(|()| new.file().sync_all())
+            .map_err(io("write", &path))?;
+        match new.publish(Path::new(&image.file_name())) {
+            Ok(_) => Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(path),
+            Err(e) => Err(io("store", &path)(e.into())),
+        }
     }
 
     /// `image` with its bytes loaded from the store, checked against its
@@ -189,17 +194,6 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(MAX_ASSET_BYTES).read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-/// Creates `path` for writing, readable and writable by the user alone.
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(crate::PRIVATE_FILE)
-        .open(path)
 }
 
 #[cfg(test)]

@@ -55,5 +55,5 @@ pub use model_state::{ModelState, model_state};
 pub use navigate::navigate;
 pub use projection::{dangling_tool_calls, project_messages, project_messages_at, project_path};
 pub use stats::{SessionStats, session_stats};
-pub use store::{Lineage, SessionStore};
+pub use store::{Lineage, SessionStore, Unpublished};
 pub use writer::{SessionWriter, Tap};

@@ -99,6 +99,41 @@ fn copy_events<'a>(
     Ok(())
 }
 
+/// A session being made: its events are written to a file that has no
+/// name yet, so a kill leaves nothing of it; [`Unpublished::publish`]
+/// names the file and adds its index row.
+#[derive(Debug)]
+pub struct Unpublished {
+    /// Appends to the new file.
+    pub writer: SessionWriter,
+    /// The `session.started` event written.
+    pub header: Appended,
+    /// The index row it gets when published.
+    row: IndexRow,
+}
+
+impl Unpublished {
+    /// Sets the title the index row gets (the first prompt's by
+    /// default).
+    pub fn set_title(&mut self, title: &str) {
+        self.row.title = index::title_from_prompt(title);
+    }
+
+    /// Gives the file its path and adds the index row; returns the
+    /// writer (appending from now on) and the header.
+    ///
+    /// # Errors
+    /// When the file cannot be named or the index row written.
+    pub fn publish(
+        mut self,
+        store: &SessionStore,
+    ) -> Result<(SessionWriter, Appended), SessionError> {
+        self.writer.publish()?;
+        index::append_row(&store.dir, &self.row)?;
+        Ok((self.writer, self.header))
+    }
+}
+
 impl SessionStore {
     /// A store rooted at `dir`, which need not exist yet.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -114,7 +149,7 @@ impl SessionStore {
     /// lies in an `.etch` directory, G2), the file with its
     /// `session.started` event, and the index row.
     pub fn create(&self, new: &NewSession) -> Result<(SessionWriter, Appended), SessionError> {
-        self.create_with(new, None, None, None)
+        self.begin(new, None, None, None)?.publish(self)
     }
 
     /// Creates the child session of a subagent (E-SUB-06..09): its
@@ -142,7 +177,8 @@ impl SessionStore {
         };
         let fork = (parent.path.clone(), before.to_owned());
         let child = (parent.session_id().to_owned(), lineage.clone());
-        let (mut writer, header) = self.create_with(new, Some(fork), Some(child), None)?;
+        let mut made = self.begin(new, Some(fork), Some(child), None)?;
+        let writer = &mut made.writer;
         let copied = branch
             .iter()
             .skip(1)
@@ -153,7 +189,7 @@ impl SessionStore {
             let previous = writer.leaf().map(str::to_owned);
             writer.append_copy(event, previous.as_deref())?;
         }
-        Ok((writer, header))
+        made.publish(self)
     }
 
     /// Forks the branch of `origin` that leads to the event `before` into a
@@ -176,12 +212,12 @@ impl SessionStore {
             });
         };
         let fork = (origin.path.clone(), before.to_owned());
-        let (mut writer, header) = self.create_with(new, Some(fork), None, None)?;
+        let mut made = self.begin(new, Some(fork), None, None)?;
         // The branch without the origin's header and without `before`,
         // each copy chained to the one before it in the new file.
         let copied = branch.iter().skip(1).take(branch.len().saturating_sub(2));
-        copy_events(&mut writer, origin, copied)?;
-        Ok((writer, header))
+        copy_events(&mut made.writer, origin, copied)?;
+        made.publish(self)
     }
 
     /// Copies the whole active branch of `origin`, its leaf included, into
@@ -196,38 +232,41 @@ impl SessionStore {
         new: &NewSession,
     ) -> Result<(SessionWriter, Appended), SessionError> {
         // Not a fork: nothing of the origin is left out.
-        let (mut writer, header) = self.create_with(new, None, None, None)?;
-        copy_events(&mut writer, origin, origin.active.iter().skip(1))?;
-        Ok((writer, header))
+        let mut made = self.begin(new, None, None, None)?;
+        copy_events(&mut made.writer, origin, origin.active.iter().skip(1))?;
+        made.publish(self)
     }
 
-    /// Creates a session imported from another agent's session
-    /// (`from`); the importer appends its events with
-    /// [`SessionWriter::append_as`].
+    /// Starts a session imported from another agent's session (`from`):
+    /// the importer appends its events with [`SessionWriter::append_as`]
+    /// to [`Unpublished::writer`], then [`Unpublished::publish`]es it.
+    /// Until then it has no file name and no index row, so an import
+    /// that is stopped leaves nothing, and the next one starts over.
     ///
     /// # Errors
-    /// When the directory, file or index row cannot be written.
+    /// When the directory or file cannot be written.
     pub fn create_imported(
         &self,
         new: &NewSession,
         from: crate::event::ImportedFrom,
-    ) -> Result<(SessionWriter, Appended), SessionError> {
-        self.create_with(new, None, None, Some(from))
+    ) -> Result<Unpublished, SessionError> {
+        self.begin(new, None, None, Some(from))
     }
 
-    /// Creates a session, forked from `(origin file, event)` when given,
-    /// as the child of `(parent session id, lineage)` when given.
-    fn create_with(
+    /// Starts a session, forked from `(origin file, event)` when given,
+    /// as the child of `(parent session id, lineage)` when given: its
+    /// header written to a file that has no name yet.
+    fn begin(
         &self,
         new: &NewSession,
         fork: Option<(PathBuf, String)>,
         child: Option<(String, Lineage)>,
         imported: Option<crate::event::ImportedFrom>,
-    ) -> Result<(SessionWriter, Appended), SessionError> {
+    ) -> Result<Unpublished, SessionError> {
         self.ensure_dir()?;
         let id = new_id();
         let path = index::session_path(&self.dir, &id);
-        let mut writer = SessionWriter::create(&path, &id)?;
+        let mut writer = SessionWriter::create_unpublished(&path, &id)?;
         let header = SessionStarted {
             session_id: id.clone(),
             format_version: FORMAT_VERSION,
@@ -246,19 +285,20 @@ impl SessionStore {
             fork_before_event_id: fork.map(|(_, id)| id),
             imported_from: imported,
         };
-        let appended = writer.append(types::SESSION_STARTED, &header)?;
-        index::append_row(
-            &self.dir,
-            &IndexRow {
-                id,
-                path: path.to_string_lossy().into_owned(),
-                created_at: now_rfc3339(),
-                cwd: new.cwd.clone(),
-                title: index::title_from_prompt(&new.first_prompt),
-                parent_session_id: child.map(|(id, _)| id),
-            },
-        )?;
-        Ok((writer, appended))
+        let header = writer.append(types::SESSION_STARTED, &header)?;
+        let row = IndexRow {
+            id,
+            path: path.to_string_lossy().into_owned(),
+            created_at: now_rfc3339(),
+            cwd: new.cwd.clone(),
+            title: index::title_from_prompt(&new.first_prompt),
+            parent_session_id: child.map(|(id, _)| id),
+        };
+        Ok(Unpublished {
+            writer,
+            header,
+            row,
+        })
     }
 
     /// Creates the session directory and makes sure the `.etch` directory
@@ -489,6 +529,57 @@ mod tests {
         }
     }
 
+    /// An import is written without a file name or index row: nothing
+    /// is listed until it is published (whole, with its title), and one
+    /// dropped before that leaves no file behind.
+    #[test]
+    fn a_session_being_imported_is_invisible_until_published() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(root.path().join("sessions"));
+        let from = || crate::event::ImportedFrom {
+            agent: "pi".to_owned(),
+            path: "/x.jsonl".to_owned(),
+            session_id: "p1".to_owned(),
+            version: 3,
+            size: 1,
+            modified: 0,
+        };
+        let mut made = store
+            .create_imported(&new_session("first"), from())
+            .unwrap();
+        made.writer
+            .append("session.info", &serde_json::json!({"name": "n"}))
+            .unwrap();
+        assert!(!made.writer.is_published());
+        assert!(store.list().unwrap().0.is_empty());
+        let names = |dir: &Path| std::fs::read_dir(dir).unwrap().count();
+        assert_eq!(names(store.dir()), 0);
+        drop(made);
+        assert_eq!(names(store.dir()), 0, "a dropped import left a file");
+
+        let mut made = store
+            .create_imported(&new_session("first"), from())
+            .unwrap();
+        made.set_title("the imported one");
+        let (writer, header) = made.publish(&store).unwrap();
+        assert!(writer.is_published());
+        let (rows, _) = store.list().unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].title, "the imported one");
+        let loaded = crate::load_session(&store.session_file(&rows[0])).unwrap();
+        assert_eq!(loaded.events[0].id, header.id);
+        // Published, the file is appended to.
+        drop(writer);
+        let mut writer =
+            SessionWriter::open(&store.session_file(&rows[0]), &rows[0].id, Some(header.id))
+                .unwrap();
+        writer
+            .append("session.info", &serde_json::json!({"name": "later"}))
+            .unwrap();
+        let loaded = crate::load_session(&store.session_file(&rows[0])).unwrap();
+        assert_eq!(loaded.events.len(), 2);
+    }
+
     /// G2: creating `.etch/sessions` writes `.etch/.gitignore` (etch's own
     /// state only), and
     /// the new session is listed and resolvable by either prefix rule.
@@ -587,6 +678,15 @@ mod tests {
         let store = SessionStore::new(root.path());
         let (mut older, _) = store.create(&new_session("older")).unwrap();
         let (newer, _) = store.create(&new_session("newer")).unwrap();
+        // Files made in one clock tick have the same time (and ids made
+        // in one millisecond no order): the older one is dated back.
+        let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .append(true)
+            .open(older.path())
+            .unwrap()
+            .set_modified(earlier)
+            .unwrap();
         assert_eq!(store.last().unwrap().unwrap().id, newer.session_id());
         // Writing to the older one makes it the last.
         let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);

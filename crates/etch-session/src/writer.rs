@@ -7,10 +7,14 @@
 //! cannot grow the same session into a confused tree. A session file is
 //! created readable by its owner only (0600): it holds prompts, answers and
 //! tool output; an existing file keeps the mode it has.
+//!
+//! A new session is written without a name (`etch_fs::NewFile`) and
+//! published under its path only once its first events are in it (the
+//! header; a fork's or an import's copied events too): a kill while it is
+//! made leaves no empty or half-copied session behind.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,6 +42,9 @@ pub struct SessionWriter {
     leaf: Option<String>,
     /// Told of each appended line, if set.
     tap: Option<Tap>,
+    /// The new file until it is published under `path`; `file` is the
+    /// same open file (a duplicate descriptor).
+    unpublished: Option<etch_fs::NewFile>,
     /// A write failed (a full disk) and may have left part of its line:
     /// the next append first makes sure it starts a line of its own.
     unsure: bool,
@@ -64,21 +71,44 @@ pub struct Appended {
 }
 
 impl SessionWriter {
-    /// Creates a new session file, owner-only (0600); fails if it already
-    /// exists.
-    pub(crate) fn create(path: &Path, session_id: &str) -> Result<Self, SessionError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create_new(true)
-            .mode(crate::PRIVATE_FILE)
-            .open(path)
-            .map_err(|source| SessionError::Io {
-                action: "create session file",
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Self::locked(file, path, session_id, None)
+    /// Starts a new session file, owner-only (0600), in `path`'s
+    /// directory but without a name: events appended go into it, and
+    /// [`Self::publish`] gives it `path` once they are all there. Dropped
+    /// before that, it leaves nothing.
+    pub(crate) fn create_unpublished(path: &Path, session_id: &str) -> Result<Self, SessionError> {
+        let io = |source| SessionError::Io {
+            action: "create session file",
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        let mut new =
+            etch_fs::NewFile::in_dir(dir, crate::PRIVATE_FILE).map_err(|e| io(e.into()))?;
+        let file = new.file().try_clone().map_err(io)?;
+        let mut writer = Self::locked(file, path, session_id, None)?;
+        writer.unpublished = Some(new);
+        Ok(writer)
+    }
+
+    /// Gives an unpublished session file its path; from then on each
+    /// event is appended (`O_APPEND`). Fails if a file has that path.
+    pub(crate) fn publish(&mut self) -> Result<(), SessionError> {
+        let io = |source| SessionError::Io {
+            action: "create session file",
+            path: self.path.clone(),
+            source,
+        };
+        let Some(new) = self.unpublished.take() else {
+            return Ok(());
+        };
+        // The returned descriptor is another of `self.file`'s: let it go.
+        new.publish(&self.path).map_err(|e| io(e.into()))?;
+        etch_fs::set_append(&self.file).map_err(io)
+    }
+
+    /// Whether the file has no name yet (see [`Self::publish`]).
+    pub fn is_published(&self) -> bool {
+        self.unpublished.is_none()
     }
 
     /// Opens an existing session file for appending after `leaf`.
@@ -131,6 +161,7 @@ impl SessionWriter {
             session_id: session_id.to_string(),
             leaf,
             tap: None,
+            unpublished: None,
             unsure: false,
         })
     }
@@ -314,7 +345,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let heard: Arc<Mutex<Vec<(String, String, usize)>>> = Arc::default();
-        let mut writer = SessionWriter::create(&path, "s1").unwrap();
+        let mut writer = SessionWriter::create_unpublished(&path, "s1").unwrap();
+        writer.publish().unwrap();
         writer
             .append("session.info", &serde_json::json!({"name": "before"}))
             .unwrap();

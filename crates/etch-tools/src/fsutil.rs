@@ -13,8 +13,8 @@
 //! file's place in between cannot block either.
 
 use std::fs::{File, FileType, Metadata};
-use std::io::{Read, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use etch_tool::ToolError;
@@ -101,118 +101,29 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>, OpenError> {
     Ok(bytes)
 }
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a
-/// rename, creating parent directories and keeping an existing file's
-/// permissions. `shown` is the path as the model gave it, for messages.
-///
-/// The rename makes the replacement atomic for every reader and against a
-/// crash or kill of etch. The bytes are written into an unnamed file
-/// (`O_TMPFILE`) that gets its temporary name only once whole, just
-/// before the rename: a kill while a large file is written leaves
-/// nothing beside it. Where the filesystem has no unnamed files, a
-/// named temp file is written instead. The data is not fsynced: that
-/// would cost tens of milliseconds per large file on every edit, and
-/// ext4 and most other filesystems already flush a file replaced by
-/// rename before the rename itself is committed.
+/// Writes `bytes` to `path` wholly or not at all (`etch_fs::replace`:
+/// an unnamed file, named once whole and renamed over the target, so a
+/// kill while a large file is written leaves the old content and nothing
+/// beside it), creating parent directories and keeping an existing
+/// file's permissions. `shown` is the path as the model gave it, for
+/// messages.
 pub fn atomic_write(path: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
-    let fail = |what: &str, e: std::io::Error| {
-        ToolError::new(format!("cannot write {shown}: {what}: {e}"))
-    };
     let dir = path.parent().ok_or_else(|| {
         ToolError::new(format!("cannot write {shown}: it has no parent directory"))
     })?;
-    std::fs::create_dir_all(dir).map_err(|e| fail("creating parent directories", e))?;
-    let existing_mode = std::fs::metadata(path).ok().map(|m| m.permissions().mode());
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if let Some(result) = write_unnamed(dir, &name, path, bytes, existing_mode) {
-        return result.map_err(|(what, e)| fail(what, e));
-    }
-    let mut attempt = 0u32;
-    let (tmp_path, mut file) = loop {
-        let candidate = dir.join(format!(".{name}.etch-tmp-{}-{attempt}", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Ok(file) => break (candidate, file),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
-                attempt += 1;
-            }
-            Err(e) => return Err(fail("creating a temp file", e)),
-        }
-    };
-    let result = (|| {
-        file.write_all(bytes).map_err(|e| fail("writing", e))?;
-        if let Some(mode) = existing_mode {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))
-                .map_err(|e| fail("keeping permissions", e))?;
-        }
-        drop(file);
-        std::fs::rename(&tmp_path, path).map_err(|e| fail("replacing the file", e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp_path);
-    }
-    result
-}
-
-/// [`atomic_write`] through an unnamed file in `dir`: `None` when the
-/// filesystem cannot make one (nothing was written), else what became of
-/// the write.
-fn write_unnamed(
-    dir: &Path,
-    name: &str,
-    path: &Path,
-    bytes: &[u8],
-    mode: Option<u32>,
-) -> Option<Result<(), (&'static str, std::io::Error)>> {
-    use std::os::fd::AsRawFd as _;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(nix::libc::O_TMPFILE)
-        // A new file's mode, as `open` makes it: what the umask leaves.
-        .mode(0o666)
-        .open(dir)
-        .ok()?;
-    let result = (|| {
-        file.write_all(bytes).map_err(|e| ("writing", e))?;
-        if let Some(mode) = mode {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))
-                .map_err(|e| ("keeping permissions", e))?;
-        }
-        // The file gets a name only now, whole; then the rename puts it
-        // in place.
-        let mut attempt = 0u32;
-        let named = loop {
-            let candidate = dir.join(format!(".{name}.etch-tmp-{}-{attempt}", std::process::id()));
-            let linked = nix::unistd::linkat(
-                nix::fcntl::AT_FDCWD,
-                format!("/proc/self/fd/{}", file.as_raw_fd()).as_str(),
-                nix::fcntl::AT_FDCWD,
-                &candidate,
-                nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
-            );
-            match linked {
-                Ok(()) => break candidate,
-                Err(nix::errno::Errno::EEXIST) if attempt < 100 => attempt += 1,
-                Err(e) => return Err(("naming the temp file", std::io::Error::from(e))),
-            }
-        };
-        let renamed = std::fs::rename(&named, path).map_err(|e| ("replacing the file", e));
-        if renamed.is_err() {
-            let _ = std::fs::remove_file(&named);
-        }
-        renamed
-    })();
-    Some(result)
+    std::fs::create_dir_all(dir).map_err(|e| {
+        ToolError::new(format!(
+            "cannot write {shown}: creating parent directories: {e}"
+        ))
+    })?;
+    etch_fs::replace(path, bytes, etch_fs::Options::keep_mode())
+        .map_err(|e| ToolError::new(format!("cannot write {shown}: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
     use super::*;
 
     /// Replacing a file keeps its mode and leaves no temp file behind.

@@ -192,9 +192,10 @@ pub fn run(place: &Place, from: Option<PathBuf>, write: bool) -> Result<(), Fail
 }
 
 /// Appends `text` to `file` after a blank line, creating it (and its
-/// directory) when missing. The file is replaced whole (a temp file and
-/// a rename), never written in place: a kill midway leaves the old
-/// configuration, never a torn one every later run would refuse.
+/// directory) when missing. The file is replaced whole
+/// (`etch_fs::replace`), never written in place: a kill midway leaves the
+/// old configuration, never a torn one every later run would refuse, and
+/// no temporary file beside it.
 fn append(file: &Path, text: &str) -> Result<(), String> {
     let existing = match std::fs::read_to_string(file) {
         Ok(existing) => existing,
@@ -206,6 +207,10 @@ fn append(file: &Path, text: &str) -> Result<(), String> {
         whole.push_str(if whole.ends_with('\n') { "\n" } else { "\n\n" });
     }
     whole.push_str(text);
-    etch_tools::fsutil::atomic_write(file, whole.as_bytes(), &file.display().to_string())
-        .map_err(|e| e.to_string())
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    etch_fs::replace(file, whole.as_bytes(), etch_fs::Options::keep_mode())
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))
 }

@@ -16,10 +16,10 @@
 //! process is killed, as soon as the test sees it. `ETCH_KILL_SEED`
 //! changes the seed; a failure names the seed, the round and the stage.
 //!
-//! What etch still gets wrong is allowed, by name, where a round meets
-//! it: the temp file a kill leaves beside `trust.json`, a `.partial`
-//! file in a session's assets, an interrupted Pi import counted as done
-//! (each noted as open work); the rounds assert everything else.
+//! etch writes new files without a name first (`etch_fs`: `O_TMPFILE`)
+//! and names them once whole, so a stage "while it writes" is seen in
+//! `/proc/PID/fd`: an open file named `#INODE (deleted)` in the target's
+//! directory.
 
 #![allow(clippy::panic, clippy::unwrap_used)]
 
@@ -284,6 +284,25 @@ fn tail_holds(path: &Path, needle: &str) -> bool {
     String::from_utf8_lossy(&tail).contains(needle)
 }
 
+/// The sizes of the unnamed files (`O_TMPFILE`: what `etch_fs` writes
+/// before it names them) that process `pid` has open in `dir` or below.
+fn unnamed_files(pid: u32, dir: &Path) -> Vec<u64> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let target = target.to_string_lossy();
+            let unnamed = Path::new(target.strip_suffix(" (deleted)")?);
+            let name = unnamed.file_name()?.to_string_lossy();
+            (name.starts_with('#') && unnamed.starts_with(&dir))
+                .then(|| std::fs::metadata(fd.path()).map_or(0, |m| m.len()))
+        })
+        .collect()
+}
+
 /// Adds to `found` the files under `dir` (at any depth) whose names
 /// `temp` accepts.
 fn find_files(dir: &Path, temp: &dyn Fn(&str) -> bool, found: &mut Vec<PathBuf>) {
@@ -301,10 +320,10 @@ fn find_files(dir: &Path, temp: &dyn Fn(&str) -> bool, found: &mut Vec<PathBuf>)
     }
 }
 
-/// Whether `name` is one of the temporary names etch writes before a
-/// rename (`.NAME.etch-tmp-PID-N` of the tools, `trust.json.tmp`,
-/// `endpoints.json.tmp`, `history.jsonl.tmp`, `.openai.json.tmp-…`, an
-/// asset's `.HASH.EXT.partial`).
+/// Whether `name` is a temporary name: `.NAME.etch-tmp-PID-N` (what
+/// `etch_fs` names a whole file for the instant before its rename, or
+/// writes where a filesystem has no unnamed files), or a `.tmp` or
+/// `.partial` that older etch wrote.
 fn is_temp_name(name: &str) -> bool {
     name.contains(".etch-tmp-")
         || name.contains(".json.tmp-")
@@ -365,8 +384,9 @@ fn id_of(file: &Path) -> String {
 /// After a kill: `etch sessions` lists, every session shows and resumes
 /// (`etch resume ID -p "go on"` against a fake server) and is whole
 /// afterwards; no JSONL file is torn but in its last line, and no
-/// temporary file is left. `allowed_temp` names leftovers a known bug
-/// leaves (checked separately by an ignored test). Returns how many logs
+/// temporary file is left. `allowed_temp` names a leftover a round may
+/// meet (a kill in the instant between naming a file and its rename).
+/// Returns how many logs
 /// ended torn after the kill.
 fn check_sessions(ws: &Workspace, round: &str, allowed_temp: &dyn Fn(&Path) -> bool) -> usize {
     let listed = ws.run(&["sessions"]);
@@ -523,7 +543,7 @@ fn big_text(word: &str, size: usize) -> String {
 const TOOL_STAGES: [&str; 6] = [
     "the model request arrived (its answer's first part sent, the rest held)",
     "the log grew past the prompt (the call being logged)",
-    "a temp file appeared beside the target (or it was replaced)",
+    "the new content being written (an unnamed file beside the target), or replaced",
     "the target was replaced",
     "the tool result was logged",
     "the next model request arrived",
@@ -568,6 +588,7 @@ fn tool_round(edit: bool, at: usize, round: &str) {
     ])
     .unwrap();
     let mut victim = Victim::spawn(&ws, &with_model(&server, &["-p", "rewrite big.txt"]));
+    let pid = victim.pid();
     let old_inode = inode_of(&target);
     let logged = std::cell::Cell::new(0u64);
     let log = || ws.session_files().first().cloned();
@@ -582,7 +603,9 @@ fn tool_round(edit: bool, at: usize, round: &str) {
         Stage::new(TOOL_STAGES[2], || {
             let mut found = Vec::new();
             find_files(ws.path(), &|n| n.contains(".etch-tmp-"), &mut found);
-            !found.is_empty() || inode_of(&target) != old_inode
+            !unnamed_files(pid, ws.path()).is_empty()
+                || !found.is_empty()
+                || inode_of(&target) != old_inode
         }),
         Stage::new(TOOL_STAGES[3], || inode_of(&target) != old_inode),
         Stage::new(TOOL_STAGES[4], || {
@@ -856,7 +879,7 @@ fn compaction_survives_a_kill() {
 const TRUST_STAGES: [&str; 4] = [
     "the process started",
     "the pinned 8 MB script was read (being hashed)",
-    "trust.json.tmp appeared (or trust.json was replaced)",
+    "trust.json being written (an unnamed file in ~/.etch), or replaced",
     "trust.json was replaced",
 ];
 
@@ -878,7 +901,7 @@ fn trust_file(n: usize) -> String {
 /// `at`: `trust.json` is wholly the old file or the new one (every old
 /// project and this one), and `etch trust` reads it. Returns whether it
 /// was killed.
-fn trust_round(at: usize, round: &str, strict_temp: bool) -> bool {
+fn trust_round(at: usize, round: &str) -> bool {
     let ws = Workspace::new();
     ws.project_config(
         "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"sh scripts/guard.sh\"\n",
@@ -896,13 +919,13 @@ fn trust_round(at: usize, round: &str, strict_temp: bool) -> bool {
     let old_inode = inode_of(&store);
     let mut victim = Victim::spawn(&ws, &["trust".to_owned(), "--yes".to_owned()]);
     let pid = victim.pid();
-    let temp = store.with_extension("json.tmp");
+    let etch_home = store.parent().unwrap().to_path_buf();
     let guard_len = guard.len() as u64;
     let stages = vec![
         Stage::new(TRUST_STAGES[0], || true),
         Stage::new(TRUST_STAGES[1], || bytes_read(pid) >= guard_len),
         Stage::new(TRUST_STAGES[2], || {
-            temp.exists() || inode_of(&store) != old_inode
+            !unnamed_files(pid, &etch_home).is_empty() || inode_of(&store) != old_inode
         }),
         Stage::new(TRUST_STAGES[3], || inode_of(&store) != old_inode),
     ];
@@ -923,8 +946,7 @@ fn trust_round(at: usize, round: &str, strict_temp: bool) -> bool {
     let said = listed.ok();
     let expected = if trusted { "(trusted)" } else { "(not trusted" };
     assert!(said.contains(expected), "{round}: etch trust says {said}");
-    let trust_temp = |p: &Path| !strict_temp && p == temp;
-    check_sessions(&ws, round, &trust_temp);
+    check_sessions(&ws, round, &no_temp);
     killed
 }
 
@@ -932,7 +954,7 @@ fn trust_round(at: usize, round: &str, strict_temp: bool) -> bool {
 const HOOKS_STAGES: [&str; 4] = [
     "the process started",
     "the Claude settings were read (being converted)",
-    "the project config grew (the import being appended)",
+    "the project config was replaced (it grew)",
     EXITED,
 ];
 
@@ -1013,9 +1035,7 @@ fn imported_hooks_config(hooks: usize) -> String {
 
 /// `etch trust --yes` and `etch hooks import --write` killed at their
 /// stages (seeded): `trust.json` and `.etch/config.toml` are wholly old
-/// or wholly new and load. Two known bugs are left to the ignored tests
-/// below: the trust file's temp file left behind, and the hooks import's
-/// in-place append (never killed here while it writes).
+/// or wholly new and load, and no temporary file is left.
 #[test]
 fn config_writes_survive_a_kill() {
     let mut seeded = Seeded::for_test("config");
@@ -1035,17 +1055,15 @@ fn config_writes_survive_a_kill() {
             TRUST_STAGES[at],
             seed_note()
         );
-        kills += usize::from(trust_round(at, &name, false));
+        kills += usize::from(trust_round(at, &name));
         rounds += 1;
     }
-    // Stage 2 of a hooks import tears the file (see the ignored test).
-    let safe = [0, 1, 3];
     for round in 0..8 {
-        let at = safe[if round < safe.len() {
+        let at = if round < HOOKS_STAGES.len() {
             round
         } else {
-            seeded.below(safe.len())
-        }];
+            seeded.below(HOOKS_STAGES.len())
+        };
         let name = format!(
             "hooks import round {round}, killed at \"{}\" ({})",
             HOOKS_STAGES[at],
@@ -1060,10 +1078,9 @@ fn config_writes_survive_a_kill() {
     assert!(kills >= 4, "only {kills} of {rounds} rounds were killed");
 }
 
-/// Bug: `etch hooks import --write` appends to `.etch/config.toml` in
-/// place (`hooks_import::append`: a blank line, then the entries, with
-/// `write_all`), so a kill while a large import is written leaves a torn
-/// TOML file, and every etch command in the project then fails on it.
+/// `etch hooks import --write` of 20,000 hooks killed as soon as the
+/// config changed: it was once appended in place, and a kill then left a
+/// torn TOML file every later etch command in the project failed on.
 #[test]
 fn a_kill_during_hooks_import_leaves_the_config_whole() {
     let new = imported_hooks_config(20_000);
@@ -1120,25 +1137,35 @@ fn pi_file(dir: &Path, cwd: &Path) -> PathBuf {
     path
 }
 
-/// The stages of an import round; the second is a seeded line count.
+/// The stages of an import round; the third is a seeded size.
 const IMPORT_STAGES: [&str; 5] = [
-    "the session file appeared",
-    "an image's .partial file appeared in the assets (being stored)",
-    "the session grew past a seeded number of lines",
-    "the second image reached the assets",
+    "the session file was opened, without a name",
+    "an image was stored in the assets",
+    "the unnamed session file grew past a seeded size",
+    "the session file got its name (the import is whole)",
     EXITED,
 ];
 
+/// The images stored in the assets of the sessions of `ws`.
+fn stored_images(ws: &Workspace) -> usize {
+    let Ok(entries) = std::fs::read_dir(ws.sessions_dir()) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "assets"))
+        .filter_map(|e| std::fs::read_dir(e.path()).ok())
+        .map(Iterator::count)
+        .sum()
+}
+
 /// One round: `etch import pi` of a 3000-entry Pi session killed at stage
-/// `at` (after `lines` lines at stage 2). Returns the workspace (for a
-/// later import), the Pi file and its directory, and whether it was
-/// killed. A `.partial` image is a known leftover unless `strict_temp`.
-fn import_round(
-    at: usize,
-    lines: usize,
-    round: &str,
-    strict_temp: bool,
-) -> (Workspace, PathBuf, tempfile::TempDir, bool) {
+/// `at` (once the unnamed file holds `bytes` at stage 2). Then the
+/// sessions load and resume, and no temporary file is left; a session
+/// is there only if the import was whole, and importing the file again
+/// imports it (all of it) only if none is. Returns whether it was
+/// killed.
+fn import_round(at: usize, bytes: u64, round: &str) -> bool {
     let ws = Workspace::new();
     let pi_dir = tempfile::tempdir().unwrap();
     let file = pi_file(pi_dir.path(), ws.path());
@@ -1148,57 +1175,84 @@ fn import_round(
         file.display().to_string(),
     ];
     let mut victim = Victim::spawn(&ws, &args);
-    let session = || ws.session_files().first().cloned();
-    let assets = |partial: bool| {
-        session()
-            .map(|s| s.with_extension("assets"))
-            .and_then(|d| std::fs::read_dir(d).ok())
-            .map_or(0, |d| {
-                d.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().ends_with(".partial") == partial)
-                    .count()
-            })
-    };
+    let pid = victim.pid();
+    let sessions = ws.path().join(".etch");
+    let unnamed = || unnamed_files(pid, &sessions);
     let stages = vec![
-        Stage::new(IMPORT_STAGES[0], || session().is_some()),
-        Stage::new(IMPORT_STAGES[1], || assets(true) + assets(false) > 0),
+        Stage::new(IMPORT_STAGES[0], || !unnamed().is_empty()),
+        Stage::new(IMPORT_STAGES[1], || stored_images(&ws) > 0),
         Stage::new(IMPORT_STAGES[2], || {
-            session().is_some_and(|s| lines_in(&s) >= lines)
+            unnamed().iter().any(|size| *size >= bytes)
         }),
-        Stage::new(IMPORT_STAGES[3], || assets(false) >= 2),
+        Stage::new(IMPORT_STAGES[3], || !ws.session_files().is_empty()),
         Stage::new(EXITED, || false),
     ];
     let killed = victim.kill_at(stages, at, round);
     drop(victim);
-    let partial = |p: &Path| !strict_temp && p.to_string_lossy().ends_with(".png.partial");
-    check_sessions(&ws, round, &partial);
-    (ws, file, pi_dir, killed)
+    // The header and two events an exchange, each on a line.
+    let expected = 1 + 2 * PI_EXCHANGES;
+    let whole = ws.session_files().len() == 1;
+    assert!(
+        whole || ws.session_files().is_empty(),
+        "{round}: sessions {:?}",
+        ws.session_files()
+    );
+    if whole {
+        assert_eq!(lines_in(&ws.session_files()[0]), expected, "{round}");
+    }
+    check_sessions(&ws, round, &no_temp);
+    let again = ws.run(&["import", "pi", &file.display().to_string()]);
+    assert_eq!(again.code(), 0, "{round}: import again: {}", again.stderr());
+    let said = again.stdout();
+    if whole {
+        assert!(
+            said.starts_with("skipped "),
+            "{round}: import again: {said}"
+        );
+    } else {
+        assert!(
+            said.starts_with("imported "),
+            "{round}: import again: {said}"
+        );
+    }
+    let files = ws.session_files();
+    assert_eq!(files.len(), 1, "{round}: sessions {files:?}");
+    if !whole {
+        assert_eq!(lines_in(&files[0]), expected, "{round}");
+    }
+    // A kill before the session was named can leave the images it
+    // stored in a directory no session refers to; the session has its
+    // own.
+    let assets = std::fs::read_dir(files[0].with_extension("assets")).unwrap();
+    assert_eq!(assets.count(), 2, "{round}: images stored");
+    killed
 }
 
 /// `etch import pi` of a Pi session of 3000 entries and two images,
-/// killed when its session file appears, while an image is stored, after
-/// a seeded number of lines, once the images are stored, or not at all:
-/// the session loads, shows and resumes, and no temporary file is left
-/// but an image's `.partial` (the ignored test below).
+/// killed when its session file is opened, once an image is stored,
+/// after a seeded number of bytes, once the session is named, or not at
+/// all: an import is wholly there or not at all (a kill before it ends
+/// leaves nothing, and the next import does it all), every session loads
+/// and resumes, and no temporary file is left.
 #[test]
 fn pi_import_survives_a_kill() {
     let mut seeded = Seeded::for_test("import");
     let mut kills = 0;
     for round in 0..12 {
-        // Every stage first, then mostly the seeded line counts.
+        // Every stage first, then mostly the seeded sizes.
         let at = if round < IMPORT_STAGES.len() {
             round
         } else {
             2
         };
-        // Between the first image (line 22) and the second (line 1502).
-        let lines = 30 + seeded.below(PI_EXCHANGES - 60);
+        // Between the first image (entry 22) and the end (some 1.5 MB).
+        let bytes = 30_000 + u64::try_from(seeded.below(1_000_000)).unwrap();
         let name = format!(
-            "import round {round}, killed at \"{}\" ({lines} lines) ({})",
+            "import round {round}, killed at \"{}\" ({bytes} bytes) ({})",
             IMPORT_STAGES[at],
             seed_note()
         );
-        kills += usize::from(import_round(at, lines, &name, false).3);
+        kills += usize::from(import_round(at, bytes, &name));
     }
     eprintln!("import: {kills} of 12 rounds killed");
     assert!(kills >= 10, "only {kills} of 12 rounds were killed");

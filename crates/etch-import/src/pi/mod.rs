@@ -22,7 +22,7 @@ use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use etch_session::store::NewSession;
-use etch_session::{ImportedFrom, SessionStore, SessionWriter};
+use etch_session::{ImportedFrom, SessionStore, Unpublished};
 use serde_json::Value;
 
 use crate::ImportError;
@@ -240,11 +240,11 @@ pub fn import_file<S: std::hash::BuildHasher>(
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_secs()),
         };
-        let (writer, started) = store
+        let made = store
             .create_imported(&new, from)
             .map_err(ImportError::Session)?;
-        outcome.session_id = Some(writer.session_id().to_owned());
-        Some(Sink::new(writer, started.id))
+        outcome.session_id = Some(made.writer.session_id().to_owned());
+        Some(Sink::new(made))
     };
     let mut migrate = Migration::new(version);
     let mut title: Option<String> = None;
@@ -300,11 +300,14 @@ pub fn import_file<S: std::hash::BuildHasher>(
         }
     }
     outcome.problems.extend(lines.problems);
-    if let (Some(id), false) = (&outcome.session_id, options.dry_run) {
-        let label = name.or(title);
-        if let Some(label) = label {
-            store.rename(id, &label).map_err(ImportError::Session)?;
+    // Only a whole import gets a name: one stopped on the way leaves
+    // nothing, and the next import of this file starts over.
+    if let Some(sink) = sink {
+        let mut made = sink.made;
+        if let Some(label) = name.or(title) {
+            made.set_title(&label);
         }
+        made.publish(store).map_err(ImportError::Session)?;
     }
     Ok(outcome)
 }
@@ -524,8 +527,8 @@ struct Written {
 
 /// The etch session an import writes into.
 struct Sink {
-    /// The writer.
-    writer: SessionWriter,
+    /// The session being written, published once whole.
+    made: Unpublished,
     /// The `session.started` id: the parent of Pi's roots.
     root: String,
     /// For each Pi entry id, the last etch event written for it (what its
@@ -534,10 +537,11 @@ struct Sink {
 }
 
 impl Sink {
-    /// A sink writing with `writer` under the header `root`.
-    fn new(writer: SessionWriter, root: String) -> Self {
+    /// A sink writing the session `made`, under its header.
+    fn new(made: Unpublished) -> Self {
+        let root = made.header.id.clone();
         Self {
-            writer,
+            made,
             root,
             tails: HashMap::new(),
         }
@@ -577,7 +581,7 @@ impl Sink {
                 .map(etch_model::ContentPart::Image)
                 .collect();
             images += parts.len();
-            self.writer.store_images(&parts)?;
+            self.made.writer.store_images(&parts)?;
             at = self.put(&main, id.to_owned(), &at, time)?;
         }
         for out in after {
@@ -598,7 +602,8 @@ impl Sink {
         parent: &str,
         time: &str,
     ) -> Result<String, etch_session::SessionError> {
-        self.writer
+        self.made
+            .writer
             .append_as(&out.kind, id.clone(), Some(parent), time, &out.data)?;
         Ok(id)
     }
