@@ -19,11 +19,13 @@
 pub mod acp;
 pub mod chunks;
 pub mod config;
+pub mod framing;
 pub mod hooks;
 pub mod ninep;
 pub mod pi;
 pub mod plugin;
 pub mod rpc;
+pub mod serve;
 pub mod session;
 pub mod skills;
 pub mod sse;
@@ -33,7 +35,7 @@ pub type Check = fn(&[u8]);
 
 /// Every target by name (the names of `fuzz/fuzz_targets/*.rs` and of
 /// the seed and regression directories).
-pub const TARGETS: [(&str, Check); 14] = [
+pub const TARGETS: [(&str, Check); 16] = [
     ("session_log", session::check),
     ("sse_chat", sse::check_chat),
     ("sse_responses", sse::check_responses),
@@ -48,4 +50,6 @@ pub const TARGETS: [(&str, Check); 14] = [
     ("skill_md", skills::check),
     ("responses_ws", sse::check_responses_ws),
     ("plugin_line", plugin::check),
+    ("rpc_framing", framing::check),
+    ("serve_body", serve::check),
 ];

@@ -2,7 +2,11 @@
 //! LF (a CR before it is dropped). U+2028 and U+2029, which some JSON
 //! readers treat as line ends, are ordinary characters inside a record, and
 //! serde_json writes them unescaped, so splitting on them would cut a
-//! string in two. This module works on bytes and does no I/O.
+//! string in two. This module works on bytes and on any `BufRead` it is
+//! given ([`read_record`], which `etch rpc` and `etch acp` read stdin
+//! with); it opens nothing.
+
+use std::io::{BufRead, Read as _};
 
 /// The complete records in a buffer and the incomplete tail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,9 +35,87 @@ pub fn split_records(buf: &[u8]) -> Records<'_> {
     }
 }
 
+/// One record read by [`read_record`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// A record without its LF (and a CR before it).
+    Line(Vec<u8>),
+    /// A record longer than the limit, skipped to its end without being
+    /// held.
+    TooLong,
+}
+
+/// The next record of `reader`, at most `max` bytes without its LF;
+/// `None` at the end. The last record need not end with an LF. A longer
+/// record is [`Record::TooLong`]: its bytes are read up to its LF and
+/// dropped, so a client that sends one bad line is answered and the
+/// next line is read as usual.
+///
+/// # Errors
+/// When `reader` fails.
+pub fn read_record<R: BufRead>(reader: &mut R, max: usize) -> std::io::Result<Option<Record>> {
+    let mut line = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX);
+    let read = (&mut *reader)
+        .take(limit.saturating_add(1))
+        .read_until(b'\n', &mut line)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        return Ok(Some(Record::Line(line)));
+    }
+    if line.len() <= max {
+        // The last record, without an LF.
+        return Ok(Some(Record::Line(line)));
+    }
+    // Skip the rest of the long record without holding it.
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
+            reader.consume(end + 1);
+            break;
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(Some(Record::TooLong))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records up to the limit are read, longer ones skipped to their
+    /// LF; the last needs none; a CR before an LF goes.
+    #[test]
+    fn records_are_read_up_to_a_limit() {
+        let text = b"abc\r\nabcde\nabcdef\nxy\n\nabcdefgh";
+        let mut reader = std::io::BufReader::with_capacity(2, &text[..]);
+        let mut got = Vec::new();
+        while let Some(record) = read_record(&mut reader, 5).unwrap() {
+            got.push(record);
+        }
+        let line = |s: &str| Record::Line(s.as_bytes().to_vec());
+        assert_eq!(
+            got,
+            [
+                line("abc"),
+                line("abcde"),
+                Record::TooLong,
+                line("xy"),
+                line(""),
+                Record::TooLong
+            ]
+        );
+    }
 
     /// LF ends a record, CRLF too, U+2028/U+2029 do not; the tail waits.
     #[test]

@@ -24,7 +24,7 @@ pub use command::{
     ApprovalDecision, Command, CommandBody, ImageInput, QueueMode, StreamingBehavior, ThinkingLevel,
 };
 pub use event::{CompactionOutcome, Delta, Event, EventBody, NoticeLevel};
-pub use framing::{Records, split_records};
+pub use framing::{Record, Records, read_record, split_records};
 pub use message::{StopReason, WireMessage, WirePart};
 pub use response::Response;
 pub use session::{

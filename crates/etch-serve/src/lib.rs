@@ -31,6 +31,8 @@
 mod api;
 mod auth;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 mod nine;
 mod openapi;
 mod ops;

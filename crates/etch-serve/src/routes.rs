@@ -174,7 +174,7 @@ async fn openapi() -> Response {
 
 /// A JSON body, or the error saying what is wrong with it; an empty body
 /// is `{}`.
-fn body<T: serde::de::DeserializeOwned>(
+pub(crate) fn body<T: serde::de::DeserializeOwned>(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
     let bytes = bytes.map_err(|rejection| {

@@ -18,11 +18,11 @@
 //! Ctrl-C does the same with exit code 130. Queued texts that will not
 //! run are named on stderr.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etch_protocol::{Command, Response};
+use etch_protocol::{Command, Record, Response};
 use etch_runtime::host::Output;
 use etch_runtime::service::{SessionHandle, SessionService};
 use etch_runtime::{Context, Session, Target};
@@ -254,44 +254,12 @@ fn read_stdin() -> mpsc::Receiver<Incoming> {
     rx
 }
 
-/// The next record of `reader`; `None` at the end.
+/// The next record of `reader`, as [`Incoming`]; `None` at the end.
 pub(crate) fn read_record<R: BufRead>(reader: &mut R) -> std::io::Result<Option<Incoming>> {
-    let mut line = Vec::new();
-    let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX);
-    let read = (&mut *reader)
-        .take(limit + 1)
-        .read_until(b'\n', &mut line)?;
-    if read == 0 {
-        return Ok(None);
-    }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        return Ok(Some(Incoming::Line(line)));
-    }
-    if line.len() <= MAX_LINE_BYTES {
-        // The last line, without an LF.
-        return Ok(Some(Incoming::Line(line)));
-    }
-    // Skip the rest of the long line without holding it.
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            break;
-        }
-        if let Some(end) = memchr_lf(buf) {
-            reader.consume(end + 1);
-            break;
-        }
-        let n = buf.len();
-        reader.consume(n);
-    }
-    Ok(Some(Incoming::TooLong))
-}
-
-/// The index of the first LF in `buf`.
-fn memchr_lf(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|&b| b == b'\n')
+    Ok(
+        etch_protocol::read_record(reader, MAX_LINE_BYTES)?.map(|record| match record {
+            Record::Line(line) => Incoming::Line(line),
+            Record::TooLong => Incoming::TooLong,
+        }),
+    )
 }
