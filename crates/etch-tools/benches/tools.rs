@@ -1,6 +1,9 @@
 //! In-process tool benchmarks (issue 3 targets): `edit` of a 10 MB file
 //! under 50 ms, and `read` of the first 2000 lines of a 1 GB file under
 //! 20 ms (its memory is measured by `bench/read-memory.sh`, whole process).
+//! The diff a `write` returns for a 4 MB file whose every line changed
+//! (bounded by `diff::DIFF_DEADLINE`; it once took a minute), beside the
+//! diff of the same file with one line changed, the reference.
 #![allow(
     missing_docs,
     clippy::unwrap_used,
@@ -85,9 +88,25 @@ fn bench_read(c: &mut Criterion) {
     });
 }
 
+fn bench_diff(c: &mut Criterion) {
+    let lines = 4 * 1024 * 1024 / LINE.len();
+    let old: String = (0..lines).map(|i| format!("{i:08} {LINE}")).collect();
+    let rewritten: String = (0..lines).map(|i| format!("{i:08}+{LINE}")).collect();
+    let one_line = old.replacen("00001000 ", "00001000+", 1);
+    let mut group = c.benchmark_group("diff_of_4mb_file");
+    group.sample_size(10);
+    group.bench_function("one_line_changed", |b| {
+        b.iter(|| black_box(etch_tools::diff::unified(&old, &one_line, "big.rs").len()));
+    });
+    group.bench_function("every_line_changed", |b| {
+        b.iter(|| black_box(etch_tools::diff::unified(&old, &rewritten, "big.rs").len()));
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = bench_edit, bench_read
+    targets = bench_edit, bench_read, bench_diff
 }
 criterion_main!(benches);

@@ -1,8 +1,15 @@
 //! The bounded, hunked unified diff returned by `write` and `edit`
 //! (E-TOOL-07, E-TOOL-11): three lines of context around each change, never a
 //! whole-file dump, capped at 20 KB with a notice.
+//!
+//! The diff is found in bounded time: Myers' algorithm takes time in
+//! proportion to the file's size times the number of lines changed, and a
+//! `write` that replaced every line of a 4 MB file spent a minute on it.
+//! Past [`DIFF_DEADLINE`] the rest is shown as removed and added whole,
+//! which is still a correct diff (and is cut at 20 KB anyway).
 
 use std::ops::Range;
+use std::time::Duration;
 
 use similar::TextDiff;
 
@@ -11,12 +18,26 @@ use crate::limits::{DIFF_MAX_BYTES, floor_char_boundary};
 /// Lines of unchanged context around each hunk.
 const CONTEXT: usize = 3;
 
+/// How long finding the smallest diff may take before the rest is
+/// shown as replaced whole.
+pub const DIFF_DEADLINE: Duration = Duration::from_millis(250);
+
+/// The line diff of `old` and `new`, found within [`DIFF_DEADLINE`].
+fn lines_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, 'a, str> {
+    lines_diff_within(old, new, DIFF_DEADLINE)
+}
+
+/// The line diff of `old` and `new`, found within `time`.
+fn lines_diff_within<'a>(old: &'a str, new: &'a str, time: Duration) -> TextDiff<'a, 'a, 'a, str> {
+    TextDiff::configure().timeout(time).diff_lines(old, new)
+}
+
 /// A unified diff of `old` to `new` labelled with `path`, or `(no changes)`.
 pub fn unified(old: &str, new: &str, path: &str) -> String {
     if old == new {
         return "(no changes)".to_string();
     }
-    let diff = TextDiff::from_lines(old, new);
+    let diff = lines_diff(old, new);
     let text = diff
         .unified_diff()
         .context_radius(CONTEXT)
@@ -101,7 +122,7 @@ pub fn unified_changes(old: &str, new: &str, changes: &[Change], path: &str) -> 
     for [os, oe, ns, ne] in windows {
         let old_part = &old[span(&old_starts, old.len(), os, oe)];
         let new_part = &new[span(&new_starts, new.len(), ns, ne)];
-        let diff = TextDiff::from_lines(old_part, new_part);
+        let diff = lines_diff(old_part, new_part);
         for hunk in diff.unified_diff().context_radius(CONTEXT).iter_hunks() {
             let text = hunk.to_string();
             let (header, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
@@ -185,6 +206,40 @@ fn cap(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A diff cut short by its deadline is still a diff of the two
+    /// texts: its lines rebuild both.
+    #[test]
+    fn a_diff_past_its_deadline_is_still_right() {
+        let old: String = (0..3000).map(|i| format!("old {i}\n")).collect();
+        let new: String = (0..3000)
+            .map(|i| {
+                if i % 7 == 0 {
+                    format!("old {i}\n")
+                } else {
+                    format!("new {i}\n")
+                }
+            })
+            .collect();
+        let diff = lines_diff_within(&old, &new, Duration::ZERO);
+        let (mut was, mut now) = (String::new(), String::new());
+        for change in diff.iter_all_changes() {
+            match change.tag() {
+                similar::ChangeTag::Equal => {
+                    was.push_str(change.value());
+                    now.push_str(change.value());
+                }
+                similar::ChangeTag::Delete => was.push_str(change.value()),
+                similar::ChangeTag::Insert => now.push_str(change.value()),
+            }
+        }
+        assert_eq!((was, now), (old.clone(), new.clone()));
+        let shown = unified(&old, &new, "f.txt");
+        assert!(
+            shown.starts_with("--- a/f.txt\n+++ b/f.txt\n@@ "),
+            "{shown:.80}"
+        );
+    }
 
     /// Only the changed region and its context appear.
     #[test]
