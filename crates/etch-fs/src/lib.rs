@@ -13,8 +13,9 @@
 //! between those two system calls is the one moment that can leave a
 //! `.NAME.etch-tmp-PID-N` behind). Where the filesystem has no unnamed
 //! files (some network and FUSE filesystems, overlayfs before Linux
-//! 6.6) or `/proc` is missing, a named temporary file is written
-//! instead, removed on any error; a kill can leave that one.
+//! 6.6), `/proc` is missing, or an unnamed file cannot be linked, a
+//! named temporary file (`.NAME.etch-tmp-PID-N`) is written instead,
+//! removed on any error; a kill can leave that one.
 //!
 //! Nothing is fsynced unless asked ([`Options::synced`]): it costs tens
 //! of milliseconds per file, and ext4 and most other filesystems flush a
@@ -25,7 +26,7 @@
 //! their errors.
 
 use std::fs::{File, OpenOptions, Permissions};
-use std::io::Write as _;
+use std::io::{Seek as _, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -105,35 +106,34 @@ impl Options {
 }
 
 /// Replaces (or creates) `path` with `bytes`, wholly or not at all. The
-/// parent directory must exist.
+/// parent directory must exist. A link at `path` is replaced by the file,
+/// as `rename` does.
 ///
 /// # Errors
 /// When the file cannot be created, written or renamed into place; the
 /// target is then untouched and nothing is left beside it.
 pub fn replace(path: &Path, bytes: &[u8], options: Options) -> Result<(), WriteError> {
-    let dir = parent(path);
     let mode = match options.mode {
         Some(mode) => Some(mode),
         None => std::fs::metadata(path)
             .ok()
             .map(|m| m.permissions().mode() & 0o7777),
     };
-    let mut new = NewFile::in_dir(dir, mode.unwrap_or(OPEN_MODE))?;
+    let mut new = NewFile::new(path, mode.unwrap_or(OPEN_MODE))?;
+    new.file.write_all(bytes).map_err(at("writing"))?;
     if let Some(mode) = mode {
-        // The open gave the mode less the umask; an existing file's mode
-        // (or the one asked for) is set exactly.
+        // After the write, which clears set-user-id and set-group-id
+        // bits: an existing file's mode (or the one asked for) exactly,
+        // where the open gave it less the umask.
         new.file
             .set_permissions(Permissions::from_mode(mode))
             .map_err(at("setting permissions"))?;
     }
-    new.file.write_all(bytes).map_err(at("writing"))?;
     if options.sync {
         new.file.sync_all().map_err(at("syncing"))?;
     }
-    let temp = new.name_temporarily(path)?;
-    if let Some(named) = &temp.0 {
-        std::fs::rename(named, path).map_err(at("replacing the file"))?;
-    }
+    let temp = new.name_temporarily()?;
+    std::fs::rename(&temp.0, path).map_err(at("replacing the file"))?;
     temp.forget();
     Ok(())
 }
@@ -153,20 +153,24 @@ fn parent(path: &Path) -> &Path {
 pub struct NewFile {
     /// The open file (readable and writable).
     file: File,
-    /// Its directory, where it is published.
-    dir: PathBuf,
+    /// The name it gets.
+    target: PathBuf,
+    /// Its permissions (less the umask).
+    mode: u32,
     /// The temporary name it has where the filesystem gave it one; none
     /// for an unnamed file.
-    temp: Temp,
+    temp: Option<Temp>,
 }
 
 impl NewFile {
-    /// A new, unnamed file in `dir`, readable and writable, with
-    /// permissions `mode` (less the umask).
+    /// A new, unnamed file in `target`'s directory, readable and
+    /// writable, with permissions `mode` (less the umask), to be named
+    /// `target`.
     ///
     /// # Errors
     /// When the directory does not take a new file.
-    pub fn in_dir(dir: &Path, mode: u32) -> Result<Self, WriteError> {
+    pub fn new(target: &Path, mode: u32) -> Result<Self, WriteError> {
+        let dir = parent(target);
         if unnamed_files_work() {
             let unnamed = OpenOptions::new()
                 .read(true)
@@ -178,8 +182,9 @@ impl NewFile {
                 Ok(file) => {
                     return Ok(Self {
                         file,
-                        dir: dir.to_path_buf(),
-                        temp: Temp(None),
+                        target: target.to_path_buf(),
+                        mode,
+                        temp: None,
                     });
                 }
                 // The filesystem has no unnamed files: a named one below.
@@ -187,18 +192,12 @@ impl NewFile {
                 Err(e) => return Err(at("creating a file")(e)),
             }
         }
-        let (path, file) = fresh_name(dir, "new", |candidate| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(mode)
-                .open(candidate)
-        })?;
+        let (temp, file) = named_temp(target, mode)?;
         Ok(Self {
             file,
-            dir: dir.to_path_buf(),
-            temp: Temp(Some(path)),
+            target: target.to_path_buf(),
+            mode,
+            temp: Some(temp),
         })
     }
 
@@ -208,47 +207,91 @@ impl NewFile {
         &mut self.file
     }
 
-    /// Gives the file the name of `name` (its last component) in its
-    /// directory, unless a file already has that name. Returns the open
-    /// file.
+    /// Gives the file its name, unless a file already has that name.
+    /// Returns the file as named: the same open file, unless a
+    /// filesystem that let it be made without a name would not let it be
+    /// named, and its bytes were copied to a named one.
     ///
     /// # Errors
     /// `AlreadyExists` when the name is taken; otherwise when the link
     /// cannot be made. The file is gone either way.
-    pub fn publish(self, name: &Path) -> Result<File, WriteError> {
-        let path = self.dir.join(name_of(name));
-        match &self.temp.0 {
-            None => link_unnamed(&self.file, &path).map_err(at("naming the file"))?,
-            Some(temp) => match std::fs::hard_link(temp, &path) {
-                Ok(()) => {}
+    pub fn publish(self) -> Result<File, WriteError> {
+        let this = match self.temp {
+            Some(_) => self,
+            None => match link_unnamed(&self.file, &self.target) {
+                Ok(()) => return Ok(self.file),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     return Err(at("naming the file")(e));
                 }
-                // A filesystem without hard links: a rename, after
-                // checking the name is free (nothing else knows of a
-                // session file before it is published).
-                Err(_) if !path.exists() => {
-                    std::fs::rename(temp, &path).map_err(at("naming the file"))?;
+                Err(_) => {
+                    refuse_unnamed();
+                    self.into_named()?
                 }
-                Err(e) => return Err(at("naming the file")(e)),
             },
-        }
-        // The temporary name, if any, goes now.
-        drop(self.temp);
-        Ok(self.file)
+        };
+        let Some(temp) = &this.temp else {
+            return Err(at("naming the file")(std::io::Error::other(
+                "the file has no name to publish",
+            )));
+        };
+        link_named(&temp.0, &this.target).map_err(at("naming the file"))?;
+        // The temporary name goes when `this.temp` is dropped.
+        Ok(this.file)
     }
 
-    /// Gives the file a temporary name beside `target`
+    /// Gives the file a temporary name beside its target
     /// (`.NAME.etch-tmp-PID-N`; the one it has if named already), for a
-    /// rename over it. The name is always there.
-    fn name_temporarily(self, target: &Path) -> Result<Temp, WriteError> {
-        if let Temp(Some(_)) = &self.temp {
-            return Ok(self.temp);
+    /// rename over it.
+    fn name_temporarily(self) -> Result<Temp, WriteError> {
+        if let Some(temp) = self.temp {
+            return Ok(temp);
         }
-        let name = name_of(target).to_string_lossy().into_owned();
-        let file = &self.file;
-        let (path, ()) = fresh_name(&self.dir, &name, |candidate| link_unnamed(file, candidate))?;
-        Ok(Temp(Some(path)))
+        let name = name_of(&self.target);
+        let mut attempt = 0;
+        loop {
+            let candidate = temp_name(&self.target, &name, attempt);
+            match link_unnamed(&self.file, &candidate) {
+                Ok(()) => return Ok(Temp::new(candidate)),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < TEMP_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(at("creating a temporary file")(e));
+                }
+                // Made but not nameable here (a /proc that refuses):
+                // copied to a named file.
+                Err(_) => {
+                    refuse_unnamed();
+                    return self.into_named()?.name_temporarily();
+                }
+            }
+        }
+    }
+
+    /// The file copied to a named temporary file, for a filesystem that
+    /// made an unnamed file but will not name it.
+    fn into_named(mut self) -> Result<Self, WriteError> {
+        let (temp, mut named) = named_temp(&self.target, self.mode)?;
+        let mode = self
+            .file
+            .metadata()
+            .map_err(at("reading the file"))?
+            .permissions();
+        self.file
+            .seek(std::io::SeekFrom::Start(0))
+            .map_err(at("reading the file"))?;
+        std::io::copy(&mut self.file, &mut named).map_err(at("copying the file"))?;
+        named
+            .set_permissions(mode)
+            .map_err(at("setting permissions"))?;
+        Ok(Self {
+            file: named,
+            target: self.target,
+            mode: self.mode,
+            temp: Some(temp),
+        })
     }
 }
 
@@ -267,41 +310,57 @@ pub fn set_append(file: &File) -> std::io::Result<()> {
 
 /// A temporary name, removed when dropped unless forgotten.
 #[derive(Debug)]
-struct Temp(Option<PathBuf>);
+struct Temp(PathBuf, bool);
 
 impl Temp {
+    /// A temporary name to remove when dropped.
+    fn new(path: PathBuf) -> Self {
+        Self(path, true)
+    }
+
     /// Keeps the file under its name (it was renamed away).
     fn forget(mut self) {
-        self.0 = None;
+        self.1 = false;
     }
 }
 
 impl Drop for Temp {
     fn drop(&mut self) {
-        if let Some(path) = self.0.take() {
-            let _ = std::fs::remove_file(path);
+        if self.1 {
+            let _ = std::fs::remove_file(&self.0);
         }
     }
 }
 
-/// The last component of `path`.
-fn name_of(path: &Path) -> &std::ffi::OsStr {
-    path.file_name().unwrap_or(path.as_os_str())
+/// The last component of `path`, as text.
+fn name_of(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy()
+        .into_owned()
 }
 
-/// Tries `.NAME.etch-tmp-PID-N` in `dir` for N from 0 until `make`
-/// does not find it taken.
-fn fresh_name<T>(
-    dir: &Path,
-    name: &str,
-    mut make: impl FnMut(&Path) -> std::io::Result<T>,
-) -> Result<(PathBuf, T), WriteError> {
-    let pid = std::process::id();
+/// Temporary name number `attempt` beside `target` (whose name is
+/// `name`): `.NAME.etch-tmp-PID-N`.
+fn temp_name(target: &Path, name: &str, attempt: u32) -> PathBuf {
+    parent(target).join(format!(".{name}.etch-tmp-{}-{attempt}", std::process::id()))
+}
+
+/// A new named temporary file beside `target`, with permissions `mode`
+/// (less the umask).
+fn named_temp(target: &Path, mode: u32) -> Result<(Temp, File), WriteError> {
+    let name = name_of(target);
     let mut attempt = 0;
     loop {
-        let candidate = dir.join(format!(".{name}.etch-tmp-{pid}-{attempt}"));
-        match make(&candidate) {
-            Ok(opened) => return Ok((candidate, opened)),
+        let candidate = temp_name(target, &name, attempt);
+        let opened = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&candidate);
+        match opened {
+            Ok(file) => return Ok((Temp::new(candidate), file)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < TEMP_ATTEMPTS => {
                 attempt += 1;
             }
@@ -324,10 +383,52 @@ fn link_unnamed(file: &File, path: &Path) -> std::io::Result<()> {
     .map_err(std::io::Error::from)
 }
 
-/// Whether unnamed files can be given a name here: that takes `/proc`.
+/// Gives the file named `temp` the name `path` too, unless a file (or a
+/// link) has it: a hard link, or where the filesystem has none, a rename
+/// that does not replace.
+fn link_named(temp: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(temp, path) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) => {}
+    }
+    let renamed = nix::fcntl::renameat2(
+        nix::fcntl::AT_FDCWD,
+        temp,
+        nix::fcntl::AT_FDCWD,
+        path,
+        nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+    );
+    match renamed {
+        Ok(()) => Ok(()),
+        // A filesystem without RENAME_NOREPLACE: nothing else knows the
+        // name of a file being made, so a check before the rename does.
+        Err(nix::errno::Errno::EINVAL) if std::fs::symlink_metadata(path).is_err() => {
+            std::fs::rename(temp, path)
+        }
+        Err(nix::errno::Errno::EINVAL) => {
+            Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))
+        }
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
+/// Set once an unnamed file could be made but not named: from then on
+/// this process writes named temporary files.
+static UNNAMED_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes no more unnamed files in this process: one could be made but
+/// not named.
+fn refuse_unnamed() {
+    UNNAMED_REFUSED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether unnamed files can be given a name here: that takes `/proc`,
+/// and a `/proc` that lets a link be made through it.
 fn unnamed_files_work() -> bool {
     static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir())
+        && !UNNAMED_REFUSED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Whether `error` says the filesystem has no unnamed files.

@@ -62,7 +62,7 @@ fn expected(body: &[u8], max: usize) -> Vec<Record> {
 }
 
 /// Checks one input: its first byte picks the limit (0 to 63 bytes) and
-/// the reader's buffer (1 to 4 bytes, or 8 KiB), the rest is split into
+/// the reader's buffer (1 to 3 bytes, or 8 KiB), the rest is split into
 /// the pipe's pieces and the body.
 pub fn check(data: &[u8]) {
     let Some((&first, rest)) = data.split_first() else {

@@ -45,8 +45,8 @@ pub enum Record {
     TooLong,
 }
 
-/// The next record of `reader`, at most `max` bytes without its LF;
-/// `None` at the end. The last record need not end with an LF. A longer
+/// The next record of `reader`, at most `max` bytes without its LF (a CR
+/// before the LF counts); `None` at the end. The last record need not end with an LF. A longer
 /// record is [`Record::TooLong`]: its bytes are read up to its LF and
 /// dropped, so a client that sends one bad line is answered and the
 /// next line is read as usual.

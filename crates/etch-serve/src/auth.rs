@@ -34,7 +34,7 @@ pub const MIN_TOKEN_LEN: usize = 32;
 /// written to a new file created with mode 0600.
 pub fn token_from_file(file: &Path) -> Result<String, ServeError> {
     use std::io::Write as _;
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    use std::os::unix::fs::PermissionsExt as _;
     let failed = |why: String| ServeError::TokenFile {
         file: file.to_path_buf(),
         why,
@@ -68,15 +68,18 @@ pub fn token_from_file(file: &Path) -> Result<String, ServeError> {
             if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
             }
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(file)
+            // Named only once whole: a kill never leaves an empty token
+            // file that every later start would refuse.
+            let mut new = etch_fs::NewFile::new(file, 0o600).map_err(|e| failed(e.to_string()))?;
+            new.file()
+                .write_all(format!("{token}\n").as_bytes())
                 .map_err(|e| failed(e.to_string()))?;
-            out.write_all(format!("{token}\n").as_bytes())
-                .map_err(|e| failed(e.to_string()))?;
-            Ok(token)
+            match new.publish() {
+                Ok(_) => Ok(token),
+                // Another server made it meanwhile: its token is the one.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => token_from_file(file),
+                Err(e) => Err(failed(e.to_string())),
+            }
         }
         Err(e) => Err(failed(e.to_string())),
     }

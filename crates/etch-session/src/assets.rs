@@ -80,13 +80,13 @@ impl Assets {
         // Written without a name and named once whole: a reader never
         // sees half an image, and a kill leaves nothing. The same bytes
         // stored meanwhile by another writer are as good as ours.
-        let mut new = etch_fs::NewFile::in_dir(&self.dir, crate::PRIVATE_FILE)
+        let mut new = etch_fs::NewFile::new(&path, crate::PRIVATE_FILE)
             .map_err(|e| io("create", &path)(e.into()))?;
         new.file()
             .write_all(bytes)
             .and_then(|()| new.file().sync_all())
             .map_err(io("write", &path))?;
-        match new.publish(Path::new(&image.file_name())) {
+        match new.publish() {
             Ok(_) => Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(path),
             Err(e) => Err(io("store", &path)(e.into())),

@@ -7,6 +7,7 @@
 //! whichever etch command first writes into `.etch/`, whoever created the
 //! directory. This module must not know which command is asking.
 
+use std::io::Write as _;
 use std::path::Path;
 
 use crate::error::SessionError;
@@ -29,10 +30,10 @@ const OLD_CONTENT: &[u8] = b"*\n";
 pub fn ensure(etch_dir: &Path) -> Result<(), SessionError> {
     let path = etch_dir.join(".gitignore");
     // Bytes, not text: a user's file need not be UTF-8 to be left alone.
-    match std::fs::read(&path) {
+    let missing = match std::fs::read(&path) {
         Ok(bytes) if bytes != OLD_CONTENT => return Ok(()),
-        Ok(_) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Ok(_) => false,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => true,
         Err(source) => {
             return Err(SessionError::Io {
                 action: "read",
@@ -40,12 +41,27 @@ pub fn ensure(etch_dir: &Path) -> Result<(), SessionError> {
                 source,
             });
         }
-    }
-    std::fs::write(&path, CONTENT).map_err(|source| SessionError::Io {
+    };
+    // Written whole: a kill never leaves an empty file, which the next
+    // run would take for the user's and leave alone, letting transcripts
+    // into git. A missing file is only created (never one the user made
+    // meanwhile replaced); the old one is replaced.
+    let io = |source: std::io::Error| SessionError::Io {
         action: "write",
-        path,
+        path: path.clone(),
         source,
-    })
+    };
+    if missing {
+        let mut new = etch_fs::NewFile::new(&path, 0o666).map_err(|e| io(e.into()))?;
+        new.file().write_all(CONTENT.as_bytes()).map_err(io)?;
+        match new.publish() {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(io(e.into())),
+            _ => Ok(()),
+        }
+    } else {
+        etch_fs::replace(&path, CONTENT.as_bytes(), etch_fs::Options::keep_mode())
+            .map_err(|e| io(e.into()))
+    }
 }
 
 #[cfg(test)]

@@ -22,10 +22,12 @@ fn note_of(file: &Path) -> PathBuf {
 pub fn mark(file: &Path, who: &str) -> Result<(), SessionError> {
     let note = note_of(file);
     let text = format!("{}\n{}\n", std::process::id(), who.replace('\n', " "));
-    std::fs::write(&note, text).map_err(|source| SessionError::Io {
-        action: "write holder note",
-        path: note,
-        source,
+    etch_fs::replace(&note, text.as_bytes(), etch_fs::Options::keep_mode()).map_err(|e| {
+        SessionError::Io {
+            action: "write holder note",
+            path: note,
+            source: e.into(),
+        }
     })
 }
 

@@ -550,12 +550,28 @@ mod tests {
         made.writer
             .append("session.info", &serde_json::json!({"name": "n"}))
             .unwrap();
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.extend_from_slice(b"pixels");
+        let image = etch_model::Image::new(png, etch_model::MediaType::Png, 1, 1);
+        made.writer
+            .store_images(&[etch_model::ContentPart::Image(image)])
+            .unwrap();
         assert!(!made.writer.is_published());
         assert!(store.list().unwrap().0.is_empty());
-        let names = |dir: &Path| std::fs::read_dir(dir).unwrap().count();
-        assert_eq!(names(store.dir()), 0);
+        let names = |dir: &Path| {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        // Only the images' directory is there while it is made.
+        assert_eq!(names(store.dir()).len(), 1, "{:?}", names(store.dir()));
         drop(made);
-        assert_eq!(names(store.dir()), 0, "a dropped import left a file");
+        assert!(
+            names(store.dir()).is_empty(),
+            "a dropped import left {:?}",
+            names(store.dir())
+        );
 
         let mut made = store
             .create_imported(&new_session("first"), from())

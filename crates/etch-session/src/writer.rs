@@ -32,7 +32,8 @@ pub type Tap = Arc<dyn Fn(&str, &Appended) + Send + Sync>;
 
 /// An open, locked session file that events are appended to.
 pub struct SessionWriter {
-    /// The open file (append mode, exclusively locked).
+    /// The open file (exclusively locked; in append mode once it has its
+    /// name).
     file: File,
     /// Path of the file, for messages.
     path: PathBuf,
@@ -43,7 +44,8 @@ pub struct SessionWriter {
     /// Told of each appended line, if set.
     tap: Option<Tap>,
     /// The new file until it is published under `path`; `file` is the
-    /// same open file (a duplicate descriptor).
+    /// same open file (a duplicate descriptor). Dropped with the writer,
+    /// it leaves nothing, and its assets directory goes too.
     unpublished: Option<etch_fs::NewFile>,
     /// A write failed (a full disk) and may have left part of its line:
     /// the next append first makes sure it starts a line of its own.
@@ -70,6 +72,17 @@ pub struct Appended {
     pub line: String,
 }
 
+impl Drop for SessionWriter {
+    /// A session never published leaves nothing: the kernel frees its
+    /// file, and the images it stored go with their directory (its id is
+    /// new, so nothing else has stored any there).
+    fn drop(&mut self) {
+        if self.unpublished.is_some() {
+            let _ = std::fs::remove_dir_all(crate::assets::Assets::of(&self.path).dir());
+        }
+    }
+}
+
 impl SessionWriter {
     /// Starts a new session file, owner-only (0600), in `path`'s
     /// directory but without a name: events appended go into it, and
@@ -81,9 +94,7 @@ impl SessionWriter {
             path: path.to_path_buf(),
             source,
         };
-        let dir = path.parent().unwrap_or_else(|| Path::new("."));
-        let mut new =
-            etch_fs::NewFile::in_dir(dir, crate::PRIVATE_FILE).map_err(|e| io(e.into()))?;
+        let mut new = etch_fs::NewFile::new(path, crate::PRIVATE_FILE).map_err(|e| io(e.into()))?;
         let file = new.file().try_clone().map_err(io)?;
         let mut writer = Self::locked(file, path, session_id, None)?;
         writer.unpublished = Some(new);
@@ -91,7 +102,8 @@ impl SessionWriter {
     }
 
     /// Gives an unpublished session file its path; from then on each
-    /// event is appended (`O_APPEND`). Fails if a file has that path.
+    /// event is appended (`O_APPEND`). Fails if a file has that path; the
+    /// file is then gone, and the writer must be dropped.
     pub(crate) fn publish(&mut self) -> Result<(), SessionError> {
         let io = |source| SessionError::Io {
             action: "create session file",
@@ -101,12 +113,26 @@ impl SessionWriter {
         let Some(new) = self.unpublished.take() else {
             return Ok(());
         };
-        // The returned descriptor is another of `self.file`'s: let it go.
-        new.publish(&self.path).map_err(|e| io(e.into()))?;
-        etch_fs::set_append(&self.file).map_err(io)
+        // Usually another descriptor of `self.file`'s open file (its lock
+        // and offset shared); where the filesystem would not name an
+        // unnamed file, a named copy, which this writer locks and takes.
+        let named = new.publish().map_err(|e| io(e.into()))?;
+        match named.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SessionError::Busy {
+                    path: self.path.clone(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(io(source)),
+        }
+        etch_fs::set_append(&named).map_err(io)?;
+        self.file = named;
+        Ok(())
     }
 
-    /// Whether the file has no name yet (see [`Self::publish`]).
+    /// Whether the file has its name (see [`Self::publish`]): a writer
+    /// whose session is still being made has none.
     pub fn is_published(&self) -> bool {
         self.unpublished.is_none()
     }

@@ -9,7 +9,7 @@
 //! which is still a correct diff (and is cut at 20 KB anyway).
 
 use std::ops::Range;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use similar::TextDiff;
 
@@ -22,14 +22,11 @@ const CONTEXT: usize = 3;
 /// shown as replaced whole.
 pub const DIFF_DEADLINE: Duration = Duration::from_millis(250);
 
-/// The line diff of `old` and `new`, found within [`DIFF_DEADLINE`].
-fn lines_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, 'a, str> {
-    lines_diff_within(old, new, DIFF_DEADLINE)
-}
-
-/// The line diff of `old` and `new`, found within `time`.
-fn lines_diff_within<'a>(old: &'a str, new: &'a str, time: Duration) -> TextDiff<'a, 'a, 'a, str> {
-    TextDiff::configure().timeout(time).diff_lines(old, new)
+/// The line diff of `old` and `new`, found by `deadline`.
+fn lines_diff<'a>(old: &'a str, new: &'a str, deadline: Instant) -> TextDiff<'a, 'a, 'a, str> {
+    TextDiff::configure()
+        .deadline(deadline)
+        .diff_lines(old, new)
 }
 
 /// A unified diff of `old` to `new` labelled with `path`, or `(no changes)`.
@@ -37,7 +34,7 @@ pub fn unified(old: &str, new: &str, path: &str) -> String {
     if old == new {
         return "(no changes)".to_string();
     }
-    let diff = lines_diff(old, new);
+    let diff = lines_diff(old, new, Instant::now() + DIFF_DEADLINE);
     let text = diff
         .unified_diff()
         .context_radius(CONTEXT)
@@ -119,10 +116,12 @@ pub fn unified_changes(old: &str, new: &str, changes: &[Change], path: &str) -> 
         }
     }
     let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    // One deadline for every window: many large ones do not multiply it.
+    let deadline = Instant::now() + DIFF_DEADLINE;
     for [os, oe, ns, ne] in windows {
         let old_part = &old[span(&old_starts, old.len(), os, oe)];
         let new_part = &new[span(&new_starts, new.len(), ns, ne)];
-        let diff = lines_diff(old_part, new_part);
+        let diff = lines_diff(old_part, new_part, deadline);
         for hunk in diff.unified_diff().context_radius(CONTEXT).iter_hunks() {
             let text = hunk.to_string();
             let (header, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
@@ -221,7 +220,7 @@ mod tests {
                 }
             })
             .collect();
-        let diff = lines_diff_within(&old, &new, Duration::ZERO);
+        let diff = lines_diff(&old, &new, Instant::now());
         let (mut was, mut now) = (String::new(), String::new());
         for change in diff.iter_all_changes() {
             match change.tag() {

@@ -76,7 +76,10 @@ impl App {
             .join(".etch")
             .join("tmp");
         let file = dir.join("last-answer.md");
-        let saved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, &answer));
+        let saved = std::fs::create_dir_all(&dir).and_then(|()| {
+            etch_fs::replace(&file, answer.as_bytes(), etch_fs::Options::keep_mode())
+                .map_err(std::io::Error::from)
+        });
         let _ = etch_runtime::paths::keep_state_out_of_git(&place.cwd);
         let how = if self.osc52 {
             "to the clipboard (OSC 52) and "
