@@ -42,7 +42,7 @@ fn effective(dir: &Path, text: &[u8]) -> Option<String> {
 
 /// Checks one input.
 pub fn check(data: &[u8]) {
-    let Ok(dir) = tempfile::tempdir() else {
+    let Some(dir) = crate::scratch::dir() else {
         return;
     };
     if std::fs::create_dir_all(dir.path().join(".etch")).is_err() {

@@ -25,6 +25,7 @@ pub mod ninep;
 pub mod pi;
 pub mod plugin;
 pub mod rpc;
+pub mod scratch;
 pub mod serve;
 pub mod session;
 pub mod skills;

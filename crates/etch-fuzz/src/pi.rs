@@ -8,7 +8,7 @@ use etch_session::{SessionStore, load_session};
 
 /// Checks one input.
 pub fn check(data: &[u8]) {
-    let Ok(dir) = tempfile::tempdir() else {
+    let Some(dir) = crate::scratch::dir() else {
         return;
     };
     let file = dir.path().join("pi.jsonl");
