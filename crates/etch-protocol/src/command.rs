@@ -68,11 +68,19 @@ pub enum CommandBody {
     Steer {
         /// The steering text.
         message: String,
+        /// Images, as a prompt takes them (Pi's client sends them here
+        /// too): they start a run when none is active; a running one
+        /// refuses them, never dropping them unsaid.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageInput>,
     },
     /// Queue text to run after the current run would stop.
     FollowUp {
         /// The follow-up text.
         message: String,
+        /// Images, as with [`CommandBody::Steer`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageInput>,
     },
     /// Cancel the active run (answered once the session is idle).
     Abort,

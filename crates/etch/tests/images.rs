@@ -4,7 +4,9 @@
 //! shape; `-p --image` attaches one; the log stays small while the bytes
 //! live in the session's assets, and a resume sends the same bytes again
 //! (a lost file becomes a marker, never a failure); a model without
-//! vision gets a marker; RPC takes Pi's `images`; `etch show` and
+//! vision gets a marker; RPC takes Pi's `images` (with `steer` and
+//! `follow_up` too, refused while a run is active); a prompt's image
+//! reaches each provider in its shape; `etch show` and
 //! `export html` carry them. Fixtures are written by the test with the
 //! `image` crate's encoders (through `etch-image`).
 
@@ -415,6 +417,131 @@ fn rpc_prompts_take_images() {
     assert!(text.contains("\"type\":\"image\""), "{text:.400}");
     assert!(!text.contains(&encoded[..40]), "no bytes in events");
     let _ = rpc.finish();
+}
+
+/// Pi's client sends images with `steer` and `follow_up` too: with no
+/// run active they start one that carries them; a running one refuses
+/// them, saying so, rather than dropping them.
+#[test]
+fn steer_and_follow_up_take_images_or_refuse_them() {
+    let ws = Workspace::new();
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("go");
+    let bytes = etch_image::sample(30, 20, MediaType::Png).unwrap();
+    let encoded = etch_model::Image::new(bytes.clone(), MediaType::Png, 1, 1)
+        .base64()
+        .unwrap();
+    let mut events = chat_text("held answer");
+    let rest = events.split_off(1);
+    let server = FakeServer::start(vec![
+        Reply::Gated {
+            events,
+            gate: gate.clone(),
+            rest,
+        },
+        Reply::sse(chat_text("seen")),
+    ])
+    .unwrap();
+    let args = model_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut rpc = RpcClient::start(&ws, &args, &[]);
+    let images = json!([{"type": "image", "data": encoded, "mimeType": "image/png"}]);
+    let started = rpc.call(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    assert_eq!(started["success"], true, "{started}");
+    let refused = rpc.call(&json!({
+        "id": "s", "type": "steer", "message": "and this", "images": images
+    }));
+    assert_eq!(refused["success"], false, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("images come only with a prompt that starts a run"),
+        "{refused}"
+    );
+    std::fs::write(&gate, "").unwrap();
+    rpc.event("agent_end");
+    let follow = rpc.call(&json!({
+        "id": "f", "type": "follow_up", "message": "what is this?", "images": images
+    }));
+    assert_eq!(follow["success"], true, "{follow}");
+    rpc.event("agent_end");
+    let second = server.requests()[1].json();
+    let user = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(image_url(&user), data_url(&bytes, MediaType::Png));
+    let _ = rpc.finish();
+}
+
+/// `-p --image` over Responses (an `input_image` in the user message)
+/// and Anthropic (a base64 `image` block in it).
+#[test]
+fn prompt_images_reach_responses_and_anthropic() {
+    let ws = Workspace::new();
+    let bytes = write_image(&ws, "shot.png", 24, 16, MediaType::Png);
+    let server = FakeServer::start(vec![Reply::sse(responses_text("seen"))]).unwrap();
+    let out = ws.run_model(
+        &server,
+        &[
+            "--openai-api",
+            "responses",
+            "-p",
+            "what is this?",
+            "--image",
+            "shot.png",
+        ],
+        &[],
+    );
+    assert_eq!(out.ok(), "seen\n");
+    let input = server.requests()[0].json()["input"].clone();
+    let user = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|i| i["role"] == "user")
+        .unwrap()
+        .clone();
+    let image = json!({
+        "type": "input_image", "detail": "auto",
+        "image_url": data_url(&bytes, MediaType::Png)
+    });
+    assert!(
+        user["content"].as_array().unwrap().contains(&image),
+        "{user}"
+    );
+
+    let server = FakeServer::start(vec![Reply::sse(anthropic_text("seen too"))]).unwrap();
+    let base = server.url();
+    let out = ws.run(&[
+        "--provider",
+        "anthropic",
+        "--base-url",
+        &base,
+        "--api-key",
+        "ak",
+        "-p",
+        "and this?",
+        "--image",
+        "shot.png",
+    ]);
+    assert_eq!(out.ok(), "seen too\n");
+    let messages = server.requests()[0].json()["messages"].clone();
+    let user = messages.as_array().unwrap().last().unwrap().clone();
+    let encoded = etch_model::Image::new(bytes, MediaType::Png, 1, 1)
+        .base64()
+        .unwrap();
+    let block = json!({
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": encoded}
+    });
+    assert!(
+        user["content"].as_array().unwrap().contains(&block),
+        "{user}"
+    );
 }
 
 /// `etch show` prints the marker and the file; `export html` embeds the

@@ -522,7 +522,13 @@ impl App {
         now: Instant,
     ) -> Effect {
         if self.run.is_some() {
-            return self.command(CommandBody::Steer { message: text }, Purpose::Steer);
+            return self.command(
+                CommandBody::Steer {
+                    message: text,
+                    images: Vec::new(),
+                },
+                Purpose::Steer,
+            );
         }
         let effect = self.command(
             CommandBody::Prompt {

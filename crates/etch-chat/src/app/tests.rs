@@ -67,7 +67,9 @@ fn prompt_then_steer_then_answer() {
     assert!(app.is_busy());
     type_text(&mut app, "also this");
     let steer = app.key(key(KeyCode::Enter), Instant::now());
-    assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "also this"));
+    assert!(
+        matches!(body(&steer[0]), CommandBody::Steer { message, .. } if message == "also this")
+    );
     event(&mut app, "chat-1", EventBody::AgentStart);
     event(
         &mut app,
@@ -692,7 +694,7 @@ fn a_command_is_an_ordering_barrier() {
     event(&mut app, "chat-1", EventBody::AgentStart);
     type_text(&mut app, "x1");
     let steer = app.key(key(KeyCode::Enter), Instant::now());
-    assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "x1"));
+    assert!(matches!(body(&steer[0]), CommandBody::Steer { message, .. } if message == "x1"));
     let queue = |steering: Vec<String>| EventBody::QueueUpdate {
         steering,
         follow_up: Vec::new(),
@@ -728,7 +730,7 @@ fn a_command_is_an_ordering_barrier() {
     // Without a command in between, typed texts steer as before.
     type_text(&mut app, "x3");
     let steer = app.key(key(KeyCode::Enter), Instant::now());
-    assert!(matches!(body(&steer[0]), CommandBody::Steer { message } if message == "x3"));
+    assert!(matches!(body(&steer[0]), CommandBody::Steer { message, .. } if message == "x3"));
 }
 
 /// A long paste is sent whole but shown in the transcript as its marker;

@@ -136,8 +136,8 @@ impl Slot {
         // write that file costs nothing now.
         if let (
             CommandBody::Prompt { message, .. }
-            | CommandBody::Steer { message }
-            | CommandBody::FollowUp { message },
+            | CommandBody::Steer { message, .. }
+            | CommandBody::FollowUp { message, .. },
             Some(home),
         ) = (&command.body, self.launch.place.home.as_deref())
         {

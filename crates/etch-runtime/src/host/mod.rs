@@ -610,12 +610,12 @@ impl Host {
                 images,
                 streaming_behavior,
             } => return self.prompt(id, name, (message, images), streaming_behavior),
-            CommandBody::Steer { message } => {
-                let text = (message, Vec::new());
+            CommandBody::Steer { message, images } => {
+                let text = (message, images);
                 return self.prompt(id, name, text, Some(StreamingBehavior::Steer));
             }
-            CommandBody::FollowUp { message } => {
-                let text = (message, Vec::new());
+            CommandBody::FollowUp { message, images } => {
+                let text = (message, images);
                 return self.prompt(id, name, text, Some(StreamingBehavior::FollowUp));
             }
             CommandBody::Abort => match &mut self.running {
