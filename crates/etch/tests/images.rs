@@ -544,6 +544,73 @@ fn prompt_images_reach_responses_and_anthropic() {
     );
 }
 
+/// Compaction keeps what it keeps by reference: a kept turn's image is
+/// sent again, whole, after the summary.
+#[test]
+fn a_kept_image_survives_compaction() {
+    let ws = Workspace::new();
+    // The last exchange kept: the prompt with its image and the answer.
+    ws.user_config("[context]\nkeep_recent_tokens = 0\n[session]\nkeep_messages = 2\n");
+    let bytes = write_image(&ws, "shot.png", 24, 16, MediaType::Png);
+    // No usage chunks: the fake's fixed token counts would make the
+    // history look tiny, and the estimate measures the messages instead.
+    let unmetered = |text: &str| {
+        let mut frames = chat_text(text);
+        frames.retain(|f| !f.contains("\"prompt_tokens\""));
+        Reply::sse(frames)
+    };
+    let server = FakeServer::start(vec![
+        unmetered("first answer"),
+        unmetered("a picture"),
+        Reply::sse(chat_text("## Goal\nLook at a picture.")),
+        Reply::sse(chat_text("still the picture")),
+    ])
+    .unwrap();
+    // Long enough that a summary is smaller than what it replaces.
+    let first = "a first question about the whole codebase ".repeat(40);
+    ws.run_model(&server, &["-p", &first], &[]).ok();
+    let log = ws.only_session();
+    let id = jsonl(&log)[0]["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = ws.run_model(
+        &server,
+        &["resume", &id, "-p", "what is this?", "--image", "shot.png"],
+        &[],
+    );
+    assert_eq!(out.ok(), "a picture\n");
+    let out = ws.run_model(&server, &["compact", "--session", &id], &[]);
+    assert!(
+        out.ok().starts_with("compacted session"),
+        "{}",
+        out.stdout()
+    );
+    let out = ws.run_model(&server, &["resume", &id, "-p", "and now?"], &[]);
+    assert_eq!(out.ok(), "still the picture\n");
+    let request = server.requests()[3].json();
+    let messages = request["messages"].as_array().unwrap();
+    let text = serde_json::to_string(messages).unwrap();
+    assert!(
+        text.contains("Look at a picture."),
+        "the summary: {text:.600}"
+    );
+    assert!(
+        !text.contains("a first question"),
+        "summarized: {text:.600}"
+    );
+    let kept = messages
+        .iter()
+        .find(|m| m["role"] == "user" && !parts_of(m, "image_url").is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "no image kept: {}",
+                &text[text.len().saturating_sub(1500)..]
+            )
+        });
+    assert_eq!(image_url(kept), data_url(&bytes, MediaType::Png));
+}
+
 /// `etch show` prints the marker and the file; `export html` embeds the
 /// picture.
 #[test]

@@ -768,6 +768,38 @@ fn prompts_are_shown_as_typed() {
     );
 }
 
+/// A message's images show as one line each, with type and size, never
+/// their bytes (a resumed session's prompt, a replayed answer).
+#[test]
+fn images_in_messages_are_one_line_markers() {
+    let mut app = app();
+    let _ = history(&mut app);
+    let image = WirePart::Image {
+        media_type: "image/png".into(),
+        sha256: "ab".repeat(32),
+        width: 1568,
+        height: 882,
+    };
+    event(
+        &mut app,
+        "chat-1",
+        EventBody::MessageStart {
+            message: Some(WireMessage::User {
+                content: vec![
+                    WirePart::Text {
+                        text: "what is wrong here?".into(),
+                    },
+                    image,
+                ],
+            }),
+        },
+    );
+    let shown = history(&mut app);
+    assert!(shown.contains("what is wrong here?"), "{shown}");
+    assert!(shown.contains("[image image/png 1568x882]"), "{shown}");
+    assert!(!shown.contains(&"ab".repeat(32)), "{shown}");
+}
+
 /// Typing `/` at the start of a prompt opens the command menu, which
 /// follows what is typed; a command typed out in full runs on one Enter.
 #[test]
