@@ -135,6 +135,7 @@ mod tests {
                 api: "responses".into(),
                 item_type: "reasoning".into(),
                 item: json!({"encrypted": "xyz"}),
+                model: None,
             }),
             Message::Tool {
                 tool_call_id: "c1".into(),

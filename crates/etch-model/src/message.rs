@@ -96,4 +96,20 @@ pub struct ProviderItem {
     pub item_type: String,
     /// The item exactly as the provider returned it.
     pub item: Value,
+    /// The model that produced it, when it is only valid for that model
+    /// (a reasoning signature imported from Pi, which replays one only
+    /// to the same provider and model); `None`: any model of the
+    /// provider's API takes it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl ProviderItem {
+    /// Whether a request to `api` of `provider` for `model` may send the
+    /// item back.
+    pub fn replays_to(&self, provider: &str, api: &str, model: &str) -> bool {
+        self.provider == provider
+            && self.api == api
+            && self.model.as_deref().is_none_or(|m| m == model)
+    }
 }

@@ -203,6 +203,7 @@ mod tests {
             api: "responses".into(),
             item_type: "reasoning".into(),
             item: json!({"a": 1}),
+            model: None,
         });
         assert_eq!(message_tokens(&item), 7); // { " a " : 1 }
     }

@@ -476,6 +476,7 @@ mod tests {
             api: "responses".into(),
             item_type: "reasoning".into(),
             item: serde_json::json!({}),
+            model: None,
         });
         assert!(wire_message(&item).is_none());
     }

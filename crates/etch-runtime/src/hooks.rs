@@ -560,6 +560,7 @@ mod tests {
             api: "responses".into(),
             item_type: "reasoning".into(),
             item: serde_json::json!({"type": "reasoning"}),
+            model: None,
         });
         let original = vec![Message::user_text("q"), answer.clone(), item.clone()];
         let rewritten = vec![Message::user_text("short"), answer.clone()];

@@ -298,7 +298,7 @@ fn assistant(message: &Value, out: &mut Converted) {
                     }
                     reasoning.push_str(text_at("thinking"));
                 }
-                if let Some(item) = replay_item(block, &provider, api) {
+                if let Some(item) = replay_item(block, &provider, api, str_of("model")) {
                     out.after.push(Out::of(types::MODEL_PROVIDER_ITEM, &item));
                 }
             }
@@ -354,10 +354,13 @@ fn usage(value: &Value) -> Option<Usage> {
 /// The provider item that lets a thinking block go back to the provider
 /// that wrote it (its signature), when etch speaks that provider's API;
 /// other providers get the reasoning as display text only, as Pi does.
+/// The item names `model`: like Pi, etch sends a signature back only to
+/// the model that made it.
 fn replay_item(
     block: &Value,
     provider: &str,
     api: Option<&str>,
+    model: Option<&str>,
 ) -> Option<etch_model::ProviderItem> {
     let signature = block.get("thinkingSignature").and_then(Value::as_str)?;
     if signature.is_empty() {
@@ -385,6 +388,7 @@ fn replay_item(
                 }
                 .to_owned(),
                 item,
+                model: model.map(str::to_owned),
             })
         }
         (_, Some("openai-responses")) => {
@@ -397,6 +401,7 @@ fn replay_item(
                 api: "responses".to_owned(),
                 item_type: "reasoning".to_owned(),
                 item,
+                model: model.map(str::to_owned),
             })
         }
         _ => None,

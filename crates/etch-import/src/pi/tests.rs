@@ -198,9 +198,13 @@ fn a_linear_session_is_imported_whole() {
             _ => None,
         })
         .collect();
-    // The thinking block replays to Anthropic with its signature.
+    // The thinking block replays to Anthropic with its signature, to the
+    // model that made it only.
     assert_eq!(replays.len(), 1);
     assert_eq!(replays[0].item["signature"], "sig==");
+    assert_eq!(replays[0].model.as_deref(), Some("claude-x"));
+    assert!(replays[0].replays_to("anthropic", "messages", "claude-x"));
+    assert!(!replays[0].replays_to("anthropic", "messages", "claude-y"));
     let messages: Vec<Message> = all
         .iter()
         .filter(|m| !matches!(m, Message::ProviderItem(_)))

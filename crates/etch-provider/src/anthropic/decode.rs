@@ -516,6 +516,7 @@ fn provider_item(item_type: &str, item: Value) -> StreamEvent {
         api: API.to_string(),
         item_type: item_type.to_string(),
         item,
+        model: None,
     })
 }
 
@@ -689,12 +690,14 @@ mod tests {
                     api: "messages".into(),
                     item_type: "thinking".into(),
                     item: json!({"type": "thinking", "thinking": "Let me think.", "signature": "EqQB=="}),
+                    model: None,
                 }),
                 StreamEvent::ProviderItem(ProviderItem {
                     provider: "anthropic".into(),
                     api: "messages".into(),
                     item_type: "redacted_thinking".into(),
                     item: json!({"type": "redacted_thinking", "data": "enc"}),
+                    model: None,
                 }),
                 StreamEvent::TextStart,
                 StreamEvent::TextDelta("42".into()),

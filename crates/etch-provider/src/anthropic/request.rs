@@ -240,7 +240,7 @@ pub fn build<'a>(
     max_tokens: u32,
     thinking_budget: Option<u32>,
 ) -> MessagesBody<'a> {
-    let messages = messages(&request.messages, request.options.no_vision);
+    let messages = messages(&request.messages, model, request.options.no_vision);
     let thinking = thinking_budget
         .filter(|_| !continues_unthought_tool_round(&messages))
         .map(|budget_tokens| Thinking {
@@ -280,8 +280,8 @@ pub fn build<'a>(
 }
 
 /// Maps the conversation to alternating wire messages.
-fn messages(messages: &[Message], no_vision: bool) -> Vec<WireMessage<'_>> {
-    let mut replays = replays_by_owner(messages);
+fn messages<'a>(messages: &'a [Message], model: &str, no_vision: bool) -> Vec<WireMessage<'a>> {
+    let mut replays = replays_by_owner(messages, model);
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
         match message {
@@ -379,7 +379,7 @@ fn push<'a>(out: &mut Vec<WireMessage<'a>>, role: &'static str, blocks: Vec<Bloc
 /// (and follows none) belongs to that one. Items of a pass whose assistant
 /// message was dropped (a failed pass) follow a user or tool message and
 /// precede none, so they are not replayed.
-fn replays_by_owner(messages: &[Message]) -> Vec<Vec<&Value>> {
+fn replays_by_owner<'a>(messages: &'a [Message], model: &str) -> Vec<Vec<&'a Value>> {
     let mut by_owner: Vec<Vec<&Value>> = vec![Vec::new(); messages.len()];
     let mut index = 0;
     while index < messages.len() {
@@ -398,7 +398,7 @@ fn replays_by_owner(messages: &[Message]) -> Vec<Vec<&Value>> {
             _ => continue,
         };
         let items = messages[start..index].iter().filter_map(|m| match m {
-            Message::ProviderItem(item) => replayable(item),
+            Message::ProviderItem(item) => replayable(item, model),
             _ => None,
         });
         by_owner[owner].extend(items);
@@ -407,9 +407,9 @@ fn replays_by_owner(messages: &[Message]) -> Vec<Vec<&Value>> {
 }
 
 /// The block to send back for an item, if it is an Anthropic Messages
-/// thinking or redacted-thinking block.
-fn replayable(item: &ProviderItem) -> Option<&Value> {
-    let ours = item.provider == PROVIDER && item.api == API;
+/// thinking or redacted-thinking block that `model` takes.
+fn replayable<'a>(item: &'a ProviderItem, model: &str) -> Option<&'a Value> {
+    let ours = item.replays_to(PROVIDER, API, model);
     let kind = item.item.get("type").and_then(Value::as_str);
     (ours && matches!(kind, Some("thinking" | "redacted_thinking"))).then_some(&item.item)
 }
@@ -504,6 +504,7 @@ mod tests {
             api: api.into(),
             item_type: item["type"].as_str().unwrap_or("x").into(),
             item,
+            model: None,
         })
     }
 
@@ -725,15 +726,28 @@ mod tests {
 
     /// Thinking blocks recorded after an assistant message (the core's
     /// order) are replayed verbatim at the start of that message; items of
-    /// other providers and APIs are skipped.
+    /// other providers and APIs are skipped, and so are items bound to
+    /// another model (signatures imported from Pi).
     #[test]
     fn thinking_items_are_replayed_into_their_assistant_message() {
         let thinking = json!({"type": "thinking", "thinking": "hmm", "signature": "sig=="});
         let redacted = json!({"type": "redacted_thinking", "data": "opaque"});
+        let for_model = |model: &str, signature: &str| {
+            let Message::ProviderItem(mut item) = item(
+                "anthropic",
+                "messages",
+                json!({"type": "thinking", "thinking": "t", "signature": signature}),
+            ) else {
+                unreachable!()
+            };
+            item.model = Some(model.to_owned());
+            Message::ProviderItem(item)
+        };
         let request = request(vec![
             Message::user_text("go"),
             call("a", "read", json!({"path": "x"})),
             item("anthropic", "messages", thinking.clone()),
+            for_model("claude-older", "OTHER_MODEL_SIG"),
             item("anthropic", "messages", redacted.clone()),
             item(
                 "openai",
@@ -755,6 +769,19 @@ mod tests {
                 redacted,
                 {"type": "tool_use", "id": "a", "name": "read", "input": {"path": "x"}},
             ])
+        );
+        assert!(!body.to_string().contains("OTHER_MODEL_SIG"));
+        assert_eq!(body["model"], "claude-x");
+        let same = self::request(vec![
+            Message::user_text("go"),
+            call("a", "read", json!({"path": "x"})),
+            for_model("claude-x", "SAME_MODEL_SIG"),
+            result("a", "A"),
+        ]);
+        assert!(
+            self::body(&same, Some(1024))
+                .to_string()
+                .contains("SAME_MODEL_SIG")
         );
         assert_eq!(body["messages"].as_array().unwrap().len(), 3);
         assert_eq!(

@@ -377,6 +377,7 @@ mod tests {
                     api: "responses".into(),
                     item_type: "reasoning".into(),
                     item: json!({}),
+                    model: None,
                 }),
             ],
             tools: vec![

@@ -138,6 +138,7 @@ mod tests {
             api: "responses".into(),
             item_type: "reasoning".into(),
             item: json!({"type": "reasoning", "encrypted_content": "X"}),
+            model: None,
         })
     }
 

@@ -502,6 +502,7 @@ mod tests {
                 api: "responses".into(),
                 item_type: "reasoning".into(),
                 item: json!({"id": "rs_0", "type": "reasoning", "summary": [], "encrypted_content": "ENC"}),
+                model: None,
             }),
             Message::Tool {
                 tool_call_id: "call_0".into(),

@@ -388,6 +388,7 @@ impl ResponsesDecoder {
                         api: "responses".to_owned(),
                         item_type: "reasoning".to_owned(),
                         item: item.clone(),
+                        model: None,
                     }));
                     self.output = true;
                 }
@@ -810,6 +811,7 @@ mod tests {
                     api: "responses".into(),
                     item_type: "reasoning".into(),
                     item,
+                    model: None,
                 }),
                 StreamEvent::TextStart,
                 StreamEvent::TextDelta("Hi".into()),

@@ -299,6 +299,7 @@ pub fn build_from<'a>(
         instructions: request.system_prompt(),
         input: input_items(
             request.messages.get(from..).unwrap_or_default(),
+            model,
             request.options.no_vision,
         ),
         tools,
@@ -312,10 +313,11 @@ pub fn build_from<'a>(
     }
 }
 
-/// Whether this API may replay `item`: only OpenAI Responses items, and only
-/// JSON objects (anything else would be rejected by the server).
-fn replayable(item: &ProviderItem) -> bool {
-    item.provider == PROVIDER && item.api == API && item.item.is_object()
+/// Whether this API may replay `item` to `model`: only OpenAI Responses
+/// items that model takes, and only JSON objects (anything else would be
+/// rejected by the server).
+fn replayable(item: &ProviderItem, model: &str) -> bool {
+    item.replays_to(PROVIDER, API, model) && item.item.is_object()
 }
 
 /// Converts the conversation into input items.
@@ -326,7 +328,7 @@ fn replayable(item: &ProviderItem) -> bool {
 /// assistant message is sent ahead of that message's items; if the
 /// assistant message yields no items at all, its reasoning is dropped too,
 /// since a reasoning item without its following output is rejected.
-fn input_items(messages: &[Message], no_vision: bool) -> Vec<InputItem<'_>> {
+fn input_items<'a>(messages: &'a [Message], model: &str, no_vision: bool) -> Vec<InputItem<'a>> {
     let mut items = Vec::with_capacity(messages.len());
     let mut at = 0;
     while let Some(message) = messages.get(at) {
@@ -352,7 +354,7 @@ fn input_items(messages: &[Message], no_vision: bool) -> Vec<InputItem<'_>> {
                 let answer = assistant_items(content);
                 if !answer.is_empty() {
                     items.extend(messages[pass_items..at].iter().filter_map(|m| match m {
-                        Message::ProviderItem(item) if replayable(item) => {
+                        Message::ProviderItem(item) if replayable(item, model) => {
                             Some(InputItem::Native(&item.item))
                         }
                         _ => None,
@@ -374,7 +376,7 @@ fn input_items(messages: &[Message], no_vision: bool) -> Vec<InputItem<'_>> {
                 },
             })),
             Message::ProviderItem(item) => {
-                if replayable(item) {
+                if replayable(item, model) {
                     items.push(InputItem::Native(&item.item));
                 }
             }
@@ -447,6 +449,7 @@ mod tests {
             api: "responses".into(),
             item_type: "reasoning".into(),
             item: json!({"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": ciphertext}),
+            model: None,
         })
     }
 
@@ -615,7 +618,8 @@ mod tests {
 
     /// E-MOD-18: OpenAI Responses items go back verbatim, ahead of the
     /// assistant output they were logged after; other providers' items,
-    /// Chat Completions items and non-object items are skipped.
+    /// Chat Completions items, non-object items and items bound to
+    /// another model are skipped.
     #[test]
     fn provider_items_are_replayed_or_skipped() {
         let foreign = Message::ProviderItem(ProviderItem {
@@ -623,18 +627,29 @@ mod tests {
             api: "messages".into(),
             item_type: "thinking".into(),
             item: json!({"type": "thinking", "signature": "s"}),
+            model: None,
         });
         let chat = Message::ProviderItem(ProviderItem {
             provider: "openai".into(),
             api: "chat".into(),
             item_type: "reasoning".into(),
             item: json!({"type": "reasoning"}),
+            model: None,
         });
         let null = Message::ProviderItem(ProviderItem {
             provider: "openai".into(),
             api: "responses".into(),
             item_type: "reasoning".into(),
             item: Value::Null,
+            model: None,
+        });
+        // Bound to another model (a signature imported from Pi).
+        let other_model = Message::ProviderItem(ProviderItem {
+            provider: "openai".into(),
+            api: "responses".into(),
+            item_type: "reasoning".into(),
+            item: json!({"type": "reasoning", "encrypted_content": "OTHER_MODEL"}),
+            model: Some("gpt-older".into()),
         });
         let request = request(
             vec![
@@ -650,6 +665,7 @@ mod tests {
                 foreign,
                 chat,
                 null,
+                other_model,
                 Message::Tool {
                     tool_call_id: "c1".into(),
                     tool_name: "ls".into(),
@@ -664,6 +680,7 @@ mod tests {
             "s",
         );
         let body = serde_json::to_value(build(&request, "m", None)).unwrap();
+        assert!(!body.to_string().contains("OTHER_MODEL"));
         let types: Vec<&str> = body["input"]
             .as_array()
             .unwrap()
