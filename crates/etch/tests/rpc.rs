@@ -703,7 +703,8 @@ fn a_failed_run_is_answered_twice() {
 
 /// A long bash command runs on a task of its own: queries are answered
 /// meanwhile, a prompt is refused naming the command, and abort stops it
-/// (its response says it was cancelled, then the abort's).
+/// (its response says it was cancelled, then the abort's); so does
+/// `abort_bash`.
 #[test]
 fn abort_stops_a_long_bash_command() {
     let ws = Workspace::new();
@@ -724,6 +725,13 @@ fn abort_stops_a_long_bash_command() {
     let bash = rpc.response("b");
     assert_eq!(bash["data"]["cancelled"], true, "{bash}");
     assert_eq!(rpc.response("a")["success"], true);
+    // Pi's `abort_bash` stops a running command the same way, and says
+    // it did.
+    rpc.send(&json!({"id": "b2", "type": "bash", "command": "sleep 600"}));
+    let aborted = rpc.call(&json!({"id": "ab", "type": "abort_bash"}));
+    assert_eq!(aborted["data"]["aborted"], true, "{aborted}");
+    let bash = rpc.response("b2");
+    assert_eq!(bash["data"]["cancelled"], true, "{bash}");
     let (status, stderr, _) = rpc.finish();
     assert!(status.success(), "{stderr}");
 }
