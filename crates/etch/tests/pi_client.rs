@@ -16,6 +16,12 @@ use support::{Workspace, model_args};
 
 /// Runs client.mjs against etch in `ws`, talking to `server`; what it saw.
 fn drive(ws: &Workspace, server: &FakeServer) -> Value {
+    drive_script(ws, server, "client.mjs", &[])
+}
+
+/// Runs `script` (with `before` ahead of etch's arguments) against etch
+/// in `ws`, talking to `server`; what it saw.
+fn drive_script(ws: &Workspace, server: &FakeServer, script: &str, before: &[&str]) -> Value {
     let template = ws.command(&[]);
     let mut cmd = std::process::Command::new("node");
     // The client adds --provider openai --model m1; the rest points etch
@@ -25,8 +31,9 @@ fn drive(ws: &Workspace, server: &FakeServer) -> Value {
         .skip_while(|a| a != "--base-url")
         .take(4)
         .collect();
-    cmd.arg(support::pi_client_dir().join("client.mjs"))
+    cmd.arg(support::pi_client_dir().join(script))
         .arg(ws.path())
+        .args(before)
         .args(&args)
         .current_dir(ws.path());
     for (key, value) in template.get_envs() {
@@ -147,4 +154,79 @@ fn pis_own_client_drives_etch_rpc() {
             .all(|c| c["source"].is_string() && c["sourceInfo"].is_object()),
         "{commands:?}"
     );
+}
+
+/// Pi's client during a run: its steer and follow-up while the answer
+/// streams are each sent to the model in turn, a model and thinking
+/// level set meanwhile apply from the next request, and a prompt with an
+/// image (Pi's `ImageContent`) reaches the model as one.
+#[test]
+fn pis_client_steers_and_switches_during_a_run() {
+    let ws = Workspace::new();
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("go");
+    let mut events = chat_text("held answer");
+    let rest = events.split_off(1);
+    let server = FakeServer::start(vec![
+        Reply::Gated {
+            events,
+            gate: gate.clone(),
+            rest,
+        },
+        Reply::sse(chat_text("after the steer")),
+        Reply::sse(chat_text("after the follow-up")),
+        Reply::sse(chat_text("an image")),
+    ])
+    .unwrap();
+    let bytes = etch_image::sample(8, 6, etch_model::MediaType::Png).unwrap();
+    let image = etch_model::Image::new(bytes, etch_model::MediaType::Png, 1, 1);
+    let encoded = image.base64().unwrap();
+    let gate_arg = gate.display().to_string();
+    let seen = drive_script(&ws, &server, "running.mjs", &[&gate_arg, &encoded]);
+    assert!(seen.get("fatal").is_none(), "{seen:#}");
+    assert_eq!(seen["errors"], serde_json::json!({}), "{seen:#}");
+    let calls = &seen["calls"];
+    assert_eq!(calls["stateWhileRunning"], true, "{seen:#}");
+    assert_eq!(calls["lastText"], "after the follow-up", "{seen:#}");
+    assert_eq!(calls["promptWithImage"], "an image", "{seen:#}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{seen:#}");
+    let last_user = |n: usize| -> Value {
+        requests[n].json()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rfind(|m| m["role"] == "user")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(requests[0].json()["model"], "m1");
+    let second = requests[1].json();
+    assert_eq!(second["model"], "m2", "the model set during the run");
+    let after = &calls["stateAfter"];
+    assert_eq!(after["model"]["id"], "m2", "{after}");
+    assert_eq!(after["thinkingLevel"], "low", "{after}");
+    assert!(
+        last_user(1).to_string().contains("steered while running"),
+        "{}",
+        last_user(1)
+    );
+    assert!(
+        last_user(2)
+            .to_string()
+            .contains("followed up while running"),
+        "{}",
+        last_user(2)
+    );
+    let with_image = last_user(3);
+    let url = with_image["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .map_or_else(
+            || panic!("no image: {with_image}"),
+            |p| p["image_url"]["url"].clone(),
+        );
+    assert_eq!(url, image.data_url().unwrap());
 }
