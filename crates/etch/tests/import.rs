@@ -188,7 +188,8 @@ fn bad_import_input_is_refused_clearly() {
 /// The conversation of a Chat Completions request, as comparable text:
 /// each non-system message's role, its text (Pi sends parts, etch a
 /// string; etch's project context before the first prompt is left out),
-/// and its tool calls and tool results by id.
+/// its tool calls (id, name and arguments as JSON), its images, and tool
+/// results by id.
 fn conversation(request: &Value) -> Vec<String> {
     request["messages"]
         .as_array()
@@ -206,18 +207,40 @@ fn conversation(request: &Value) -> Vec<String> {
                 _ => String::new(),
             };
             let text = support::without_context(&text).to_owned();
+            // Arguments compared as JSON values, whatever their spacing.
             let calls: Vec<String> = m["tool_calls"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|c| format!("{} {}", c["id"], c["function"]["name"]))
+                .map(|c| {
+                    let arguments = c["function"]["arguments"].as_str().unwrap_or("");
+                    let arguments = serde_json::from_str::<Value>(arguments)
+                        .map_or_else(|_| arguments.to_owned(), |v| v.to_string());
+                    format!("{} {} {arguments}", c["id"], c["function"]["name"])
+                })
+                .collect();
+            // Images by their bytes' size and end (the data URLs whole
+            // would flood a failure's message).
+            let images: Vec<String> = m["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["image_url"]["url"].as_str())
+                .map(|url| {
+                    format!(
+                        "image {} …{}",
+                        url.len(),
+                        &url[url.len().saturating_sub(16)..]
+                    )
+                })
                 .collect();
             format!(
-                "{} [{}] {} {}",
+                "{} [{}] {} {} {}",
                 m["role"].as_str().unwrap(),
                 m["tool_call_id"].as_str().unwrap_or(""),
                 text,
-                calls.join(",")
+                calls.join(","),
+                images.join(",")
             )
         })
         .collect()
