@@ -368,6 +368,61 @@ fn version_1_files_are_migrated() {
     assert_eq!(texts[1..], ["kept".to_owned(), "from a hook".to_owned()]);
 }
 
+/// A v2 file keeps its ids and tree (a branch whose leaf is the last
+/// entry) and has its `hookMessage`s read as custom messages, as Pi's
+/// migration to v3 does.
+#[test]
+fn version_2_files_are_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut head = header("pi-v2");
+    head["version"] = json!(2);
+    let lines = vec![
+        head,
+        entry(
+            "message",
+            "u1",
+            None,
+            &json!({"message": {"role": "user", "content": "first"}}),
+        ),
+        entry(
+            "message",
+            "a1",
+            Some("u1"),
+            &json!({"message": {"role": "assistant", "provider": "openai", "api": "openai-completions",
+            "model": "m1", "stopReason": "stop", "content": [{"type": "text", "text": "abandoned"}]}}),
+        ),
+        entry(
+            "message",
+            "h1",
+            Some("u1"),
+            &json!({"message": {"role": "hookMessage", "customType": "h", "content": "from a hook", "display": true}}),
+        ),
+        entry(
+            "message",
+            "u2",
+            Some("h1"),
+            &json!({"message": {"role": "user", "content": "second"}}),
+        ),
+    ];
+    let path = pi_file(dir.path(), "v2.jsonl", &lines);
+    let store = store(dir.path());
+    let outcome = import(&path, &store);
+    assert_eq!(outcome.version, 2);
+    assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
+    let session = loaded(&store, &outcome);
+    let ids: Vec<&str> = session.events.iter().map(|e| e.id.as_str()).collect();
+    for id in ["u1", "a1", "h1", "u2"] {
+        assert!(ids.contains(&id), "{id} kept: {ids:?}");
+    }
+    let texts: Vec<String> = etch_session::project_messages(&session)
+        .messages
+        .iter()
+        .map(|m| etch_model::content::joined_text(m.parts()))
+        .collect();
+    // The active branch: the abandoned answer is off it.
+    assert_eq!(texts, ["first", "from a hook", "second"], "{texts:?}");
+}
+
 /// A second import of a file is skipped, naming the session it became;
 /// `force` imports it again; a dry run writes nothing.
 #[test]
