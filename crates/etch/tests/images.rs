@@ -431,14 +431,8 @@ fn steer_and_follow_up_take_images_or_refuse_them() {
     let encoded = etch_model::Image::new(bytes.clone(), MediaType::Png, 1, 1)
         .base64()
         .unwrap();
-    let mut events = chat_text("held answer");
-    let rest = events.split_off(1);
     let server = FakeServer::start(vec![
-        Reply::Gated {
-            events,
-            gate: gate.clone(),
-            rest,
-        },
+        support::held("held answer", &gate),
         Reply::sse(chat_text("seen")),
     ])
     .unwrap();

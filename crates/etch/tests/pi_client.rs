@@ -165,14 +165,8 @@ fn pis_client_steers_and_switches_during_a_run() {
     let ws = Workspace::new();
     let gates = tempfile::tempdir().unwrap();
     let gate = gates.path().join("go");
-    let mut events = chat_text("held answer");
-    let rest = events.split_off(1);
     let server = FakeServer::start(vec![
-        Reply::Gated {
-            events,
-            gate: gate.clone(),
-            rest,
-        },
+        support::held("held answer", &gate),
         Reply::sse(chat_text("after the steer")),
         Reply::sse(chat_text("after the follow-up")),
         Reply::sse(chat_text("an image")),

@@ -288,6 +288,19 @@ impl Workspace {
     }
 }
 
+/// An answer of `text` whose first chunk is sent at once and the rest
+/// only once the file `gate` exists: a run held open until the test has
+/// done what must happen while it streams.
+pub fn held(text: &str, gate: &Path) -> etch_test_support::Reply {
+    let mut events = etch_test_support::chat_text(text);
+    let rest = events.split_off(1);
+    etch_test_support::Reply::Gated {
+        events,
+        gate: gate.to_path_buf(),
+        rest,
+    }
+}
+
 /// The flags that point etch at `server` in the OpenAI shape, with key
 /// `k` and model `m1`.
 pub fn model_args(server: &etch_test_support::FakeServer) -> Vec<String> {
