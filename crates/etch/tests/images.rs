@@ -57,6 +57,17 @@ fn parts_of(message: &Value, kind: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The last message of request `n` that `server` got.
+fn last_message(server: &FakeServer, n: usize) -> Value {
+    let request = server.requests()[n].json();
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
 /// The URL of the first `image_url` part of `message`.
 fn image_url(message: &Value) -> Value {
     parts_of(message, "image_url")
@@ -185,13 +196,7 @@ fn read_returns_an_image_over_anthropic() {
         "see anim.gif",
     ]);
     assert_eq!(out.ok(), "A GIF.\n");
-    let second = server.requests()[1].json();
-    let last = second["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = last_message(&server, 1);
     let result = &last["content"][0];
     assert_eq!(result["type"], "tool_result");
     let encoded = etch_model::Image::new(bytes, MediaType::Gif, 1, 1)
@@ -403,13 +408,7 @@ fn rpc_prompts_take_images() {
     }));
     assert_eq!(ok["success"], true, "{ok}");
     rpc.event("agent_end");
-    let first = server.requests()[0].json();
-    let user = first["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let user = last_message(&server, 0);
     assert_eq!(image_url(&user), data_url(&bytes, MediaType::Png));
     // The message events carry the image by reference.
     let messages = rpc.call(&json!({"id": "m", "type": "get_messages"}));
@@ -460,13 +459,7 @@ fn steer_and_follow_up_take_images_or_refuse_them() {
     }));
     assert_eq!(follow["success"], true, "{follow}");
     rpc.event("agent_end");
-    let second = server.requests()[1].json();
-    let user = second["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let user = last_message(&server, 1);
     assert_eq!(image_url(&user), data_url(&bytes, MediaType::Png));
     let _ = rpc.finish();
 }
@@ -523,8 +516,7 @@ fn prompt_images_reach_responses_and_anthropic() {
         "shot.png",
     ]);
     assert_eq!(out.ok(), "seen too\n");
-    let messages = server.requests()[0].json()["messages"].clone();
-    let user = messages.as_array().unwrap().last().unwrap().clone();
+    let user = last_message(&server, 0);
     let encoded = etch_model::Image::new(bytes, MediaType::Png, 1, 1)
         .base64()
         .unwrap();
