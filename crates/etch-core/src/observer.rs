@@ -182,9 +182,10 @@ pub trait Observer: Send {
         let _ = line;
     }
 
-    /// Steering prompts queued since the last call, admitted after a tool
-    /// batch, before the next model request (the seed's DrainSteering).
-    fn drain_steering(&mut self) -> Vec<String> {
+    /// Steering prompts queued since the last call (text and images),
+    /// admitted after a tool batch, before the next model request (the
+    /// seed's DrainSteering).
+    fn drain_steering(&mut self) -> Vec<crate::Prompt> {
         Vec::new()
     }
 
@@ -192,7 +193,7 @@ pub trait Observer: Send {
     /// `follow_up`), taken only when the run would otherwise stop: each
     /// becomes its own user message and the run goes on. The queue's owner
     /// decides how many to hand over at a time (`all` or `one-at-a-time`).
-    fn drain_follow_up(&mut self) -> Vec<String> {
+    fn drain_follow_up(&mut self) -> Vec<crate::Prompt> {
         Vec::new()
     }
 }

@@ -229,15 +229,18 @@ impl Observer for Recorder {
     fn durable_line(&mut self, line: &str) {
         self.lines.push(line.to_string());
     }
-    fn drain_steering(&mut self) -> Vec<String> {
+    fn drain_steering(&mut self) -> Vec<etch_core::Prompt> {
         std::mem::take(&mut self.steering)
+            .into_iter()
+            .map(Into::into)
+            .collect()
     }
-    fn drain_follow_up(&mut self) -> Vec<String> {
+    fn drain_follow_up(&mut self) -> Vec<etch_core::Prompt> {
         // One at a time, as Pi's default follow-up mode.
         if self.follow_ups.is_empty() {
             Vec::new()
         } else {
-            vec![self.follow_ups.remove(0)]
+            vec![self.follow_ups.remove(0).into()]
         }
     }
 }

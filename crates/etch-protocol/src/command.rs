@@ -69,8 +69,8 @@ pub enum CommandBody {
         /// The steering text.
         message: String,
         /// Images, as a prompt takes them (Pi's client sends them here
-        /// too): they start a run when none is active; a running one
-        /// refuses them, never dropping them unsaid.
+        /// too): they go with the text, whether it starts a run or waits
+        /// in the queue of a running one.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<ImageInput>,
     },

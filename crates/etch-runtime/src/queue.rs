@@ -1,5 +1,6 @@
 //! The prompt queues of a session (C21, G8, Pi's AgentSession): steering
-//! texts, admitted at the next boundary after a tool batch, and explicit
+//! prompts (text, and images as Pi's client sends with a steer),
+//! admitted at the next boundary after a tool batch, and explicit
 //! follow-ups, taken when the run would stop. Each drains `all` at once
 //! (etch's default) or `one-at-a-time` (Pi's option for RPC clients).
 //!
@@ -13,18 +14,18 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use etch_core::{AgentEvent, Observer};
+use etch_core::{AgentEvent, Observer, Prompt};
 use etch_protocol::{EventBody, QueueMode};
 
 use crate::events::EventBridge;
 
-/// The pending steering and follow-up texts, oldest first.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// The pending steering and follow-up prompts, oldest first.
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Queues {
-    /// Steering texts.
-    steering: VecDeque<String>,
-    /// Follow-up texts.
-    follow_up: VecDeque<String>,
+    /// Steering prompts.
+    steering: VecDeque<Prompt>,
+    /// Follow-up prompts.
+    follow_up: VecDeque<Prompt>,
     /// How steering drains.
     steering_mode: QueueMode,
     /// How follow-ups drain.
@@ -32,14 +33,14 @@ pub struct Queues {
 }
 
 impl Queues {
-    /// Queues a steering text.
-    pub fn steer(&mut self, text: impl Into<String>) {
-        self.steering.push_back(text.into());
+    /// Queues a steering prompt (text, or text and images).
+    pub fn steer(&mut self, prompt: impl Into<Prompt>) {
+        self.steering.push_back(prompt.into());
     }
 
-    /// Queues a follow-up text.
-    pub fn follow_up(&mut self, text: impl Into<String>) {
-        self.follow_up.push_back(text.into());
+    /// Queues a follow-up prompt.
+    pub fn follow_up(&mut self, prompt: impl Into<Prompt>) {
+        self.follow_up.push_back(prompt.into());
     }
 
     /// Sets how steering drains.
@@ -62,13 +63,13 @@ impl Queues {
         self.follow_up_mode
     }
 
-    /// Takes the steering texts due now: all, or the oldest one.
-    pub fn drain_steering(&mut self) -> Vec<String> {
+    /// Takes the steering prompts due now: all, or the oldest one.
+    pub fn drain_steering(&mut self) -> Vec<Prompt> {
         drain(&mut self.steering, self.steering_mode)
     }
 
     /// Takes the follow-ups due now: all, or the oldest one.
-    pub fn drain_follow_up(&mut self) -> Vec<String> {
+    pub fn drain_follow_up(&mut self) -> Vec<Prompt> {
         drain(&mut self.follow_up, self.follow_up_mode)
     }
 
@@ -77,26 +78,28 @@ impl Queues {
         self.steering.is_empty() && self.follow_up.is_empty()
     }
 
-    /// Takes everything pending (an aborted run hands it back to the
-    /// user rather than dropping it), steering first.
+    /// Takes everything pending (an aborted run hands its texts back to
+    /// the user rather than dropping them), steering first.
     pub fn take_all(&mut self) -> Vec<String> {
         self.steering
             .drain(..)
             .chain(self.follow_up.drain(..))
+            .map(|prompt| prompt.text)
             .collect()
     }
 
-    /// The `queue_update` event describing the queues now.
+    /// The `queue_update` event describing the queues now (their texts).
     pub fn update_event(&self) -> EventBody {
+        let texts = |queue: &VecDeque<Prompt>| queue.iter().map(|p| p.text.clone()).collect();
         EventBody::QueueUpdate {
-            steering: self.steering.iter().cloned().collect(),
-            follow_up: self.follow_up.iter().cloned().collect(),
+            steering: texts(&self.steering),
+            follow_up: texts(&self.follow_up),
         }
     }
 }
 
 /// Takes all of `queue`, or its oldest entry.
-fn drain(queue: &mut VecDeque<String>, mode: QueueMode) -> Vec<String> {
+fn drain(queue: &mut VecDeque<Prompt>, mode: QueueMode) -> Vec<Prompt> {
     match mode {
         QueueMode::All => queue.drain(..).collect(),
         QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
@@ -118,7 +121,7 @@ impl QueuedRun {
     }
 
     /// Drains with `take` and announces the new state when it took any.
-    fn take(&mut self, take: impl FnOnce(&mut Queues) -> Vec<String>) -> Vec<String> {
+    fn take(&mut self, take: impl FnOnce(&mut Queues) -> Vec<Prompt>) -> Vec<Prompt> {
         let (taken, update) = {
             let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
             let taken = take(&mut queues);
@@ -140,11 +143,11 @@ impl Observer for QueuedRun {
         self.bridge.durable_line(line);
     }
 
-    fn drain_steering(&mut self) -> Vec<String> {
+    fn drain_steering(&mut self) -> Vec<Prompt> {
         self.take(Queues::drain_steering)
     }
 
-    fn drain_follow_up(&mut self) -> Vec<String> {
+    fn drain_follow_up(&mut self) -> Vec<Prompt> {
         self.take(Queues::drain_follow_up)
     }
 }
@@ -163,8 +166,10 @@ mod tests {
         q.follow_up("c");
         q.follow_up("d");
         q.set_follow_up_mode(QueueMode::OneAtATime);
-        assert_eq!(q.drain_steering(), ["a", "b"]);
-        assert_eq!(q.drain_follow_up(), ["c"]);
+        let texts =
+            |prompts: Vec<Prompt>| -> Vec<String> { prompts.into_iter().map(|p| p.text).collect() };
+        assert_eq!(texts(q.drain_steering()), ["a", "b"]);
+        assert_eq!(texts(q.drain_follow_up()), ["c"]);
         assert_eq!(
             q.update_event(),
             EventBody::QueueUpdate {

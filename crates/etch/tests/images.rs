@@ -5,7 +5,7 @@
 //! live in the session's assets, and a resume sends the same bytes again
 //! (a lost file becomes a marker, never a failure); a model without
 //! vision gets a marker; RPC takes Pi's `images` (with `steer` and
-//! `follow_up` too, refused while a run is active); a prompt's image
+//! `follow_up` too, queued with their text during a run); a prompt's image
 //! reaches each provider in its shape; `etch show` and
 //! `export html` carry them. Fixtures are written by the test with the
 //! `image` crate's encoders (through `etch-image`).
@@ -418,11 +418,11 @@ fn rpc_prompts_take_images() {
     let _ = rpc.finish();
 }
 
-/// Pi's client sends images with `steer` and `follow_up` too: with no
-/// run active they start one that carries them; a running one refuses
-/// them, saying so, rather than dropping them.
+/// Pi's client sends images with `steer` and `follow_up` too: a steer
+/// during a run is queued with its image and reaches the model with it;
+/// with no run active, a follow-up starts one that carries its image.
 #[test]
-fn steer_and_follow_up_take_images_or_refuse_them() {
+fn steer_and_follow_up_carry_images() {
     let ws = Workspace::new();
     let gates = tempfile::tempdir().unwrap();
     let gate = gates.path().join("go");
@@ -432,6 +432,7 @@ fn steer_and_follow_up_take_images_or_refuse_them() {
         .unwrap();
     let server = FakeServer::start(vec![
         support::held("held answer", &gate),
+        Reply::sse(chat_text("steered")),
         Reply::sse(chat_text("seen")),
     ])
     .unwrap();
@@ -441,25 +442,26 @@ fn steer_and_follow_up_take_images_or_refuse_them() {
     let images = json!([{"type": "image", "data": encoded, "mimeType": "image/png"}]);
     let started = rpc.call(&json!({"id": "p", "type": "prompt", "message": "go"}));
     assert_eq!(started["success"], true, "{started}");
-    let refused = rpc.call(&json!({
+    let bad = rpc.call(&json!({
+        "id": "b", "type": "steer", "message": "and this",
+        "images": [{"type": "image", "data": "!!", "mimeType": "image/png"}]
+    }));
+    assert_eq!(bad["success"], false, "a bad image is refused: {bad}");
+    let queued = rpc.call(&json!({
         "id": "s", "type": "steer", "message": "and this", "images": images
     }));
-    assert_eq!(refused["success"], false, "{refused}");
-    assert!(
-        refused["error"]
-            .as_str()
-            .unwrap()
-            .contains("images come only with a prompt that starts a run"),
-        "{refused}"
-    );
+    assert_eq!(queued["success"], true, "{queued}");
     std::fs::write(&gate, "").unwrap();
     rpc.event("agent_end");
+    let steered = last_message(&server, 1);
+    assert!(steered.to_string().contains("and this"), "{steered}");
+    assert_eq!(image_url(&steered), data_url(&bytes, MediaType::Png));
     let follow = rpc.call(&json!({
         "id": "f", "type": "follow_up", "message": "what is this?", "images": images
     }));
     assert_eq!(follow["success"], true, "{follow}");
     rpc.event("agent_end");
-    let user = last_message(&server, 1);
+    let user = last_message(&server, 2);
     assert_eq!(image_url(&user), data_url(&bytes, MediaType::Png));
     let _ = rpc.finish();
 }

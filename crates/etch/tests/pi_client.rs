@@ -156,8 +156,9 @@ fn pis_own_client_drives_etch_rpc() {
     );
 }
 
-/// Pi's client during a run: its steer and follow-up while the answer
-/// streams are each sent to the model in turn, a model and thinking
+/// Pi's client during a run: its steer (with an image) and follow-up
+/// while the answer streams are each sent to the model in turn, a model
+/// and thinking
 /// level set meanwhile apply from the next request, and a prompt with an
 /// image (Pi's `ImageContent`) reaches the model as one.
 #[test]
@@ -205,6 +206,17 @@ fn pis_client_steers_and_switches_during_a_run() {
         "{}",
         last_user(1)
     );
+    let image_of = |message: &Value| {
+        message["content"]
+            .as_array()
+            .and_then(|parts| parts.iter().find(|p| p["type"] == "image_url"))
+            .map(|p| p["image_url"]["url"].clone())
+    };
+    assert_eq!(
+        image_of(&last_user(1)),
+        Some(Value::String(image.data_url().unwrap())),
+        "the steer's image"
+    );
     assert!(
         last_user(2)
             .to_string()
@@ -212,15 +224,9 @@ fn pis_client_steers_and_switches_during_a_run() {
         "{}",
         last_user(2)
     );
-    let with_image = last_user(3);
-    let url = with_image["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["type"] == "image_url")
-        .map_or_else(
-            || panic!("no image: {with_image}"),
-            |p| p["image_url"]["url"].clone(),
-        );
-    assert_eq!(url, image.data_url().unwrap());
+    assert_eq!(
+        image_of(&last_user(3)),
+        Some(Value::String(image.data_url().unwrap())),
+        "the prompt's image"
+    );
 }

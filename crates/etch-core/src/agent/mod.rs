@@ -109,6 +109,23 @@ impl From<&str> for Prompt {
     }
 }
 
+impl Prompt {
+    /// `prompts` as one: their texts joined by a blank line, their
+    /// images in order.
+    pub fn joined(prompts: Vec<Self>) -> Self {
+        let mut texts = Vec::with_capacity(prompts.len());
+        let mut images = Vec::new();
+        for prompt in prompts {
+            texts.push(prompt.text);
+            images.extend(prompt.images);
+        }
+        Self {
+            text: texts.join("\n\n"),
+            images,
+        }
+    }
+}
+
 /// A successful run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
@@ -361,9 +378,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let mut round = 0;
-        let mut pending_prompts = vec![prompt.text];
-        // The run's own prompt carries its images; later ones are text.
-        let mut images = prompt.images;
+        let mut pending_prompts = vec![prompt];
         let mut guard = Guard::new(self.config.guard);
         let mut grounding = Grounding::default();
         // Whether the next request must be a tool call (grounding: the
@@ -380,8 +395,8 @@ impl Agent {
             self.deliver(state)?;
             // Every prompt here passed admission already: the run's own
             // before the run began, later ones when they were drained.
-            for text in pending_prompts.drain(..) {
-                state.user_with(text, std::mem::take(&mut images))?;
+            for prompt in pending_prompts.drain(..) {
+                state.user_with(prompt.text, prompt.images)?;
             }
             if round == 1 {
                 let prompt = last_user_text(state.history);
@@ -493,7 +508,7 @@ impl Agent {
             // typed order; what is left when the model had finished becomes
             // one combined follow-up, joined by a blank line (G8, C21).
             if answered && pending_prompts.len() > 1 {
-                pending_prompts = vec![pending_prompts.join("\n\n")];
+                pending_prompts = vec![Prompt::joined(std::mem::take(&mut pending_prompts))];
             }
             if answered && pending_prompts.is_empty() {
                 pending_prompts = state.observer.drain_follow_up();
@@ -502,9 +517,12 @@ impl Agent {
             // `hook.run` says why); if nothing is left to answer, the run
             // ends here, with no request for a prompt that never came.
             let mut admitted = Vec::with_capacity(pending_prompts.len());
-            for text in pending_prompts.drain(..) {
-                if let Some(text) = self.admit(state, text, false, cancel).await? {
-                    admitted.push(text);
+            for prompt in pending_prompts.drain(..) {
+                if let Some(text) = self.admit(state, prompt.text, false, cancel).await? {
+                    admitted.push(Prompt {
+                        text,
+                        images: prompt.images,
+                    });
                 }
             }
             pending_prompts = admitted;
@@ -535,8 +553,8 @@ impl Agent {
                 // Steering drained in the last allowed round is never lost:
                 // it goes into the log, so the `etch resume` the error
                 // suggests answers it.
-                for text in pending_prompts.drain(..) {
-                    state.user(text)?;
+                for prompt in pending_prompts.drain(..) {
+                    state.user_with(prompt.text, prompt.images)?;
                 }
                 return Err(ToolRoundLimitError {
                     limit: self.config.max_tool_rounds,

@@ -71,11 +71,6 @@ impl RunState<'_> {
         Ok(())
     }
 
-    /// Appends a user message and emits its start/end events.
-    pub(super) fn user(&mut self, text: String) -> Result<(), RunError> {
-        self.user_with(text, Vec::new())
-    }
-
     /// Appends a user message with images after its text (their bytes
     /// stored first) and emits its start/end events.
     pub(super) fn user_with(

@@ -817,25 +817,26 @@ impl Host {
                 }
             };
         }
-        if !images.is_empty() {
+        let Some(behavior) = behavior else {
             let error = format!(
-                "{}; images come only with a prompt that starts a run: send them when this run has ended",
+                "{}, or send the prompt with \"streamingBehavior\": \"steer\" (admitted after the current tool batch) or \"followUp\" (run when this run ends)",
                 self.busy()
             );
             return self.respond(id, name, Err(error));
-        }
+        };
+        // Images go with the queued text, made fit now, as a prompt's are.
+        let edge = self.snapshot.place.config.tools.read_image_max_edge;
+        let images = match prompt_images(&images, edge) {
+            Ok(images) => images,
+            Err(why) => return self.respond(id, name, Err(why)),
+        };
+        let prompt = etch_core::Prompt {
+            text: message,
+            images,
+        };
         let (update, queued) = match behavior {
-            Some(StreamingBehavior::Steer) => (self.with_queues(|q| q.steer(message)), "steer"),
-            Some(StreamingBehavior::FollowUp) => {
-                (self.with_queues(|q| q.follow_up(message)), "followUp")
-            }
-            None => {
-                let error = format!(
-                    "{}, or send the prompt with \"streamingBehavior\": \"steer\" (admitted after the current tool batch) or \"followUp\" (run when this run ends)",
-                    self.busy()
-                );
-                return self.respond(id, name, Err(error));
-            }
+            StreamingBehavior::Steer => (self.with_queues(|q| q.steer(prompt)), "steer"),
+            StreamingBehavior::FollowUp => (self.with_queues(|q| q.follow_up(prompt)), "followUp"),
         };
         self.respond(id.clone(), name, Ok(Some(json!({ "queued": queued }))));
         self.emit(id, update);
@@ -1066,20 +1067,21 @@ impl Host {
             }
             return unsent;
         }
-        // Text queued after the run's last look at the queues runs next,
-        // drained per the queue's mode (steering first).
-        let mut texts = Vec::new();
+        // What was queued after the run's last look at the queues runs
+        // next, drained per the queue's mode (steering first).
+        let mut prompts = Vec::new();
         let update = self.with_queues(|q| {
-            texts = q.drain_steering();
-            if texts.is_empty() {
-                texts = q.drain_follow_up();
+            prompts = q.drain_steering();
+            if prompts.is_empty() {
+                prompts = q.drain_follow_up();
             }
         });
-        if !texts.is_empty()
+        if !prompts.is_empty()
             && let Some(session) = self.session.take()
         {
             self.emit(running.command_id.clone(), update);
-            self.start(session, running.command_id, texts.join("\n\n").into());
+            let prompt = etch_core::Prompt::joined(prompts);
+            self.start(session, running.command_id, prompt);
         }
         Vec::new()
     }

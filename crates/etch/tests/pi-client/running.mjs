@@ -1,9 +1,9 @@
 // Drives `etch rpc` with Pi's own RpcClient (through shim.mjs) while a
 // run is active, the way a Pi user's script steers one: a prompt whose
 // answer the fake server holds (until the file GATE exists), then, while
-// it streams, a steer, a follow-up, a model and a thinking level for the
-// next request; then the gate is opened and the run waited for; then a
-// prompt with an image. Prints what each call gave as one JSON object.
+// it streams, a steer with an image, a follow-up, a model and a thinking
+// level for the next request; then the gate is opened and the run waited
+// for; then a prompt with an image. Prints what each call gave as one JSON object.
 //
 // Usage: node running.mjs WORKSPACE GATE IMAGE_BASE64 ETCH_ARGS...
 import { RpcClient } from "@mariozechner/pi-coding-agent";
@@ -41,7 +41,8 @@ try {
   await call("prompt", () => client.prompt("hold on"));
   await streaming;
   await call("stateWhileRunning", async () => (await client.getState()).isStreaming);
-  await call("steer", () => client.steer("steered while running"));
+  const png = { type: "image", data: image, mimeType: "image/png" };
+  await call("steer", () => client.steer("steered while running", [png]));
   await call("followUp", () => client.followUp("followed up while running"));
   await call("setModel", () => client.setModel("openai", "m2"));
   await call("setThinkingLevel", () => client.setThinkingLevel("low"));
@@ -49,7 +50,6 @@ try {
   await call("waitForIdle", () => client.waitForIdle(30000));
   await call("lastText", () => client.getLastAssistantText());
   await call("stateAfter", () => client.getState());
-  const png = { type: "image", data: image, mimeType: "image/png" };
   await call("promptWithImage", async () => {
     await client.prompt("what is this?", [png]);
     await client.waitForIdle(30000);
