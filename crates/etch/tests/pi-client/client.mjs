@@ -17,15 +17,36 @@ const client = new RpcClient({
   model: "m1",
   args: extra,
 });
-const seen = { calls: {}, errors: {}, events: [] };
+const seen = { calls: {}, errors: {}, events: [], ms: {} };
 const call = async (name, fn) => {
+  const start = Date.now();
   try {
     seen.calls[name] = (await fn()) ?? null;
   } catch (e) {
     seen.errors[name] = String(e?.message ?? e);
   }
+  seen.ms[name] = Date.now() - start;
 };
 client.onEvent((event) => seen.events.push(event.type));
+// The next agent_end, listened for before the command that starts a run
+// is sent: against a fake server answering at once, the run can end in
+// the same read as the command's response, before waitForIdle (which
+// listens only from its call) would hear it.
+const ended = () =>
+  new Promise((resolve) => {
+    const off = client.onEvent((event) => {
+      if (event.type === "agent_end") {
+        off();
+        resolve();
+      }
+    });
+  });
+const within = (promise, ms) =>
+  Promise.race([
+    promise,
+    // Unref'd: a timer left behind must not keep node alive.
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`no agent_end in ${ms} ms`)), ms).unref()),
+  ]);
 try {
   await client.start();
   await call("promptAndWait", async () => (await client.promptAndWait("count to three", undefined, 30000)).length);
@@ -65,13 +86,15 @@ try {
     return (await client.getState()).isStreaming === false;
   });
   await call("steer", async () => {
+    const end = ended();
     await client.steer("steered while idle");
-    await client.waitForIdle(30000);
+    await within(end, 30000);
     return client.getLastAssistantText();
   });
   await call("followUp", async () => {
+    const end = ended();
     await client.followUp("followed up while idle");
-    await client.waitForIdle(30000);
+    await within(end, 30000);
     return client.getLastAssistantText();
   });
   await call("fork", async () => {

@@ -20,13 +20,32 @@ const client = new RpcClient({
   model: "m1",
   args: extra,
 });
-const seen = { calls: {}, errors: {} };
+const seen = { calls: {}, errors: {}, ms: {} };
+// The next agent_end, listened for before the command that starts a run
+// is sent (the run can end in the same read as the command's response).
+const ended = () =>
+  new Promise((resolve) => {
+    const off = client.onEvent((event) => {
+      if (event.type === "agent_end") {
+        off();
+        resolve();
+      }
+    });
+  });
+const within = (promise, ms) =>
+  Promise.race([
+    promise,
+    // Unref'd: a timer left behind must not keep node alive.
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`no agent_end in ${ms} ms`)), ms).unref()),
+  ]);
 const call = async (name, fn) => {
+  const start = Date.now();
   try {
     seen.calls[name] = (await fn()) ?? null;
   } catch (e) {
     seen.errors[name] = String(e?.message ?? e);
   }
+  seen.ms[name] = Date.now() - start;
 };
 try {
   await client.start();
@@ -47,12 +66,22 @@ try {
   await call("setModel", () => client.setModel("openai", "m2"));
   await call("setThinkingLevel", () => client.setThinkingLevel("low"));
   writeFileSync(gate, "");
-  await call("waitForIdle", () => client.waitForIdle(30000));
+  // The held answer, then the steer's and the follow-up's, with no idle
+  // moment between them: asked until the session is idle.
+  await call("idle", async () => {
+    const deadline = Date.now() + 30000;
+    while ((await client.getState()).isStreaming) {
+      if (Date.now() > deadline) throw new Error("still streaming after 30 s");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return true;
+  });
   await call("lastText", () => client.getLastAssistantText());
   await call("stateAfter", () => client.getState());
   await call("promptWithImage", async () => {
+    const end = ended();
     await client.prompt("what is this?", [png]);
-    await client.waitForIdle(30000);
+    await within(end, 30000);
     return client.getLastAssistantText();
   });
 } catch (e) {
