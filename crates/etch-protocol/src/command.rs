@@ -57,7 +57,7 @@ pub enum CommandBody {
         message: String,
         /// Images attached to the prompt, in Pi's shape
         /// (`{"type":"image","data":BASE64,"mimeType":"image/png"}`);
-        /// only with a prompt that starts a run.
+        /// during a run they are queued with the text.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<ImageInput>,
         /// What to do with the prompt when a run is already active.

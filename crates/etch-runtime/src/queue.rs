@@ -73,6 +73,15 @@ impl Queues {
         drain(&mut self.follow_up, self.follow_up_mode)
     }
 
+    /// How many images the queued prompts carry.
+    pub fn image_count(&self) -> usize {
+        self.steering
+            .iter()
+            .chain(&self.follow_up)
+            .map(|p| p.images.len())
+            .sum()
+    }
+
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.steering.is_empty() && self.follow_up.is_empty()
@@ -177,8 +186,20 @@ mod tests {
                 follow_up: vec!["d".into()]
             }
         );
-        q.steer("e");
+        let image = etch_model::Image::new(
+            b"\x89PNG\r\n\x1a\n".to_vec(),
+            etch_model::MediaType::Png,
+            1,
+            1,
+        );
+        q.steer(Prompt {
+            text: "e".into(),
+            images: vec![image.clone(), image],
+        });
+        // The images are counted (one request takes 20), texts handed back.
+        assert_eq!(q.image_count(), 2);
         assert_eq!(q.take_all(), ["e", "d"]);
+        assert_eq!(q.image_count(), 0);
         assert!(q.is_empty());
         assert!(q.drain_steering().is_empty());
     }

@@ -451,6 +451,20 @@ fn steer_and_follow_up_carry_images() {
         "id": "s", "type": "steer", "message": "and this", "images": images
     }));
     assert_eq!(queued["success"], true, "{queued}");
+    // What is queued may become one message: all of it counts against
+    // the 20 images of one request.
+    let twenty = Value::Array(vec![images[0].clone(); 20]);
+    let over = rpc.call(&json!({
+        "id": "o", "type": "follow_up", "message": "and all these", "images": twenty
+    }));
+    assert_eq!(over["success"], false, "{over}");
+    assert!(
+        over["error"]
+            .as_str()
+            .unwrap()
+            .contains("1 are queued already"),
+        "{over}"
+    );
     std::fs::write(&gate, "").unwrap();
     rpc.event("agent_end");
     let steered = last_message(&server, 1);

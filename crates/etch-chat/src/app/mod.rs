@@ -513,8 +513,9 @@ impl App {
         self.send_prompt_with(text, Vec::new(), now)
     }
 
-    /// Sends a prompt with images (which only a prompt that starts a run
-    /// takes: the caller keeps them out of steering).
+    /// Sends a prompt with images. The chat attaches images only to a
+    /// prompt that starts a run (its editor keeps them while one is
+    /// active), so a steer from here is text.
     pub fn send_prompt_with(
         &mut self,
         text: String,

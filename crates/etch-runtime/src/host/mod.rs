@@ -9,12 +9,14 @@
 //! While a task holds the [`Session`] the host answers from what it knows
 //! without it (the queues, a snapshot of the model, the log on disk) and
 //! refuses what would change the session under the task (switching,
-//! forking, compacting) with an error saying to wait or abort. Text that
-//! arrives during a run is queued (steering or follow-up); what is still
-//! queued when a run ends starts the next run, drained per the queue's
-//! mode; an abort hands everything queued back to the client instead
-//! (in the abort's response), so nothing is ever silently dropped or
-//! carried into another session. This module must not know how commands
+//! forking, compacting) with an error saying to wait or abort. A prompt
+//! that arrives during a run is queued (steering or follow-up, with its
+//! images, at most [`crate::images::MAX_PROMPT_IMAGES`] queued at once,
+//! as one request takes); what is still queued when a run ends starts
+//! the next run, drained per the queue's mode; an abort hands the queued
+//! texts back to the client instead (in the abort's response; their
+//! images, which the client sent and still has, are dropped), so no
+//! text is ever silently lost or carried into another session. This module must not know how commands
 //! arrive or where output goes (`etch rpc` reads stdin and writes stdout;
 //! the chat will draw).
 
@@ -824,7 +826,19 @@ impl Host {
             );
             return self.respond(id, name, Err(error));
         };
-        // Images go with the queued text, made fit now, as a prompt's are.
+        // Images go with the queued text, made fit now, as a prompt's are;
+        // what is queued may end up in one message, so all of it counts
+        // against the limit of one request.
+        let queued_images = {
+            let queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            queues.image_count()
+        };
+        if let Err(e) = crate::images::check_count(queued_images + images.len()) {
+            let error = format!(
+                "{e}; {queued_images} are queued already: send these when this run has ended"
+            );
+            return self.respond(id, name, Err(error));
+        }
         let edge = self.snapshot.place.config.tools.read_image_max_edge;
         let images = match prompt_images(&images, edge) {
             Ok(images) => images,
