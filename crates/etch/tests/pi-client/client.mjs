@@ -5,6 +5,7 @@
 //
 // Usage: node client.mjs WORKSPACE ETCH_ARGS...   (ETCH names the binary)
 import { RpcClient } from "@mariozechner/pi-coding-agent";
+import { ended, within } from "./wait.mjs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
@@ -28,25 +29,6 @@ const call = async (name, fn) => {
   seen.ms[name] = Date.now() - start;
 };
 client.onEvent((event) => seen.events.push(event.type));
-// The next agent_end, listened for before the command that starts a run
-// is sent: against a fake server answering at once, the run can end in
-// the same read as the command's response, before waitForIdle (which
-// listens only from its call) would hear it.
-const ended = () =>
-  new Promise((resolve) => {
-    const off = client.onEvent((event) => {
-      if (event.type === "agent_end") {
-        off();
-        resolve();
-      }
-    });
-  });
-const within = (promise, ms) =>
-  Promise.race([
-    promise,
-    // Unref'd: a timer left behind must not keep node alive.
-    new Promise((_, reject) => setTimeout(() => reject(new Error(`no agent_end in ${ms} ms`)), ms).unref()),
-  ]);
 try {
   await client.start();
   await call("promptAndWait", async () => (await client.promptAndWait("count to three", undefined, 30000)).length);
@@ -86,13 +68,13 @@ try {
     return (await client.getState()).isStreaming === false;
   });
   await call("steer", async () => {
-    const end = ended();
+    const end = ended(client);
     await client.steer("steered while idle");
     await within(end, 30000);
     return client.getLastAssistantText();
   });
   await call("followUp", async () => {
-    const end = ended();
+    const end = ended(client);
     await client.followUp("followed up while idle");
     await within(end, 30000);
     return client.getLastAssistantText();

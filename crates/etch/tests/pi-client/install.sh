@@ -18,4 +18,4 @@ if [ ! -f "$dir/.installed" ] || [ "$(cat "$dir/.installed")" != "$want" ]; then
     echo "$want" > "$dir/.installed"
 fi
 # The scripts change with the tests; copy them every time.
-cp "$here/client.mjs" "$here/running.mjs" "$here/shim.mjs" "$here/session.mjs" "$here/tree.mjs" "$dir/"
+cp "$here/client.mjs" "$here/running.mjs" "$here/wait.mjs" "$here/shim.mjs" "$here/session.mjs" "$here/tree.mjs" "$dir/"

@@ -7,6 +7,7 @@
 //
 // Usage: node running.mjs WORKSPACE GATE IMAGE_BASE64 ETCH_ARGS...
 import { RpcClient } from "@mariozechner/pi-coding-agent";
+import { ended, within } from "./wait.mjs";
 import { fileURLToPath } from "node:url";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
@@ -21,23 +22,6 @@ const client = new RpcClient({
   args: extra,
 });
 const seen = { calls: {}, errors: {}, ms: {} };
-// The next agent_end, listened for before the command that starts a run
-// is sent (the run can end in the same read as the command's response).
-const ended = () =>
-  new Promise((resolve) => {
-    const off = client.onEvent((event) => {
-      if (event.type === "agent_end") {
-        off();
-        resolve();
-      }
-    });
-  });
-const within = (promise, ms) =>
-  Promise.race([
-    promise,
-    // Unref'd: a timer left behind must not keep node alive.
-    new Promise((_, reject) => setTimeout(() => reject(new Error(`no agent_end in ${ms} ms`)), ms).unref()),
-  ]);
 const call = async (name, fn) => {
   const start = Date.now();
   try {
@@ -79,7 +63,7 @@ try {
   await call("lastText", () => client.getLastAssistantText());
   await call("stateAfter", () => client.getState());
   await call("promptWithImage", async () => {
-    const end = ended();
+    const end = ended(client);
     await client.prompt("what is this?", [png]);
     await within(end, 30000);
     return client.getLastAssistantText();
