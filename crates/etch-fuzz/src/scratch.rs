@@ -1,5 +1,5 @@
 //! Scratch directories for the targets that need real files (config,
-//! Pi import): in memory (`/dev/shm`) where the machine has it, so an
+//! Pi import, skills): in memory (`/dev/shm`) where the machine has it, so an
 //! input costs no disk writes and the fuzzer runs several times faster;
 //! the system's temporary directory otherwise.
 

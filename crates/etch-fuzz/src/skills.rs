@@ -4,7 +4,7 @@
 
 /// Checks one input.
 pub fn check(data: &[u8]) {
-    let Ok(dir) = tempfile::tempdir() else {
+    let Some(dir) = crate::scratch::dir() else {
         return;
     };
     let skill = dir.path().join(".etch").join("skills").join("fuzz");
