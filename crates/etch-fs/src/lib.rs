@@ -417,6 +417,18 @@ fn link_named(temp: &Path, path: &Path) -> std::io::Result<()> {
 /// this process writes named temporary files.
 static UNNAMED_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether the filesystem of `dir` makes unnamed files (where it does
+/// not, a file being made has a temporary name, which a kill can leave).
+pub fn makes_unnamed_files(dir: &Path) -> bool {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nix::libc::O_TMPFILE)
+        .mode(0o600)
+        .open(dir)
+        .is_ok()
+}
+
 /// Makes no more unnamed files in this process: one could be made but
 /// not named.
 fn refuse_unnamed() {

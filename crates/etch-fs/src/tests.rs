@@ -15,18 +15,6 @@ fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Whether `dir`'s filesystem makes unnamed files (where it does not,
-/// the file being made has a temporary name, by design).
-fn unnamed_here(dir: &Path) -> bool {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(nix::libc::O_TMPFILE)
-        .mode(0o600)
-        .open(dir)
-        .is_ok()
-}
-
 /// The permission bits of `path`.
 fn mode_of(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
@@ -116,7 +104,7 @@ fn a_new_file_has_no_name_until_published() {
     let path = dir.path().join("s.jsonl");
     let mut new = NewFile::new(&path, 0o600).unwrap();
     new.file().write_all(b"header\n").unwrap();
-    if unnamed_here(dir.path()) {
+    if makes_unnamed_files(dir.path()) {
         assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
     }
     let mut file = new.publish().unwrap();

@@ -76,6 +76,16 @@ impl Seeded {
     fn below(&mut self, n: usize) -> usize {
         usize::try_from(self.next() % u64::try_from(n).unwrap()).unwrap()
     }
+
+    /// The stage round `round` kills at, of `stages`: each once, in
+    /// turn, then seeded ones.
+    fn stage(&mut self, round: usize, stages: usize) -> usize {
+        if round < stages {
+            round
+        } else {
+            self.below(stages)
+        }
+    }
 }
 
 /// The seed a failure message names.
@@ -284,21 +294,6 @@ fn tail_holds(path: &Path, needle: &str) -> bool {
     String::from_utf8_lossy(&tail).contains(needle)
 }
 
-/// Whether the filesystem of `dir` makes unnamed files. Where it does
-/// not, `etch_fs` writes a named `.NAME.etch-tmp-PID-N` instead, which
-/// a kill can leave: the rounds then allow such leftovers and watch the
-/// named file being written.
-fn unnamed_supported(dir: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(nix::libc::O_TMPFILE)
-        .mode(0o600)
-        .open(dir)
-        .is_ok()
-}
-
 /// The sizes of the files being written in `dir` or below by process
 /// `pid`: the unnamed ones it has open (`O_TMPFILE`: what `etch_fs`
 /// writes before it names them), and named temporary files where the
@@ -462,7 +457,7 @@ fn check_sessions(ws: &Workspace, round: &str, allowed_temp: &dyn Fn(&Path) -> b
         support::assert_whole(&without_fragments(file, &torn, scratch.path()));
     }
     // Where there are no unnamed files, a kill may leave a named one.
-    let fallback = !unnamed_supported(ws.path());
+    let fallback = !etch_fs::makes_unnamed_files(ws.path());
     let left: Vec<PathBuf> = temp_files(ws)
         .into_iter()
         .filter(|p| !allowed_temp(p))
@@ -1075,11 +1070,7 @@ fn config_writes_survive_a_kill() {
     let mut kills = 0;
     let mut rounds = 0;
     for round in 0..8 {
-        let at = if round < TRUST_STAGES.len() {
-            round
-        } else {
-            seeded.below(TRUST_STAGES.len())
-        };
+        let at = seeded.stage(round, TRUST_STAGES.len());
         let name = format!(
             "trust round {round}, killed at \"{}\" ({})",
             TRUST_STAGES[at],
@@ -1089,11 +1080,7 @@ fn config_writes_survive_a_kill() {
         rounds += 1;
     }
     for round in 0..8 {
-        let at = if round < HOOKS_STAGES.len() {
-            round
-        } else {
-            seeded.below(HOOKS_STAGES.len())
-        };
+        let at = seeded.stage(round, HOOKS_STAGES.len());
         let name = format!(
             "hooks import round {round}, killed at \"{}\" ({})",
             HOOKS_STAGES[at],
@@ -1359,11 +1346,7 @@ fn serve_round(at: usize, round: &str) {
 fn serve_survives_a_kill_during_concurrent_runs() {
     let mut seeded = Seeded::for_test("serve");
     for round in 0..12 {
-        let at = if round < SERVE_STAGES.len() {
-            round
-        } else {
-            seeded.below(SERVE_STAGES.len())
-        };
+        let at = seeded.stage(round, SERVE_STAGES.len());
         let name = format!(
             "serve round {round}, killed at \"{}\" ({})",
             SERVE_STAGES[at],
